@@ -1,0 +1,118 @@
+"""``torchenv matrix show | check | ci | update``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from torchenv.cli._common import add_json_flag, emit_json
+from torchenv.errors import BadInput
+
+__all__ = ["register"]
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "matrix",
+        help="show, check or update the compatibility matrix; generate CI matrices",
+        description="The versioned matrix of torch releases, variants, Python versions, "
+        "architectures and driver floors that every decision is made from.",
+    )
+    msub = p.add_subparsers(dest="matrix_command", metavar="ACTION")
+    msub.required = True
+
+    show = msub.add_parser("show", help="list releases (one row per torch patch release)")
+    show.add_argument("--torch", metavar="SPEC", help="only releases matching this specifier")
+    show.add_argument("--release", metavar="VERSION",
+                      help="every fact of one release, with its sources")
+    add_json_flag(show)
+    show.set_defaults(func=run_show)
+
+    check = msub.add_parser("check", help="validate the matrix data and its cross-checks")
+    check.add_argument("--overlay", metavar="FILE",
+                       help="check this overlay merged with the embedded matrix")
+    check.add_argument("--write-cache", action="store_true",
+                       help="rebuild the embedded cache.json from the YAML (maintainers)")
+    add_json_flag(check)
+    check.set_defaults(func=run_check)
+
+    from torchenv.cli import matrix_ci, matrix_update
+
+    matrix_ci.register(msub)
+    matrix_update.register(msub)
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from torchenv.matrix.loader import load_matrix
+    from torchenv.matrix.render import matrix_to_json, release_detail, render_table, select
+
+    matrix = load_matrix()
+    releases = select(matrix, args.torch)
+    if args.release:
+        rel = matrix.release(args.release)
+        if rel is None:
+            raise BadInput(f"--release: torch {args.release} is not in the matrix",
+                           hint="see 'torchenv matrix show' for the releases it knows")
+        if args.json:
+            emit_json(matrix_to_json(matrix, [rel], with_sources=True))
+        else:
+            release_detail(matrix, rel)
+        return 0
+    if args.json:
+        emit_json(matrix_to_json(matrix, releases))
+        return 0
+    render_table(matrix, releases)
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    import json
+    import sys
+    from pathlib import Path
+
+    from torchenv.matrix.loader import (
+        CACHE_FILE,
+        build_cache,
+        load_embedded_documents,
+        load_matrix,
+    )
+
+    if args.write_cache:
+        doc = build_cache()
+        tmp = CACHE_FILE.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n")
+        tmp.replace(CACHE_FILE)
+    _, cached = load_embedded_documents()
+    overlay: Path | bool = Path(args.overlay) if args.overlay else False
+    if args.overlay and not Path(args.overlay).is_file():
+        raise BadInput(f"--overlay: {args.overlay} does not exist")
+    matrix = load_matrix(overlay=overlay)  # raises MatrixError (exit 2) for the embedded data
+    problems = []
+    if matrix.overlay_error:
+        problems.append(f"overlay ignored: {matrix.overlay_error}")
+    if not cached:
+        problems.append("cache.json does not match the YAML (run 'torchenv matrix check "
+                        "--write-cache'); the YAML is parsed on every start until then")
+    unverified = [f"{r.torch} {v.name}" for r in matrix.releases for v in r.variants
+                  if v.status != "verified"]
+    summary = {
+        "ok": not matrix.overlay_error,
+        "matrix_version": matrix.matrix_version,
+        "releases": len(matrix.releases),
+        "variants": sum(len(r.variants) for r in matrix.releases),
+        "unverified_variants": unverified,
+        "cache_current": cached,
+        "problems": problems,
+    }
+    if args.json:
+        emit_json(summary)
+    else:
+        print(f"matrix {matrix.matrix_version}: {summary['releases']} releases, "
+              f"{summary['variants']} release variants, all checks passed"
+              if summary["ok"] else "matrix check failed")
+        if unverified:
+            print(f"{len(unverified)} variants have unverified arch lists: "
+                  + ", ".join(unverified[:8]) + (" …" if len(unverified) > 8 else ""))
+        for p in problems:
+            print(f"warning: {p}", file=sys.stderr)
+    return 0 if summary["ok"] else 2

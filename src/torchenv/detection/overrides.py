@@ -1,0 +1,179 @@
+"""Target overrides: flags and ``TORCHENV_*`` variables that replace detected facts.
+
+A supplied value both replaces the detected one and stops its probe from running: asking about
+another machine must not depend on (or wait for) this one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Optional
+
+from torchenv.errors import BadInput
+from torchenv.matrix.model import PLATFORMS
+
+__all__ = [
+    "Overrides",
+    "normalize_compute_capability",
+    "normalize_driver_version",
+    "normalize_glibc",
+    "normalize_platform",
+    "normalize_python",
+    "normalize_rocm_arch",
+]
+
+_DRIVER_RE = re.compile(r"^\d{2,4}(\.\d{1,3}){1,2}$")
+_CC_RE = re.compile(r"^(?:sm_?|compute_)?(\d{1,2})\.?(\d)([af]?)$")
+_PY_RE = re.compile(r"^(?:cp|py)?3\.?(\d{1,2})(t?)$")
+_GLIBC_RE = re.compile(r"^2\.\d{1,2}$")
+_GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
+
+_PLATFORM_ALIASES = {
+    "linux": "linux-x86_64",
+    "linux-amd64": "linux-x86_64",
+    "linux_x86_64": "linux-x86_64",
+    "manylinux_x86_64": "linux-x86_64",
+    "linux-arm64": "linux-aarch64",
+    "linux_aarch64": "linux-aarch64",
+    "windows": "win-amd64",
+    "win": "win-amd64",
+    "win_amd64": "win-amd64",
+    "windows-x86_64": "win-amd64",
+    "macos": "macos-arm64",
+    "darwin-arm64": "macos-arm64",
+    "macos-aarch64": "macos-arm64",
+    "darwin-x86_64": "macos-x86_64",
+}
+
+
+def normalize_driver_version(value: str, *, origin: str = "--driver") -> str:
+    """``"550.54.15"`` stays; raises BadInput for anything that is not a driver version."""
+    text = value.strip()
+    if not _DRIVER_RE.match(text):
+        raise BadInput(
+            f"{origin}: {value!r} is not an NVIDIA driver version",
+            hint="give it as nvidia-smi prints it, e.g. 550.54.15 or 580.65",
+        )
+    return text
+
+
+def normalize_compute_capability(value: str, *, origin: str = "--gpu") -> str:
+    """``"8.6"``, ``"sm_86"``, ``"86"`` -> ``"8.6"``; ``"sm_90a"`` -> ``"9.0a"``."""
+    text = value.strip().lower()
+    m = _CC_RE.match(text)
+    if not m:
+        raise BadInput(
+            f"{origin}: {value!r} is not a compute capability",
+            hint="give it as major.minor (8.6) or sm_86; see 'nvidia-smi --query-gpu=compute_cap "
+            "--format=csv'",
+        )
+    return f"{int(m.group(1))}.{m.group(2)}{m.group(3)}"
+
+
+def normalize_python(value: str, *, origin: str = "--python") -> str:
+    """``"3.12"``, ``"cp312"``, ``"3.13t"`` -> ``"3.12"``/``"3.13t"``."""
+    m = _PY_RE.match(value.strip().lower())
+    if not m:
+        raise BadInput(f"{origin}: {value!r} is not a Python version",
+                       hint="use X.Y, e.g. 3.12, or 3.13t for the free-threaded build")
+    return f"3.{int(m.group(1))}{m.group(2)}"
+
+
+def normalize_platform(value: str, *, origin: str = "--platform") -> str:
+    text = value.strip().lower()
+    text = _PLATFORM_ALIASES.get(text, text)
+    if text not in PLATFORMS:
+        raise BadInput(f"{origin}: {value!r} is not a platform",
+                       hint="use one of " + ", ".join(PLATFORMS))
+    return text
+
+
+def normalize_glibc(value: str, *, origin: str = "--glibc") -> str:
+    text = value.strip()
+    if not _GLIBC_RE.match(text):
+        raise BadInput(f"{origin}: {value!r} is not a glibc version",
+                       hint="give it as 'ldd --version' prints it, e.g. 2.17 or 2.35")
+    return text
+
+
+def normalize_rocm_arch(value: str, *, origin: str = "--rocm-arch") -> str:
+    text = value.strip().lower().split(":")[0]
+    if not _GFX_RE.match(text):
+        raise BadInput(f"{origin}: {value!r} is not an AMD GPU target",
+                       hint="give it as rocminfo prints it, e.g. gfx90a or gfx1100")
+    return text
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Values that replace detection. ``gpus=()`` means "no NVIDIA GPU"; None means detect."""
+
+    driver: Optional[str] = None
+    gpus: Optional[tuple[str, ...]] = None
+    rocm_archs: Optional[tuple[str, ...]] = None
+    platform: Optional[str] = None
+    python: Optional[str] = None
+    glibc: Optional[str] = None
+    no_gpu: bool = False
+
+    @property
+    def any(self) -> bool:
+        return any(
+            v not in (None, False)
+            for v in (self.driver, self.gpus, self.rocm_archs, self.platform, self.python,
+                      self.glibc, self.no_gpu)
+        )
+
+    @property
+    def nvidia_given(self) -> bool:
+        """True when the NVIDIA facts are fully supplied, so no NVIDIA probe needs to run."""
+        return self.no_gpu or self.driver is not None or self.gpus is not None
+
+    @classmethod
+    def from_sources(
+        cls,
+        *,
+        driver: str | None = None,
+        gpus: Sequence[str] | None = None,
+        rocm_archs: Sequence[str] | None = None,
+        platform: str | None = None,
+        python: str | None = None,
+        glibc: str | None = None,
+        no_gpu: bool = False,
+        environ: Mapping[str, str] | None = None,
+    ) -> Overrides:
+        """Flags first, then ``TORCHENV_*`` variables; every value validated (BadInput, exit 2)."""
+        env = environ or {}
+        if driver is None and env.get("TORCHENV_DRIVER_VERSION"):
+            driver = env["TORCHENV_DRIVER_VERSION"]
+            driver_origin = "TORCHENV_DRIVER_VERSION"
+        else:
+            driver_origin = "--driver"
+        gpu_origin = "--gpu"
+        gpu_list: list[str] | None = list(gpus) if gpus else None
+        if gpu_list is None and "TORCHENV_GPUS" in env:
+            gpu_origin = "TORCHENV_GPUS"
+            raw = env["TORCHENV_GPUS"].strip()
+            gpu_list = [g for g in (p.strip() for p in raw.split(",")) if g] if raw else []
+        if platform is None and env.get("TORCHENV_PLATFORM"):
+            platform = env["TORCHENV_PLATFORM"]
+            plat_origin = "TORCHENV_PLATFORM"
+        else:
+            plat_origin = "--platform"
+        if python is None and env.get("TORCHENV_PYTHON"):
+            python = env["TORCHENV_PYTHON"]
+            py_origin = "TORCHENV_PYTHON"
+        else:
+            py_origin = "--python"
+        return cls(
+            driver=normalize_driver_version(driver, origin=driver_origin) if driver else None,
+            gpus=tuple(normalize_compute_capability(g, origin=gpu_origin) for g in gpu_list)
+            if gpu_list is not None else None,
+            rocm_archs=tuple(normalize_rocm_arch(a) for a in rocm_archs) if rocm_archs else None,
+            platform=normalize_platform(platform, origin=plat_origin) if platform else None,
+            python=normalize_python(python, origin=py_origin) if python else None,
+            glibc=normalize_glibc(glibc) if glibc else None,
+            no_gpu=no_gpu,
+        )

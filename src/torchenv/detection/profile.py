@@ -1,0 +1,292 @@
+"""The HostProfile: a frozen snapshot of what detection found, and how it round-trips to JSON.
+
+The JSON form is the public ``torchenv detect --json`` document (see README.md), and
+``torchenv resolve --host FILE`` reads it back with :meth:`HostProfile.from_json`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional
+
+from torchenv.errors import BadInput
+
+__all__ = [
+    "Gpu",
+    "HostProfile",
+    "NvidiaInfo",
+    "PythonInfo",
+    "RocmInfo",
+    "TorchInfo",
+    "XpuInfo",
+]
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One NVIDIA GPU. ``compute_capability`` is ``"8.6"``; None when no probe could tell."""
+
+    index: int
+    name: Optional[str] = None
+    compute_capability: Optional[str] = None
+    memory_mib: Optional[int] = None
+    uuid: Optional[str] = None
+    mig_mode: Optional[bool] = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "name": self.name,
+            "compute_capability": self.compute_capability,
+            "memory_mib": self.memory_mib,
+            "uuid": self.uuid,
+            "mig_mode": self.mig_mode,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Gpu:
+        return cls(
+            index=int(d.get("index", 0)),
+            name=d.get("name"),
+            compute_capability=d.get("compute_capability"),
+            memory_mib=d.get("memory_mib"),
+            uuid=d.get("uuid"),
+            mig_mode=d.get("mig_mode"),
+        )
+
+
+@dataclass(frozen=True)
+class NvidiaInfo:
+    """The NVIDIA driver and its GPUs.
+
+    ``source`` names the probe that found the driver (``nvml``, ``proc``, ``sysfs``, ``nvidia-smi``,
+    ``override``). ``gpus`` holds every GPU the driver has; ``visible`` holds the indices torch will
+    see after ``CUDA_VISIBLE_DEVICES`` (None when that variable is unset: all are visible).
+    """
+
+    driver_version: Optional[str]
+    cuda_driver_version: Optional[str] = None
+    source: str = "unknown"
+    gpus: tuple[Gpu, ...] = ()
+    cuda_visible_devices: Optional[str] = None
+    visible: Optional[tuple[int, ...]] = None
+
+    def visible_gpus(self) -> tuple[Gpu, ...]:
+        if self.visible is None:
+            return self.gpus
+        return tuple(g for g in self.gpus if g.index in self.visible)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "driver_version": self.driver_version,
+            "cuda_driver_version": self.cuda_driver_version,
+            "source": self.source,
+            "gpus": [g.to_json() for g in self.gpus],
+            "cuda_visible_devices": self.cuda_visible_devices,
+            "visible": list(self.visible) if self.visible is not None else None,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> NvidiaInfo:
+        vis = d.get("visible")
+        return cls(
+            driver_version=d.get("driver_version"),
+            cuda_driver_version=d.get("cuda_driver_version"),
+            source=str(d.get("source", "file")),
+            gpus=tuple(Gpu.from_json(g) for g in d.get("gpus") or []),
+            cuda_visible_devices=d.get("cuda_visible_devices"),
+            visible=tuple(int(i) for i in vis) if vis is not None else None,
+        )
+
+
+@dataclass(frozen=True)
+class RocmInfo:
+    version: Optional[str]
+    gfx_targets: tuple[str, ...] = ()
+    source: str = "unknown"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version, "gfx_targets": list(self.gfx_targets),
+                "source": self.source}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> RocmInfo:
+        return cls(version=d.get("version"), gfx_targets=tuple(d.get("gfx_targets") or ()),
+                   source=str(d.get("source", "file")))
+
+
+@dataclass(frozen=True)
+class XpuInfo:
+    devices: tuple[str, ...] = ()
+    level_zero: bool = False
+    source: str = "unknown"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"devices": list(self.devices), "level_zero": self.level_zero,
+                "source": self.source}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> XpuInfo:
+        return cls(devices=tuple(d.get("devices") or ()), level_zero=bool(d.get("level_zero")),
+                   source=str(d.get("source", "file")))
+
+
+@dataclass(frozen=True)
+class PythonInfo:
+    """The interpreter being inspected. ``version`` is ``"3.12"`` or ``"3.13t"`` (free-threaded)."""
+
+    version: str
+    implementation: str = "cpython"
+    free_threaded: bool = False
+    executable: Optional[str] = None
+    full_version: Optional[str] = None
+    env_kind: str = "unknown"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "implementation": self.implementation,
+            "free_threaded": self.free_threaded,
+            "executable": self.executable,
+            "full_version": self.full_version,
+            "env_kind": self.env_kind,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> PythonInfo:
+        return cls(
+            version=str(d.get("version")),
+            implementation=str(d.get("implementation", "cpython")),
+            free_threaded=bool(d.get("free_threaded", str(d.get("version", "")).endswith("t"))),
+            executable=d.get("executable"),
+            full_version=d.get("full_version"),
+            env_kind=str(d.get("env_kind", "unknown")),
+        )
+
+
+@dataclass(frozen=True)
+class TorchInfo:
+    """torch as installed in the inspected interpreter (read without importing it)."""
+
+    version: str
+    variant: Optional[str] = None
+    cuda_version: Optional[str] = None
+    arch_list: Optional[tuple[str, ...]] = None
+    location: Optional[str] = None
+    torchvision: Optional[str] = None
+    torchaudio: Optional[str] = None
+    installer: Optional[str] = None
+
+    @property
+    def public_version(self) -> str:
+        return self.version.split("+")[0]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "variant": self.variant,
+            "cuda_version": self.cuda_version,
+            "arch_list": list(self.arch_list) if self.arch_list is not None else None,
+            "location": self.location,
+            "torchvision": self.torchvision,
+            "torchaudio": self.torchaudio,
+            "installer": self.installer,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> TorchInfo:
+        arch = d.get("arch_list")
+        return cls(
+            version=str(d.get("version")),
+            variant=d.get("variant"),
+            cuda_version=d.get("cuda_version"),
+            arch_list=tuple(arch) if arch is not None else None,
+            location=d.get("location"),
+            torchvision=d.get("torchvision"),
+            torchaudio=d.get("torchaudio"),
+            installer=d.get("installer"),
+        )
+
+
+@dataclass(frozen=True)
+class HostProfile:
+    """Everything the resolver needs to know about a machine."""
+
+    platform: str
+    python: PythonInfo
+    os: str = "unknown"
+    machine: str = "unknown"
+    glibc: Optional[str] = None
+    musl: Optional[str] = None
+    wsl: bool = False
+    container: Optional[str] = None
+    nvidia: Optional[NvidiaInfo] = None
+    rocm: Optional[RocmInfo] = None
+    xpu: Optional[XpuInfo] = None
+    mps: bool = False
+    torch: Optional[TorchInfo] = None
+    warnings: tuple[str, ...] = ()
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def has_gpu(self) -> bool:
+        """True when some accelerator torch could use is present."""
+        return bool(
+            (self.nvidia is not None and (self.nvidia.gpus or self.nvidia.driver_version))
+            or (self.rocm is not None and self.rocm.gfx_targets)
+            or (self.xpu is not None and self.xpu.devices)
+            or self.mps
+        )
+
+    def with_changes(self, **changes: Any) -> HostProfile:
+        return replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "platform": self.platform,
+            "python": self.python.version,
+            "glibc": self.glibc,
+            "nvidia": self.nvidia.to_json() if self.nvidia else None,
+            "rocm": self.rocm.to_json() if self.rocm else None,
+            "xpu": self.xpu.to_json() if self.xpu else None,
+            "mps": self.mps,
+            "torch": self.torch.to_json() if self.torch else None,
+            "os": self.os,
+            "machine": self.machine,
+            "musl": self.musl,
+            "wsl": self.wsl,
+            "container": self.container,
+            "interpreter": self.python.to_json(),
+            "warnings": list(self.warnings),
+            "sources": dict(self.sources),
+        }
+
+    @classmethod
+    def from_json(cls, d: Any, *, origin: str = "host profile") -> HostProfile:
+        """Read a ``detect --json`` document; raises :class:`BadInput` naming ``origin``."""
+        if not isinstance(d, dict):
+            raise BadInput(f"{origin}: expected a JSON object from 'torchenv detect --json'")
+        try:
+            platform = d["platform"]
+            py = d.get("interpreter") or {"version": d["python"]}
+            return cls(
+                platform=str(platform),
+                python=PythonInfo.from_json(py),
+                os=str(d.get("os", "unknown")),
+                machine=str(d.get("machine", "unknown")),
+                glibc=d.get("glibc"),
+                musl=d.get("musl"),
+                wsl=bool(d.get("wsl", False)),
+                container=d.get("container"),
+                nvidia=NvidiaInfo.from_json(d["nvidia"]) if d.get("nvidia") else None,
+                rocm=RocmInfo.from_json(d["rocm"]) if d.get("rocm") else None,
+                xpu=XpuInfo.from_json(d["xpu"]) if d.get("xpu") else None,
+                mps=bool(d.get("mps", False)),
+                torch=TorchInfo.from_json(d["torch"]) if d.get("torch") else None,
+                warnings=tuple(d.get("warnings") or ()),
+                sources=dict(d.get("sources") or {}),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BadInput(f"{origin}: not a torchenv host profile ({exc!r} is missing or wrong)",
+                           hint="create one with 'torchenv detect --json > host.json'") from exc

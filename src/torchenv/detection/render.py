@@ -1,0 +1,60 @@
+"""Console rendering of a HostProfile (rich is imported only here)."""
+
+from __future__ import annotations
+
+from torchenv.detection.profile import HostProfile
+
+__all__ = ["render_profile"]
+
+
+def render_profile(profile: HostProfile) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    out = Console(highlight=False)
+    py = profile.python
+    out.print(f"[bold]Platform[/bold]  {profile.platform}"
+              + (f"  glibc {profile.glibc}" if profile.glibc else "")
+              + ("  (WSL2)" if profile.wsl else "")
+              + (f"  container: {profile.container}" if profile.container else ""))
+    out.print(f"[bold]Python[/bold]    {py.full_version or py.version} ({py.implementation}"
+              + (", free-threaded" if py.free_threaded else "") + f", {py.env_kind})"
+              + (f"  {py.executable}" if py.executable else ""))
+    nv = profile.nvidia
+    if nv is None:
+        out.print("[bold]NVIDIA[/bold]    no driver found")
+    else:
+        out.print(f"[bold]NVIDIA[/bold]    driver {nv.driver_version or 'unknown'}"
+                  + (f", CUDA {nv.cuda_driver_version}" if nv.cuda_driver_version else "")
+                  + f"  (from {nv.source})")
+        if nv.gpus:
+            t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+            for col in ("#", "GPU", "capability", "memory", "visible"):
+                t.add_column(col)
+            visible = {g.index for g in nv.visible_gpus()}
+            for g in nv.gpus:
+                t.add_row(str(g.index), g.name or "?", g.compute_capability or "?",
+                          f"{g.memory_mib} MiB" if g.memory_mib else "?",
+                          "yes" if g.index in visible else "no")
+            out.print(t)
+        if nv.cuda_visible_devices is not None:
+            out.print(f"          CUDA_VISIBLE_DEVICES={nv.cuda_visible_devices!r}")
+    if profile.rocm:
+        out.print(f"[bold]ROCm[/bold]      {profile.rocm.version or 'version unknown'}: "
+                  + (", ".join(profile.rocm.gfx_targets) or "no GPU agents")
+                  + f"  (from {profile.rocm.source})")
+    if profile.xpu:
+        out.print(f"[bold]Intel XPU[/bold] {', '.join(profile.xpu.devices) or 'present'}"
+                  + ("  (Level Zero)" if profile.xpu.level_zero else ""))
+    if profile.mps:
+        out.print("[bold]Apple[/bold]     MPS available")
+    t = profile.torch
+    if t is None:
+        out.print("[bold]torch[/bold]     not installed in this interpreter")
+    else:
+        out.print(f"[bold]torch[/bold]     {t.version}"
+                  + (f" ({t.variant})" if t.variant else "")
+                  + (f", torchvision {t.torchvision}" if t.torchvision else "")
+                  + (f", torchaudio {t.torchaudio}" if t.torchaudio else ""))
+    for w in profile.warnings:
+        out.print(f"[yellow]warning:[/yellow] {w}")

@@ -1,0 +1,44 @@
+"""Exceptions torchenv raises, each mapped to an exit code by the CLI's error boundary."""
+
+from __future__ import annotations
+
+__all__ = [
+    "BadInput",
+    "MatrixError",
+    "NetworkError",
+    "TorchenvError",
+    "Unsatisfiable",
+]
+
+
+class TorchenvError(Exception):
+    """Base class; ``hint`` says what to do next, ``exit_code`` is the CLI's status."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class BadInput(TorchenvError, ValueError):
+    """Raised when a flag, variable or file holds a value torchenv cannot use (exit 2)."""
+
+    exit_code = 2
+
+
+class MatrixError(BadInput):
+    """Raised when matrix data fails validation; the message names the file and key path."""
+
+
+class NetworkError(TorchenvError):
+    """Raised when an index or API cannot be read (offline, timeout, malformed page)."""
+
+    exit_code = 1
+
+
+class Unsatisfiable(TorchenvError):
+    """Raised when no candidate satisfies a request (exit 3)."""
+
+    exit_code = 3

@@ -1,0 +1,285 @@
+"""The typed, frozen model of the compatibility matrix.
+
+Everything here is plain data: the loader builds it from YAML (or the verified cache), and the
+resolver, installers and renderers read it. Nothing in this module touches the outside world.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, Optional
+
+__all__ = [
+    "PLATFORMS",
+    "AmdGpu",
+    "CompatFloor",
+    "CondaAvailability",
+    "Matrix",
+    "NvidiaGpu",
+    "Platform",
+    "Release",
+    "RocmTargets",
+    "Source",
+    "ToolkitFloor",
+    "Variant",
+    "parse_version_tuple",
+    "variant_kind",
+]
+
+Platform = Literal["linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64", "macos-x86_64"]
+PLATFORMS: tuple[str, ...] = (
+    "linux-x86_64",
+    "linux-aarch64",
+    "win-amd64",
+    "macos-arm64",
+    "macos-x86_64",
+)
+
+VariantKind = Literal["cpu", "cuda", "rocm", "xpu"]
+
+_CUDA_RE = re.compile(r"^cu(\d{2,3})$")
+_ROCM_RE = re.compile(r"^rocm(\d+)\.(\d+)(?:\.(\d+))?$")
+
+
+def variant_kind(name: str) -> VariantKind | None:
+    """The accelerator family of a variant name, or None when the name is not one torchenv knows."""
+    if name == "cpu":
+        return "cpu"
+    if name == "xpu":
+        return "xpu"
+    if _CUDA_RE.match(name):
+        return "cuda"
+    if _ROCM_RE.match(name):
+        return "rocm"
+    return None
+
+
+def cuda_version_of(name: str) -> str | None:
+    """``cu128`` -> ``"12.8"``, ``cu118`` -> ``"11.8"``; None for non-CUDA variants."""
+    m = _CUDA_RE.match(name)
+    if not m:
+        return None
+    digits = m.group(1)
+    return f"{digits[:-1]}.{digits[-1]}"
+
+
+def parse_version_tuple(text: str) -> tuple[int, ...]:
+    """A cheap numeric key for dotted versions (``"550.54.15"`` -> (550, 54, 15)).
+
+    Raises ValueError when a part is not a number.
+    """
+    return tuple(int(part) for part in text.split("."))
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where facts come from."""
+
+    id: str
+    title: str
+    url: str
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One build of a release on the PyTorch wheel index: ``cpu``, ``cu128``, ``rocm6.3``, ``xpu``."""
+
+    name: str
+    platforms: tuple[str, ...]
+    arch_list: Optional[tuple[str, ...]] = None
+    arch_list_by_platform: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    python: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    cudnn: Optional[str] = None
+    nccl: Optional[str] = None
+    status: str = "verified"
+    sources: tuple[str, ...] = ()
+    note: Optional[str] = None
+
+    @property
+    def kind(self) -> VariantKind:
+        kind = variant_kind(self.name)
+        assert kind is not None, self.name  # the loader rejects unknown names
+        return kind
+
+    @property
+    def cuda_version(self) -> str | None:
+        return cuda_version_of(self.name)
+
+    def arch_list_for(self, platform: str) -> tuple[str, ...] | None:
+        """The compiled targets on ``platform``; None when unknown."""
+        return self.arch_list_by_platform.get(platform, self.arch_list)
+
+
+@dataclass(frozen=True)
+class CondaAvailability:
+    pytorch_channel: bool | Literal["unknown"]
+    conda_forge: bool | Literal["unknown"]
+
+
+@dataclass(frozen=True)
+class Release:
+    """One torch patch release and everything known about its builds."""
+
+    torch: str
+    released: str
+    torchvision: Optional[str]
+    torchaudio: Optional[str]
+    python: Mapping[str, tuple[str, ...]]
+    manylinux: Mapping[str, str]
+    pypi_default: Mapping[str, str]
+    variants: tuple[Variant, ...]
+    conda: CondaAvailability
+    sources: tuple[str, ...] = ()
+    note: Optional[str] = None
+
+    @property
+    def key(self) -> tuple[int, ...]:
+        return parse_version_tuple(self.torch)
+
+    @property
+    def minor(self) -> str:
+        return ".".join(self.torch.split(".")[:2])
+
+    def variant(self, name: str) -> Variant | None:
+        for v in self.variants:
+            if v.name == name:
+                return v
+        return None
+
+    def python_tags(self, platform: str, variant: Variant | None = None) -> tuple[str, ...]:
+        """Python versions with a wheel for ``platform`` (of ``variant`` when it says otherwise)."""
+        if variant is not None and platform in variant.python:
+            return variant.python[platform]
+        if platform in self.python:
+            return self.python[platform]
+        return ()
+
+
+@dataclass(frozen=True)
+class ToolkitFloor:
+    """Minimum driver released with a CUDA toolkit minor."""
+
+    cuda: str
+    linux: Optional[str]
+    windows: Optional[str]
+    sources: tuple[str, ...] = ()
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class CompatFloor:
+    """Minimum driver for CUDA minor-version compatibility within a major."""
+
+    major: int
+    linux: Optional[str]
+    windows: Optional[str]
+    sources: tuple[str, ...] = ()
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class RocmTargets:
+    name: str
+    gfx: tuple[str, ...]
+    torch: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class NvidiaGpu:
+    name: str
+    compute_capability: str
+    architecture: str
+    segment: str
+    aliases: tuple[str, ...] = ()
+    fp16_tflops: Optional[float] = None
+    bf16_tflops: Optional[float] = None
+    memory_bandwidth_gbs: Optional[float] = None
+    sources: tuple[str, ...] = ()
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class AmdGpu:
+    name: str
+    gfx: str
+    architecture: str
+    aliases: tuple[str, ...] = ()
+    fp16_tflops: Optional[float] = None
+    bf16_tflops: Optional[float] = None
+    memory_bandwidth_gbs: Optional[float] = None
+    sources: tuple[str, ...] = ()
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """The whole matrix: releases newest first, driver floors, ROCm targets, GPU catalog."""
+
+    schema_version: int
+    matrix_version: str
+    sources: Mapping[str, Source]
+    releases: tuple[Release, ...]
+    toolkit_floors: tuple[ToolkitFloor, ...]
+    compat_floors: tuple[CompatFloor, ...]
+    rocm_variants: tuple[RocmTargets, ...]
+    nvidia_gpus: tuple[NvidiaGpu, ...]
+    amd_gpus: tuple[AmdGpu, ...]
+    overlay: Optional[str] = None
+    overlay_error: Optional[str] = None
+
+    def release(self, torch: str) -> Release | None:
+        for r in self.releases:
+            if r.torch == torch:
+                return r
+        return None
+
+    def toolkit_floor(self, cuda: str) -> ToolkitFloor | None:
+        for f in self.toolkit_floors:
+            if f.cuda == cuda:
+                return f
+        return None
+
+    def compat_floor(self, major: int) -> CompatFloor | None:
+        for f in self.compat_floors:
+            if f.major == major:
+                return f
+        return None
+
+    def rocm_targets(self, name: str, torch: str | None = None) -> RocmTargets | None:
+        """The gfx list of a ROCm variant, preferring an entry specific to ``torch``."""
+        generic = None
+        for entry in self.rocm_variants:
+            if entry.name != name:
+                continue
+            if torch is not None and torch in entry.torch:
+                return entry
+            if not entry.torch:
+                generic = entry
+        return generic
+
+    def nvidia_gpu(self, name: str) -> NvidiaGpu | None:
+        """Catalog entry for a GPU name as NVML or nvidia-smi prints it (case-insensitive)."""
+        wanted = _norm_gpu_name(name)
+        for gpu in self.nvidia_gpus:
+            if wanted in {_norm_gpu_name(n) for n in (gpu.name, *gpu.aliases)}:
+                return gpu
+        return None
+
+    def amd_gpu(self, name: str) -> AmdGpu | None:
+        wanted = _norm_gpu_name(name)
+        for gpu in self.amd_gpus:
+            if wanted in {_norm_gpu_name(n) for n in (gpu.name, *gpu.aliases)}:
+                return gpu
+        return None
+
+
+def _norm_gpu_name(name: str) -> str:
+    text = name.lower().strip()
+    for prefix in ("nvidia ", "amd "):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+    return " ".join(text.split())

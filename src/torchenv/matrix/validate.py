@@ -1,0 +1,429 @@
+"""Validate parsed matrix documents and build the frozen model.
+
+Every error names the file and the key path, e.g.
+``matrix/data/variants.yaml: variant_sets[3].variants[2].arch_list[4]: '8.6x' is not a compute
+capability``. Cross-checks run after the per-entry checks: every variant set and ROCm entry
+points at an existing release, no duplicates, release dates sorted with versions, known variant
+names, well-formed arch strings, every cited source defined.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Callable, TypeVar
+
+from torchenv.errors import MatrixError
+from torchenv.matrix.model import (
+    PLATFORMS,
+    AmdGpu,
+    CompatFloor,
+    CondaAvailability,
+    Matrix,
+    NvidiaGpu,
+    Release,
+    RocmTargets,
+    Source,
+    ToolkitFloor,
+    Variant,
+    parse_version_tuple,
+    variant_kind,
+)
+
+__all__ = ["ARCH_RE", "SCHEMA_VERSION", "build_matrix"]
+
+SCHEMA_VERSION = 1
+
+ARCH_RE = re.compile(r"^(\d{1,2})\.(\d)([af]?)(\+PTX)?$")
+_PY_RE = re.compile(r"^3\.\d{1,2}t?$")
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_VERSION_RE = re.compile(r"^\d+(\.\d+)+$")
+_DRIVER_RE = re.compile(r"^\d+(\.\d+){0,2}$")
+_GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
+_SOURCE_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+T = TypeVar("T")
+
+
+class _Ctx:
+    """Tracks the file and key path so every message can say where the bad value is."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.cited: list[tuple[str, str]] = []
+
+    def fail(self, path: str, message: str) -> MatrixError:
+        where = f"{self.file}: {path}: " if path else f"{self.file}: "
+        return MatrixError(where + message, hint="fix the matrix data (torchenv matrix check)")
+
+    def mapping(self, value: Any, path: str) -> Mapping[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(path, f"expected a mapping, got {_show(value)}")
+        return value
+
+    def seq(self, value: Any, path: str) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.fail(path, f"expected a list, got {_show(value)}")
+        return value
+
+    def string(self, value: Any, path: str, pattern: re.Pattern[str] | None = None,
+               what: str = "a string") -> str:
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise self.fail(path, f"expected {what}, got {_show(value)}")
+        text = str(value)
+        if pattern is not None and not pattern.match(text):
+            raise self.fail(path, f"{text!r} is not {what}")
+        return text
+
+    def opt_string(self, value: Any, path: str, pattern: re.Pattern[str] | None = None,
+                   what: str = "a string") -> str | None:
+        if value is None or value == "unknown":
+            return None
+        return self.string(value, path, pattern, what)
+
+    def number(self, value: Any, path: str) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(path, f"expected a number or null, got {_show(value)}")
+        return float(value)
+
+    def tribool(self, value: Any, path: str) -> Any:
+        if value in (True, False, "unknown"):
+            return value
+        raise self.fail(path, f"expected true, false or 'unknown', got {_show(value)}")
+
+    def sources(self, entry: Mapping[str, Any], path: str) -> tuple[str, ...]:
+        raw = entry.get("sources")
+        if raw is None:
+            raise self.fail(path, "missing 'sources': every fact must name its source")
+        ids = tuple(self.string(s, f"{path}.sources[{i}]") for i, s in
+                    enumerate(self.seq(raw, f"{path}.sources")))
+        if not ids:
+            raise self.fail(f"{path}.sources", "empty: every fact must name its source")
+        for i, sid in enumerate(ids):
+            self.cited.append((f"{path}.sources[{i}]", sid))
+        return ids
+
+    def platform_map(self, value: Any, path: str, item: Callable[[Any, str], T]) -> dict[str, T]:
+        result: dict[str, T] = {}
+        if value is None:
+            return result
+        for plat, v in self.mapping(value, path).items():
+            if plat not in PLATFORMS:
+                raise self.fail(f"{path}.{plat}", f"unknown platform {plat!r}; expected one of "
+                                + ", ".join(PLATFORMS))
+            result[plat] = item(v, f"{path}.{plat}")
+        return result
+
+    def python_list(self, value: Any, path: str) -> tuple[str, ...]:
+        tags = tuple(self.string(v, f"{path}[{i}]", _PY_RE, "a Python version like '3.12' or "
+                                 "'3.13t'") for i, v in enumerate(self.seq(value, path)))
+        if len(set(tags)) != len(tags):
+            raise self.fail(path, "lists a Python version twice")
+        return tags
+
+    def arch_list(self, value: Any, path: str) -> tuple[str, ...] | None:
+        if value is None or value == "unknown":
+            return None
+        items = self.seq(value, path)
+        out = []
+        for i, a in enumerate(items):
+            text = self.string(a, f"{path}[{i}]")
+            if not ARCH_RE.match(text):
+                raise self.fail(f"{path}[{i}]", f"{text!r} is not a compute capability "
+                                "(expected like '8.6', '9.0a' or '12.0+PTX')")
+            out.append(text)
+        if len(set(out)) != len(out):
+            raise self.fail(path, "lists an architecture twice")
+        return tuple(out)
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, (dict, list)):
+        return type(value).__name__
+    return repr(value)
+
+
+def _header(ctx: _Ctx, doc: Any) -> tuple[Mapping[str, Any], int, str, list[Source]]:
+    d = ctx.mapping(doc, "")
+    schema = d.get("schema_version")
+    if schema != SCHEMA_VERSION:
+        raise ctx.fail("schema_version", f"is {_show(schema)}; this torchenv reads "
+                       f"schema_version {SCHEMA_VERSION}")
+    version = ctx.string(d.get("matrix_version"), "matrix_version", _DATE_RE, "an ISO date")
+    srcs = []
+    for i, s in enumerate(ctx.seq(d.get("sources") or [], "sources")):
+        p = f"sources[{i}]"
+        s = ctx.mapping(s, p)
+        srcs.append(Source(
+            id=ctx.string(s.get("id"), f"{p}.id", _SOURCE_ID_RE, "a source id ([a-z0-9-])"),
+            title=ctx.string(s.get("title"), f"{p}.title"),
+            url=ctx.string(s.get("url"), f"{p}.url"),
+        ))
+    return d, schema, version, srcs
+
+
+def _variant(ctx: _Ctx, raw: Any, path: str) -> Variant:
+    v = ctx.mapping(raw, path)
+    name = ctx.string(v.get("name"), f"{path}.name")
+    kind = variant_kind(name)
+    if kind is None:
+        raise ctx.fail(f"{path}.name", f"{name!r} is not a variant name (cpu, cuXYZ, rocmX.Y, xpu)")
+    plats = tuple(ctx.seq(v.get("platforms"), f"{path}.platforms"))
+    for i, p in enumerate(plats):
+        if p not in PLATFORMS:
+            raise ctx.fail(f"{path}.platforms[{i}]", f"unknown platform {p!r}")
+    arch = ctx.arch_list(v.get("arch_list"), f"{path}.arch_list")
+    by_plat = ctx.platform_map(v.get("arch_list_by_platform"), f"{path}.arch_list_by_platform",
+                               lambda x, p: ctx.arch_list(x, p) or ())
+    if kind != "cuda" and (arch or by_plat):
+        raise ctx.fail(f"{path}.arch_list", f"only CUDA variants carry an arch list ({name})")
+    status = ctx.string(v.get("status", "verified"), f"{path}.status")
+    if status not in ("verified", "unverified"):
+        raise ctx.fail(f"{path}.status", f"{status!r} is not 'verified' or 'unverified'")
+    if kind == "cuda" and arch is None and status == "verified":
+        raise ctx.fail(f"{path}.arch_list", "unknown arch list must be marked status: unverified")
+    return Variant(
+        name=name,
+        platforms=plats,
+        arch_list=arch,
+        arch_list_by_platform=by_plat,
+        python=ctx.platform_map(v.get("python"), f"{path}.python", ctx.python_list),
+        cudnn=ctx.opt_string(v.get("cudnn"), f"{path}.cudnn"),
+        nccl=ctx.opt_string(v.get("nccl"), f"{path}.nccl"),
+        status=status,
+        sources=ctx.sources(v, path),
+        note=v.get("note"),
+    )
+
+
+def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> Matrix:
+    """Validate the five documents and build the :class:`Matrix`; raises :class:`MatrixError`."""
+    ctxs = {name: _Ctx(origin.get(name, name)) for name in documents}
+    for required in ("releases.yaml", "variants.yaml", "cuda.yaml", "rocm.yaml", "gpus.yaml"):
+        if required not in documents:
+            raise MatrixError(f"{origin.get(required, required)}: missing")
+    sources: dict[str, Source] = {}
+    versions = set()
+    for name, doc in documents.items():
+        ctx = ctxs[name]
+        _, _, version, srcs = _header(ctx, doc)
+        versions.add(version)
+        for i, s in enumerate(srcs):
+            if s.id in sources and sources[s.id] != s:
+                raise ctx.fail(f"sources[{i}].id", f"source {s.id!r} is defined twice differently")
+            sources[s.id] = s
+    matrix_version = max(versions)
+
+    # releases.yaml
+    ctx = ctxs["releases.yaml"]
+    rdoc = ctx.mapping(documents["releases.yaml"], "")
+    raw_releases = ctx.seq(rdoc.get("releases"), "releases")
+    parsed: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for i, raw in enumerate(raw_releases):
+        path = f"releases[{i}]"
+        r = ctx.mapping(raw, path)
+        torch = ctx.string(r.get("torch"), f"{path}.torch", _VERSION_RE, "a release version")
+        if torch in seen:
+            raise ctx.fail(f"{path}.torch", f"{torch} is listed twice (also releases[{seen[torch]}])")
+        seen[torch] = i
+        conda = ctx.mapping(r.get("conda") or {}, f"{path}.conda")
+        pypi_default = ctx.platform_map(r.get("pypi_default"), f"{path}.pypi_default",
+                                        lambda x, p: ctx.string(x, p))
+        for plat, vname in pypi_default.items():
+            if variant_kind(vname) is None:
+                raise ctx.fail(f"{path}.pypi_default.{plat}", f"{vname!r} is not a variant name")
+        parsed.append(dict(
+            torch=torch,
+            released=ctx.string(r.get("released"), f"{path}.released", _DATE_RE, "an ISO date"),
+            torchvision=ctx.opt_string(r.get("torchvision"), f"{path}.torchvision", _VERSION_RE,
+                                       "a version"),
+            torchaudio=ctx.opt_string(r.get("torchaudio"), f"{path}.torchaudio", _VERSION_RE,
+                                      "a version"),
+            python=ctx.platform_map(r.get("python"), f"{path}.python", ctx.python_list),
+            manylinux=ctx.platform_map(r.get("manylinux"), f"{path}.manylinux",
+                                       lambda x, p: ctx.string(x, p, re.compile(r"^2\.\d+$"),
+                                                               "a glibc version like '2.28'")),
+            pypi_default=pypi_default,
+            conda=CondaAvailability(
+                pytorch_channel=ctx.tribool(conda.get("pytorch_channel", "unknown"),
+                                            f"{path}.conda.pytorch_channel"),
+                conda_forge=ctx.tribool(conda.get("conda_forge", "unknown"),
+                                        f"{path}.conda.conda_forge"),
+            ),
+            sources=ctx.sources(r, path),
+            note=r.get("note"),
+            variants=[],
+        ))
+    # newest first; within a minor, later patches carry later dates; each minor's first
+    # release comes after the previous minor's first release (old-minor patches may ship later)
+    for i in range(1, len(parsed)):
+        a, b = parsed[i - 1], parsed[i]
+        if parse_version_tuple(a["torch"]) <= parse_version_tuple(b["torch"]):
+            raise ctx.fail(f"releases[{i}].torch", f"{b['torch']} comes after {a['torch']}: "
+                           "releases must be listed newest first")
+        same_minor = a["torch"].split(".")[:2] == b["torch"].split(".")[:2]
+        if same_minor and a["released"] < b["released"]:
+            raise ctx.fail(f"releases[{i}].released", f"{b['torch']} released {b['released']}, "
+                           f"after the later patch {a['torch']} ({a['released']})")
+    firsts: dict[tuple[int, ...], str] = {}
+    for p in parsed:
+        key = parse_version_tuple(p["torch"])[:2]
+        firsts[key] = min(firsts.get(key, p["released"]), p["released"])
+    ordered = sorted(firsts.items())
+    for (older, d_old), (newer, d_new) in zip(ordered, ordered[1:]):
+        if d_new < d_old:
+            idx = next(i for i, p in enumerate(parsed)
+                       if parse_version_tuple(p["torch"])[:2] == newer and p["released"] == d_new)
+            raise ctx.fail(f"releases[{idx}].released", f"{parsed[idx]['torch']} released "
+                           f"{d_new}, before the older minor {'.'.join(map(str, older))} "
+                           f"({d_old})")
+
+    # variants.yaml
+    vctx = ctxs["variants.yaml"]
+    vdoc = vctx.mapping(documents["variants.yaml"], "")
+    by_torch = {p["torch"]: p for p in parsed}
+    for i, raw in enumerate(vctx.seq(vdoc.get("variant_sets"), "variant_sets")):
+        path = f"variant_sets[{i}]"
+        vs = vctx.mapping(raw, path)
+        rel_list = [vctx.string(t, f"{path}.releases[{j}]") for j, t in
+                    enumerate(vctx.seq(vs.get("releases"), f"{path}.releases"))]
+        variants = [_variant(vctx, v, f"{path}.variants[{j}]")
+                    for j, v in enumerate(vctx.seq(vs.get("variants"), f"{path}.variants"))]
+        names = [v.name for v in variants]
+        if len(set(names)) != len(names):
+            raise vctx.fail(f"{path}.variants", "lists a variant twice")
+        for j, t in enumerate(rel_list):
+            if t not in by_torch:
+                raise vctx.fail(f"{path}.releases[{j}]", f"torch {t} is not in releases.yaml")
+            target = by_torch[t]["variants"]
+            for v in variants:
+                if any(existing.name == v.name for existing in target):
+                    raise vctx.fail(f"{path}.releases[{j}]",
+                                    f"torch {t} gets variant {v.name} from two variant sets")
+                target.append(v)
+
+    releases = []
+    for i, p in enumerate(parsed):
+        rel = Release(**{**p, "variants": tuple(p["variants"])})
+        for plat, vname in rel.pypi_default.items():
+            if vname != "cpu" and rel.variant(vname) is None and rel.variants:
+                raise ctx.fail(f"releases[{i}].pypi_default.{plat}",
+                               f"{vname} is not among the variants of torch {rel.torch}")
+        releases.append(rel)
+
+    # cuda.yaml
+    cctx = ctxs["cuda.yaml"]
+    cdoc = cctx.mapping(documents["cuda.yaml"], "")
+    toolkit = []
+    seen_cuda = set()
+    driver = (_DRIVER_RE, "a driver version like '550.54.15'")
+    for i, raw in enumerate(cctx.seq(cdoc.get("toolkit_floors"), "toolkit_floors")):
+        path = f"toolkit_floors[{i}]"
+        t = cctx.mapping(raw, path)
+        cuda = cctx.string(t.get("cuda"), f"{path}.cuda", re.compile(r"^\d+\.\d+$"),
+                           "a CUDA version like '12.8'")
+        if cuda in seen_cuda:
+            raise cctx.fail(f"{path}.cuda", f"CUDA {cuda} is listed twice")
+        seen_cuda.add(cuda)
+        toolkit.append(ToolkitFloor(
+            cuda=cuda,
+            linux=cctx.opt_string(t.get("linux"), f"{path}.linux", *driver),
+            windows=cctx.opt_string(t.get("windows"), f"{path}.windows", *driver),
+            sources=cctx.sources(t, path), note=t.get("note"),
+        ))
+    compat = []
+    for i, raw in enumerate(cctx.seq(cdoc.get("compat_floors"), "compat_floors")):
+        path = f"compat_floors[{i}]"
+        t = cctx.mapping(raw, path)
+        major = t.get("major")
+        if not isinstance(major, int) or isinstance(major, bool):
+            raise cctx.fail(f"{path}.major", f"expected a CUDA major version, got {_show(major)}")
+        compat.append(CompatFloor(
+            major=major,
+            linux=cctx.opt_string(t.get("linux"), f"{path}.linux", *driver),
+            windows=cctx.opt_string(t.get("windows"), f"{path}.windows", *driver),
+            sources=cctx.sources(t, path), note=t.get("note"),
+        ))
+
+    # rocm.yaml
+    rctx = ctxs["rocm.yaml"]
+    rocm_doc = rctx.mapping(documents["rocm.yaml"], "")
+    rocm = []
+    for i, raw in enumerate(rctx.seq(rocm_doc.get("rocm_variants"), "rocm_variants")):
+        path = f"rocm_variants[{i}]"
+        r = rctx.mapping(raw, path)
+        name = rctx.string(r.get("name"), f"{path}.name")
+        if variant_kind(name) != "rocm":
+            raise rctx.fail(f"{path}.name", f"{name!r} is not a ROCm variant name")
+        gfx = tuple(rctx.string(g, f"{path}.gfx[{j}]", _GFX_RE, "a gfx target like 'gfx90a'")
+                    for j, g in enumerate(rctx.seq(r.get("gfx"), f"{path}.gfx")))
+        torch_list = tuple(rctx.string(t, f"{path}.torch[{j}]") for j, t in
+                           enumerate(rctx.seq(r.get("torch") or [], f"{path}.torch")))
+        for j, t in enumerate(torch_list):
+            if t not in by_torch:
+                raise rctx.fail(f"{path}.torch[{j}]", f"torch {t} is not in releases.yaml")
+        rocm.append(RocmTargets(name=name, gfx=gfx, torch=torch_list,
+                                sources=rctx.sources(r, path), note=r.get("note")))
+
+    # gpus.yaml
+    gctx = ctxs["gpus.yaml"]
+    gdoc = gctx.mapping(documents["gpus.yaml"], "")
+    nvidia = []
+    for i, raw in enumerate(gctx.seq(gdoc.get("nvidia") or [], "nvidia")):
+        path = f"nvidia[{i}]"
+        g = gctx.mapping(raw, path)
+        cc = gctx.string(g.get("compute_capability"), f"{path}.compute_capability", ARCH_RE,
+                         "a compute capability like '8.6'")
+        nvidia.append(NvidiaGpu(
+            name=gctx.string(g.get("name"), f"{path}.name"),
+            compute_capability=cc,
+            architecture=gctx.string(g.get("architecture"), f"{path}.architecture"),
+            segment=gctx.string(g.get("segment", "unknown"), f"{path}.segment"),
+            aliases=tuple(str(a) for a in gctx.seq(g.get("aliases") or [], f"{path}.aliases")),
+            fp16_tflops=gctx.number(g.get("fp16_tflops"), f"{path}.fp16_tflops"),
+            bf16_tflops=gctx.number(g.get("bf16_tflops"), f"{path}.bf16_tflops"),
+            memory_bandwidth_gbs=gctx.number(g.get("memory_bandwidth_gbs"),
+                                             f"{path}.memory_bandwidth_gbs"),
+            sources=gctx.sources(g, path), note=g.get("note"),
+        ))
+    amd = []
+    for i, raw in enumerate(gctx.seq(gdoc.get("amd") or [], "amd")):
+        path = f"amd[{i}]"
+        g = gctx.mapping(raw, path)
+        amd.append(AmdGpu(
+            name=gctx.string(g.get("name"), f"{path}.name"),
+            gfx=gctx.string(g.get("gfx"), f"{path}.gfx", _GFX_RE, "a gfx target"),
+            architecture=gctx.string(g.get("architecture"), f"{path}.architecture"),
+            aliases=tuple(str(a) for a in gctx.seq(g.get("aliases") or [], f"{path}.aliases")),
+            fp16_tflops=gctx.number(g.get("fp16_tflops"), f"{path}.fp16_tflops"),
+            bf16_tflops=gctx.number(g.get("bf16_tflops"), f"{path}.bf16_tflops"),
+            memory_bandwidth_gbs=gctx.number(g.get("memory_bandwidth_gbs"),
+                                             f"{path}.memory_bandwidth_gbs"),
+            sources=gctx.sources(g, path), note=g.get("note"),
+        ))
+    names = [g.name.lower() for g in nvidia] + [g.name.lower() for g in amd]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise gctx.fail("", f"GPU listed twice: {sorted(dupes)[0]!r}")
+
+    for name, c in ctxs.items():
+        for path, sid in c.cited:
+            if sid not in sources:
+                raise c.fail(path, f"source {sid!r} is not defined in any file's 'sources' list")
+
+    return Matrix(
+        schema_version=SCHEMA_VERSION,
+        matrix_version=matrix_version,
+        sources=sources,
+        releases=tuple(releases),
+        toolkit_floors=tuple(toolkit),
+        compat_floors=tuple(compat),
+        rocm_variants=tuple(rocm),
+        nvidia_gpus=tuple(nvidia),
+        amd_gpus=tuple(amd),
+    )
