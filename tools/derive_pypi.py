@@ -15,8 +15,9 @@ Data used (all cached under ``--cache``):
 
 Fields that PyPI cannot provide (``conda``, extra notes and sources) are taken
 from an existing releases.yaml with ``--merge-existing FILE``: its ``conda``
-blocks, its ``sources`` entries whose ids this script does not define, and the
-``note`` sentences that start with ``conda`` are carried over.
+blocks, its ``sources`` entries whose ids this script does not define, its
+torchvision/torchaudio values where PyPI shows no exact pin (``unknown``), and
+the ``note`` sentences that start with ``conda`` or ``Pairing`` are carried over.
 
 Usage::
 
@@ -46,6 +47,7 @@ from typing import Any
 import yaml
 from packaging.markers import Marker
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
@@ -66,7 +68,7 @@ LINUX_MACHINE = {"linux-x86_64": "x86_64", "linux-aarch64": "aarch64"}
 DERIVED_SOURCES: list[dict[str, str]] = [
     {
         "id": "pypi-json",
-        "title": "PyPI JSON API for torch: wheel file names, upload times; wheel core metadata (Requires-Dist)",
+        "title": "PyPI JSON API for torch (file names, upload times) and its wheels' Requires-Dist",
         "url": "https://pypi.org/pypi/torch/json",
     },
     {
@@ -156,7 +158,8 @@ def _zip_metadata(fetcher: Fetcher, url: str) -> str | None:
             raise RuntimeError(f"ZIP64 locator missing in {url}")
         (eocd64_offset,) = struct.unpack("<Q", tail[locator + 8 : locator + 16])
         record = fetcher.get(url, f"{eocd64_offset}-{eocd64_offset + 55}")
-        assert record is not None and record[:4] == b"PK\x06\x06"
+        if record is None or record[:4] != b"PK\x06\x06":
+            raise RuntimeError(f"bad ZIP64 end record in {url}")
         cd_size, cd_offset = struct.unpack("<QQ", record[40:56])
     directory = fetcher.get(url, f"{cd_offset}-{cd_offset + cd_size - 1}")
     assert directory is not None
@@ -172,7 +175,8 @@ def _zip_metadata(fetcher: Fetcher, url: str) -> str | None:
             # Local header is 30 bytes + name + extra; read generously.
             end = local_offset + 30 + name_len + 1024 + csize
             local = fetcher.get(url, f"{local_offset}-{end}")
-            assert local is not None and local[:4] == b"PK\x03\x04"
+            if local is None or local[:4] != b"PK\x03\x04":
+                raise RuntimeError(f"bad local header for {name} in {url}")
             lname, lextra = struct.unpack("<HH", local[26:30])
             data = local[30 + lname + lextra : 30 + lname + lextra + csize]
             if method == 8:
@@ -239,6 +243,7 @@ class Wheel:
     platform: str
     python: str
     glibc: Version | None
+    build: int  # wheel build tag; 0 when absent (pip prefers the highest)
 
 
 @dataclass
@@ -249,14 +254,16 @@ class Release:
     notes: list[str] = field(default_factory=list)
 
 
-def collect_wheels(project_url: str, files: Iterable[dict[str, Any]]) -> tuple[list[Wheel], list[str]]:
+def collect_wheels(
+    project_url: str, files: Iterable[dict[str, Any]]
+) -> tuple[list[Wheel], list[str]]:
     wheels: list[Wheel] = []
     skipped: list[str] = []
     for entry in files:
         filename = str(entry["filename"])
         if not filename.endswith(".whl") or entry.get("yanked"):
             continue
-        _name, _ver, _build, tags = parse_wheel_filename(filename)
+        _name, _ver, build, tags = parse_wheel_filename(filename)
         for tag in sorted(tags, key=str):
             platform = platform_of(tag.platform)
             python = python_tag(tag.interpreter, tag.abi)
@@ -264,7 +271,16 @@ def collect_wheels(project_url: str, files: Iterable[dict[str, Any]]) -> tuple[l
                 skipped.append(filename)
                 continue
             floors = [f for t in tags if (f := glibc_floor(t.platform)) is not None]
-            wheels.append(Wheel(filename, file_url(project_url, entry), platform, python, min(floors, default=None)))
+            wheels.append(
+                Wheel(
+                    filename,
+                    file_url(project_url, entry),
+                    platform,
+                    python,
+                    min(floors, default=None),
+                    build[0] if build else 0,
+                )
+            )
             break
     return wheels, skipped
 
@@ -296,13 +312,12 @@ def cuda_variant(requires: list[str], machine: str, python: str) -> tuple[str, s
     return "cpu", None
 
 
-def torch_pin(requires: list[str]) -> str | None:
+def torch_requirement(requires: list[str]) -> SpecifierSet | None:
+    """The specifier of the unconditional ``torch`` requirement, if any."""
     for line in requires:
         req = Requirement(line)
-        if req.name.lower() != "torch" or (req.marker is not None and "extra" in str(req.marker)):
-            continue
-        pins = [s.version for s in req.specifier if s.operator in ("==", "===")]
-        return pins[0] if len(pins) == 1 else None
+        if req.name.lower() == "torch" and (req.marker is None or "extra" not in str(req.marker)):
+            return req.specifier
     return None
 
 
@@ -319,31 +334,78 @@ def is_final(version: str) -> bool:
     return not (parsed.is_prerelease or parsed.is_devrelease or parsed.local)
 
 
-def pairings(fetcher: Fetcher, name: str) -> dict[str, list[str]]:
-    """torch version -> companion versions whose wheels pin ``torch==<version>``."""
+@dataclass
+class Companion:
+    """One torchvision/torchaudio release and the torch requirement of its wheels."""
+
+    version: str
+    torch_spec: SpecifierSet | None  # None: the wheels do not require torch at all
+    yanked: bool
+
+    @property
+    def exact(self) -> str | None:
+        if self.torch_spec is None:
+            return None
+        pins = [s.version for s in self.torch_spec if s.operator in ("==", "===")]
+        return pins[0] if len(pins) == 1 and "*" not in pins[0] else None
+
+    def describe(self) -> str:
+        spec = f"torch{self.torch_spec}" if self.torch_spec is not None else "no torch requirement"
+        return f"{self.version} ({spec}{', yanked' if self.yanked else ''})"
+
+
+def companions(fetcher: Fetcher, name: str) -> list[Companion]:
+    """Every final release of a companion project with its torch requirement."""
     url, data = project(fetcher, name)
-    paired: dict[str, list[str]] = {}
+    found: list[Companion] = []
     for version, files in data["releases"].items():
-        if not is_final(version) or Version(version) < FIRST_COMPANION[name] or not files:
+        if not is_final(version) or Version(version) < FIRST_COMPANION[name]:
             continue
-        wheels, _ = collect_wheels(url, files)
+        wheels = sorted((f for f in files if str(f["filename"]).endswith(".whl")), key=str)
+        wheels.sort(key=lambda f: (bool(f.get("yanked")), str(f["filename"])))
         if not wheels:
-            print(f"warning: {name} {version} has no usable wheel", file=sys.stderr)
+            print(f"warning: {name} {version} has no wheel", file=sys.stderr)
             continue
-        wheel = min(wheels, key=lambda w: w.filename)
-        pin = torch_pin(wheel_requires_dist(fetcher, wheel.url))
-        if pin is None:
-            print(f"warning: {name} {version} has no exact torch pin", file=sys.stderr)
-            continue
-        paired.setdefault(pin, []).append(version)
-    return paired
+        requires = wheel_requires_dist(fetcher, file_url(url, wheels[0]))
+        spec = torch_requirement(requires)
+        yanked = all(bool(f.get("yanked")) for f in files)
+        found.append(Companion(version, spec, yanked))
+    return sorted(found, key=lambda c: Version(c.version))
+
+
+def pair(torch: str, releases: list[Companion], name: str) -> tuple[str | None, list[str]]:
+    """The companion release made for ``torch`` (by exact pin), and notes."""
+    exact = [c for c in releases if c.exact == torch]
+    if exact:
+        usable = [c for c in exact if not c.yanked] or exact
+        chosen = usable[-1]
+        notes = []
+        if len(exact) > 1:
+            others = ", ".join(c.describe() for c in exact)
+            notes.append(
+                f"Several {name} releases pin torch=={torch}: {others}; newest unyanked kept."
+            )
+        return chosen.version, notes
+    loose = [
+        c
+        for c in releases
+        if c.exact is None and (c.torch_spec is None or c.torch_spec.contains(torch))
+    ]
+    if not loose:
+        return None, [f"No {name} release on PyPI pins or admits torch {torch}."]
+    listed = ", ".join(c.describe() for c in loose)
+    return "unknown", [
+        f"No {name} release on PyPI pins torch=={torch}; releases without an exact pin: {listed}."
+    ]
 
 
 def derive(fetcher: Fetcher) -> list[dict[str, Any]]:
     url, data = project(fetcher, "torch")
-    versions = sorted((v for v in data["releases"] if is_final(v) and Version(v) >= FIRST_TORCH), key=Version)
-    vision = pairings(fetcher, "torchvision")
-    audio = pairings(fetcher, "torchaudio")
+    versions = sorted(
+        (v for v in data["releases"] if is_final(v) and Version(v) >= FIRST_TORCH), key=Version
+    )
+    vision = companions(fetcher, "torchvision")
+    audio = companions(fetcher, "torchaudio")
 
     entries: list[dict[str, Any]] = []
     for version in reversed(versions):
@@ -354,7 +416,16 @@ def derive(fetcher: Fetcher) -> list[dict[str, Any]]:
         released = min(str(f["upload_time_iso_8601"] or f["upload_time"]) for f in files)[:10]
         wheels, skipped = collect_wheels(url, files)
         if skipped:
-            notes.append(f"Wheels for other platforms not tracked: {', '.join(sorted(set(skipped)))}.")
+            notes.append(
+                f"Wheels for other platforms not tracked: {', '.join(sorted(set(skipped)))}."
+            )
+
+        rebuilt = sorted(w.filename for w in wheels if w.build)
+        if rebuilt:
+            notes.append(
+                f"PyPI also has {len(rebuilt)} re-uploaded wheels with a build tag"
+                f" (e.g. {rebuilt[0]}); metadata read from the highest build."
+            )
 
         python: dict[str, list[str]] = {}
         for platform in PLATFORM_ORDER:
@@ -364,13 +435,17 @@ def derive(fetcher: Fetcher) -> list[dict[str, Any]]:
 
         manylinux: dict[str, str] = {}
         for platform in LINUX_MACHINE:
-            floors = {w.python: w.glibc for w in wheels if w.platform == platform and w.glibc is not None}
+            floors = {
+                w.python: w.glibc for w in wheels if w.platform == platform and w.glibc is not None
+            }
             if not floors:
                 continue
             lowest = min(floors.values())
             manylinux[platform] = str(lowest)
             if len(set(floors.values())) > 1:
-                detail = ", ".join(f"{py}: {floors[py]}" for py in sorted(floors, key=python_sort_key))
+                detail = ", ".join(
+                    f"{py}: {floors[py]}" for py in sorted(floors, key=python_sort_key)
+                )
                 notes.append(f"{platform} wheels differ in glibc floor by Python tag ({detail}).")
 
         default: dict[str, str] = {}
@@ -381,11 +456,18 @@ def derive(fetcher: Fetcher) -> list[dict[str, Any]]:
             # Read the metadata of the oldest and newest Python tag's wheel only.
             results: dict[str, tuple[str, str | None]] = {}
             for py in sorted({python[platform][0], python[platform][-1]}, key=python_sort_key):
-                wheel = min((w for w in wheels if w.platform == platform and w.python == py), key=lambda w: w.filename)
-                results[py] = cuda_variant(wheel_requires_dist(fetcher, wheel.url), LINUX_MACHINE[platform], py)
+                wheel = min(
+                    (w for w in wheels if w.platform == platform and w.python == py),
+                    key=lambda w: (-w.build, w.filename),
+                )
+                results[py] = cuda_variant(
+                    wheel_requires_dist(fetcher, wheel.url), LINUX_MACHINE[platform], py
+                )
             variants = {variant for variant, _ in results.values()}
             if len(variants) > 1:
-                raise RuntimeError(f"torch {version} {platform}: variant differs by Python tag: {results}")
+                raise RuntimeError(
+                    f"torch {version} {platform}: variant differs by Python tag: {results}"
+                )
             variant = variants.pop()
             default[platform] = variant
             pins = sorted({pin for _, pin in results.values() if pin})
@@ -394,11 +476,12 @@ def derive(fetcher: Fetcher) -> list[dict[str, Any]]:
 
         sources = ["pypi-json"]
         entry: dict[str, Any] = {"torch": version, "released": released}
-        for key, paired, source in (("torchvision", vision, "pypi-json-torchvision"), ("torchaudio", audio, "pypi-json-torchaudio")):
-            companions = sorted(paired.get(version, []), key=Version)
-            entry[key] = companions[0] if companions else None
-            if len(companions) > 1:
-                notes.append(f"Several {key} releases pin torch=={version}: {', '.join(companions)}.")
+        for key, paired, source in (
+            ("torchvision", vision, "pypi-json-torchvision"),
+            ("torchaudio", audio, "pypi-json-torchaudio"),
+        ):
+            entry[key], pair_notes = pair(version, paired, key)
+            notes.extend(pair_notes)
             sources.append(source)
         entry["python"] = python
         entry["manylinux"] = manylinux
@@ -412,7 +495,9 @@ def derive(fetcher: Fetcher) -> list[dict[str, Any]]:
     return entries
 
 
-def merge_existing(entries: list[dict[str, Any]], sources: list[dict[str, str]], path: Path) -> None:
+def merge_existing(
+    entries: list[dict[str, Any]], sources: list[dict[str, str]], path: Path
+) -> None:
     """Carry conda facts, their sources and their note sentences from an older file."""
     old = yaml.safe_load(path.read_text())
     known = {s["id"] for s in sources}
@@ -424,8 +509,15 @@ def merge_existing(entries: list[dict[str, Any]], sources: list[dict[str, str]],
             continue
         if "conda" in before:
             entry["conda"] = before["conda"]
+        for key in ("torchvision", "torchaudio"):  # hand-confirmed pairings PyPI cannot show
+            if entry[key] == "unknown" and before.get(key) not in (None, "unknown"):
+                entry[key] = before[key]
         entry["sources"] += [s for s in before.get("sources", []) if s not in entry["sources"]]
-        kept = [s for s in re.split(r"(?<=\.)\s+", str(before.get("note", ""))) if s.lower().startswith("conda")]
+        kept = [
+            s
+            for s in re.split(r"(?<=\.)\s+", str(before.get("note", "")))
+            if s.lower().startswith(("conda", "pairing"))
+        ]
         if kept:
             entry["note"] = " ".join([entry["note"], *kept] if "note" in entry else kept)
 
@@ -438,7 +530,11 @@ def scalar(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, str) and re.fullmatch(r"[a-z][a-z0-9_-]*", value) and value not in ("null", "true", "false", "yes", "no", "on", "off"):
+    if (
+        isinstance(value, str)
+        and re.fullmatch(r"[a-z][a-z0-9_-]*", value)
+        and value not in ("null", "true", "false", "yes", "no", "on", "off")
+    ):
         return value
     return json.dumps(value, ensure_ascii=False)
 
@@ -449,7 +545,8 @@ def flow(values: list[Any]) -> str:
 
 def render(entries: list[dict[str, Any]], sources: list[dict[str, str]]) -> str:
     out = [
-        "# Generated by tools/derive_pypi.py from PyPI metadata; conda facts merged from the previous file.",
+        "# Generated by tools/derive_pypi.py from PyPI metadata;"
+        " conda facts merged from the previous file.",
         f"schema_version: {SCHEMA_VERSION}",
         f"matrix_version: {json.dumps(MATRIX_VERSION)}",
         "sources:",
@@ -476,9 +573,15 @@ def render(entries: list[dict[str, Any]], sources: list[dict[str, str]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cache", type=Path, default=None, help="cache directory (default: a new temp dir)")
-    parser.add_argument("--merge-existing", type=Path, default=None, help="releases.yaml to take conda facts from")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--cache", type=Path, default=None, help="cache directory (default: a new temp dir)"
+    )
+    parser.add_argument(
+        "--merge-existing", type=Path, default=None, help="old releases.yaml for conda facts"
+    )
     parser.add_argument("--output", type=Path, default=None, help="write here instead of stdout")
     args = parser.parse_args(argv)
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["ProcessResult", "run_process"]
+__all__ = ["ProcessResult", "run_process", "start_process", "stop_process"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,50 @@ def run_process(
             tuple(argv), None, out or "", err or "", time.monotonic() - start, timed_out=True
         )
     return ProcessResult(tuple(argv), proc.returncode, out, err, time.monotonic() - start)
+
+
+def start_process(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    stderr_path: str | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start a long-lived child with binary stdin/stdout pipes for a line protocol.
+
+    The caller owns the timeouts (read with a deadline) and must end it with
+    :func:`stop_process`. stderr goes to ``stderr_path`` (so it can never fill a pipe) or is
+    discarded. Raises OSError when the program cannot be started.
+    """
+    err = open(stderr_path, "ab") if stderr_path else subprocess.DEVNULL  # noqa: SIM115
+    try:
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            start_new_session=os.name == "posix",
+        )
+    finally:
+        if stderr_path:
+            err.close()  # type: ignore[union-attr]
+
+
+def stop_process(proc: subprocess.Popen[bytes], *, grace: float = 2.0) -> int | None:
+    """Close the child's stdin, wait up to ``grace`` seconds, then kill its process group."""
+    for stream in (proc.stdin, proc.stdout):
+        try:
+            if stream is not None:
+                stream.close()
+        except OSError:
+            pass
+    try:
+        return proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)  # type: ignore[arg-type]
+        return proc.wait()
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

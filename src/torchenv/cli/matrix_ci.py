@@ -3,16 +3,113 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import sys
+from pathlib import Path
+from typing import Any, cast
 
-__all__ = ["register"]
+from torchenv.errors import BadInput, Unsatisfiable
+
+__all__ = ["register", "run"]
+
+_FORMATS = ("github", "gitlab", "json")
+_STRATEGIES = ("all", "latest-patch", "edges")
 
 
 def register(msub: Any) -> None:
-    p = msub.add_parser("ci", help="generate a CI test matrix (GitHub, GitLab, JSON)")
+    p = msub.add_parser(
+        "ci",
+        help="generate a CI test matrix (GitHub, GitLab, JSON)",
+        description="Every (torch, variant, platform, Python) combination the matrix says has a "
+        "wheel, filtered, as a GitHub Actions strategy.matrix, a GitLab parallel:matrix or JSON. "
+        "Rows are sorted: newest torch first, then platform, variant, Python.",
+    )
+    p.add_argument("--torch", metavar="SPEC", help="torch releases, e.g. '>=2.5' or '==2.7.*'")
+    p.add_argument("--python", metavar="SPEC|LIST",
+                   help="a specifier ('>=3.10') or a list ('3.11,3.12,3.13t'); free-threaded "
+                   "builds only when listed or with --free-threaded")
+    p.add_argument("--free-threaded", action="store_true",
+                   help="include free-threaded Pythons (3.13t, ...) alongside the others")
+    p.add_argument("--variants", metavar="LIST", help="variants, e.g. cpu,cu126,rocm6.3")
+    p.add_argument("--accelerators", metavar="LIST", help="families: cpu,cuda,rocm,xpu")
+    p.add_argument("--platforms", "--os", dest="platforms", metavar="LIST", action="append",
+                   help="platforms or runner labels: linux-x86_64, linux-aarch64, win-amd64, "
+                   "macos-arm64, macos-x86_64, ubuntu-latest, windows-latest, macos-latest, "
+                   "linux, windows, macos (repeatable)")
+    p.add_argument("--runner", metavar="PLATFORM=LABEL", action="append",
+                   help="runner label for a platform, e.g. linux-x86_64=gpu-runner (repeatable)")
+    p.add_argument("--strategy", choices=_STRATEGIES, default="all",
+                   help="all rows; latest-patch: newest patch of each minor; edges: oldest and "
+                   "newest torch per Python and platform")
+    p.add_argument("--max-rows", metavar="N", type=int,
+                   help="at most N rows, evenly spread over the sorted list (deterministic)")
+    p.add_argument("--format", choices=_FORMATS, default=None,
+                   help="github (default): {\"include\": [...]}; gitlab: parallel:matrix YAML; "
+                   "json: a list")
+    p.add_argument("--pretty", action="store_true", help="indent the github JSON")
+    p.add_argument("--index-base", metavar="URL", help="PyTorch wheel index mirror for commands")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--json", action="store_true", help="same as --format json")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise NotImplementedError("matrix ci")
+    from torchenv.ci.formats import GITLAB_MAX_JOBS, Format, render
+    from torchenv.ci.request import (
+        CiRequest,
+        Strategy,
+        parse_accelerators,
+        parse_platforms,
+        parse_python_filter,
+        parse_runners,
+        parse_torch_spec,
+        parse_variants,
+    )
+    from torchenv.ci.rows import generate_rows
+    from torchenv.matrix.loader import load_matrix
+
+    fmt = args.format or "github"
+    if args.json:
+        if args.format not in (None, "json"):
+            raise BadInput(f"--json conflicts with --format {args.format}",
+                           hint="--json means --format json")
+        fmt = "json"
+    if args.max_rows is not None and args.max_rows < 1:
+        raise BadInput(f"--max-rows: {args.max_rows} is not a positive number")
+    request = CiRequest(
+        torch=parse_torch_spec(args.torch),
+        python=parse_python_filter(args.python, free_threaded=args.free_threaded),
+        variants=parse_variants(args.variants),
+        accelerators=parse_accelerators(args.accelerators),
+        platforms=parse_platforms(args.platforms),
+        runners=parse_runners(args.runner),
+        strategy=cast(Strategy, args.strategy),
+        max_rows=args.max_rows,
+        index_base=args.index_base,
+    )
+    matrix = load_matrix()
+    rows = generate_rows(matrix, request)
+    if not rows:
+        raise Unsatisfiable("no (torch, variant, platform, Python) combination in the matrix "
+                            "matches these filters",
+                            hint="loosen --torch/--python/--variants/--platforms; "
+                            "'torchenv matrix show' lists what exists")
+    if fmt == "gitlab" and len(rows) > GITLAB_MAX_JOBS:
+        print(f"torchenv: warning: {len(rows)} rows; GitLab allows at most {GITLAB_MAX_JOBS} "
+              "jobs in one parallel:matrix (use --max-rows or --strategy)", file=sys.stderr)
+    text = render(rows, cast(Format, fmt), pretty=args.pretty)
+    if args.output:
+        _write(Path(args.output), text)
+        print(f"wrote {len(rows)} rows to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return 0
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        raise BadInput(f"--output: cannot write {path}: {exc.strerror or exc}") from exc

@@ -1,0 +1,180 @@
+"""CI matrix rows: every (torch release, variant, platform, Python) that exists, then filtered.
+
+A row exists only when the matrix says a wheel exists: the variant is published for the platform
+(or it is the build PyPI serves there), and the release — or that variant, where the index's
+Python tags differ — has a wheel for the Python tag. Generation is a pure function of the
+:class:`~torchenv.matrix.model.Matrix` and the :class:`~torchenv.ci.request.CiRequest`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from packaging.version import Version
+
+from torchenv.ci.request import CiRequest
+from torchenv.installers.commands import index_url_for, pip_install_command
+from torchenv.matrix.model import PLATFORMS, Matrix, Release, parse_version_tuple, variant_kind
+
+__all__ = ["CiRow", "candidate_rows", "generate_rows", "row_sort_key"]
+
+_KIND_ORDER = {"cpu": 0, "cuda": 1, "rocm": 2, "xpu": 3}
+_PLATFORM_ORDER = {p: i for i, p in enumerate(PLATFORMS)}
+
+
+@dataclass(frozen=True)
+class CiRow:
+    """One CI job: a torch build on one platform and Python."""
+
+    torch: str
+    torchvision: Optional[str]
+    torchaudio: Optional[str]
+    python: str
+    variant: str
+    platform: str
+    os: str
+    index_url: Optional[str]
+    install: str
+
+    @property
+    def name(self) -> str:
+        return f"torch {self.torch} {self.variant} py{self.python} {self.platform}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "torch": self.torch,
+            "torchvision": self.torchvision,
+            "torchaudio": self.torchaudio,
+            "python": self.python,
+            "variant": self.variant,
+            "platform": self.platform,
+            "os": self.os,
+            "index_url": self.index_url,
+            "install": self.install,
+        }
+
+
+def _python_key(tag: str) -> tuple[int, int, int]:
+    major, minor = tag.rstrip("t").split(".")
+    return (int(major), int(minor), 1 if tag.endswith("t") else 0)
+
+
+def _variant_key(name: str) -> tuple[int, tuple[int, ...]]:
+    kind = variant_kind(name) or "xpu"
+    digits = "".join(c if c.isdigit() or c == "." else "" for c in name)
+    try:
+        number = parse_version_tuple(digits.strip(".")) if digits.strip(".") else ()
+    except ValueError:
+        number = ()
+    return (_KIND_ORDER[kind], number)
+
+
+def row_sort_key(row: CiRow) -> tuple[Any, ...]:
+    """Newest torch first, then platform, variant (cpu, CUDA, ROCm, XPU; ascending), Python."""
+    return (
+        tuple(-n for n in parse_version_tuple(row.torch)),
+        _PLATFORM_ORDER.get(row.platform, len(PLATFORMS)),
+        _variant_key(row.variant),
+        _python_key(row.python),
+    )
+
+
+def _variants_on(release: Release, platform: str) -> list[tuple[str, tuple[str, ...]]]:
+    """(variant name, Python tags) published for ``platform``, the PyPI build included."""
+    found: list[tuple[str, tuple[str, ...]]] = []
+    for variant in release.variants:
+        if platform in variant.platforms:
+            found.append((variant.name, release.python_tags(platform, variant)))
+    default = release.pypi_default.get(platform)
+    if default is not None and all(name != default for name, _ in found):
+        # e.g. macOS: the PyPI wheel is the CPU build and the index lists no macOS variant
+        found.append((default, release.python_tags(platform)))
+    return found
+
+
+def candidate_rows(matrix: Matrix, request: CiRequest) -> Iterator[CiRow]:
+    """Every existing combination that passes the filters, in matrix order (unsorted)."""
+    torch_spec = request.torch
+    for release in matrix.releases:
+        if torch_spec is not None and not torch_spec.contains(release.torch, prereleases=True):
+            continue
+        pins = [f"torch=={release.torch}"]
+        if release.torchvision:
+            pins.append(f"torchvision=={release.torchvision}")
+        if release.torchaudio:
+            pins.append(f"torchaudio=={release.torchaudio}")
+        for platform in request.platforms:
+            runner = request.runners.get(platform, platform)
+            default = release.pypi_default.get(platform)
+            for name, tags in _variants_on(release, platform):
+                if request.variants is not None and name not in request.variants:
+                    continue
+                if request.accelerators is not None and variant_kind(name) not in \
+                        request.accelerators:
+                    continue
+                index_url = None if name == default else index_url_for(name, request.index_base)
+                install = pip_install_command(pins, index_url)
+                for tag in tags:
+                    if not request.python.accepts(tag):
+                        continue
+                    yield CiRow(
+                        torch=release.torch,
+                        torchvision=release.torchvision,
+                        torchaudio=release.torchaudio,
+                        python=tag,
+                        variant=name,
+                        platform=platform,
+                        os=runner,
+                        index_url=index_url,
+                        install=install,
+                    )
+
+
+def _latest_patches(rows: Sequence[CiRow]) -> list[CiRow]:
+    newest: dict[str, Version] = {}
+    for row in rows:
+        minor = ".".join(row.torch.split(".")[:2])
+        v = Version(row.torch)
+        if minor not in newest or v > newest[minor]:
+            newest[minor] = v
+    keep = {str(v) for v in newest.values()}
+    return [r for r in rows if r.torch in keep]
+
+
+def _edges(rows: Sequence[CiRow]) -> list[CiRow]:
+    """Rows whose torch is the oldest or newest with a wheel for their (Python, platform)."""
+    bounds: dict[tuple[str, str], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+    for row in rows:
+        key = (row.python, row.platform)
+        v = parse_version_tuple(row.torch)
+        lo, hi = bounds.get(key, (v, v))
+        bounds[key] = (min(lo, v), max(hi, v))
+    return [r for r in rows if parse_version_tuple(r.torch) in bounds[(r.python, r.platform)]]
+
+
+def _spread(rows: Sequence[CiRow], limit: int) -> list[CiRow]:
+    """``limit`` rows evenly spaced over the sorted list, first and last included."""
+    if limit <= 0:
+        return []
+    if len(rows) <= limit:
+        return list(rows)
+    if limit == 1:
+        return [rows[0]]
+    last = len(rows) - 1
+    picks = sorted({(i * last) // (limit - 1) for i in range(limit)})
+    return [rows[i] for i in picks]
+
+
+def generate_rows(matrix: Matrix, request: CiRequest) -> list[CiRow]:
+    """The sorted, de-duplicated rows for ``request``; the same inputs give the same list."""
+    rows = sorted(set(candidate_rows(matrix, request)), key=row_sort_key)
+    if request.strategy == "latest-patch":
+        rows = _latest_patches(rows)
+    elif request.strategy == "edges":
+        rows = _edges(rows)
+    if request.max_rows is not None:
+        rows = _spread(rows, request.max_rows)
+    return rows

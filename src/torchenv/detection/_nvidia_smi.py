@@ -1,0 +1,208 @@
+"""``nvidia-smi``: the last NVIDIA probe, used when NVML cannot be loaded in-process.
+
+Every call has a timeout (a wedged GPU makes nvidia-smi hang for minutes), and nvidia-smi is only
+spawned when it is on ``PATH`` (or in the WSL2 driver folder).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Optional
+
+from torchenv.detection.profile import Gpu
+
+__all__ = [
+    "QUERY_FIELDS",
+    "QUERY_FIELDS_NO_CC",
+    "SmiResult",
+    "find_nvidia_smi",
+    "parse_query_csv",
+    "parse_smi_error",
+    "parse_smi_versions",
+    "probe_nvidia_smi",
+]
+
+QUERY_FIELDS = ("index", "name", "compute_cap", "memory.total", "uuid", "driver_version")
+# nvidia-smi before ~510 has no compute_cap field ('Field "compute_cap" is not a valid field')
+QUERY_FIELDS_NO_CC = ("index", "name", "memory.total", "uuid", "driver_version")
+
+_VERSION_RE = re.compile(r"\d+(?:\.\d+){1,2}")
+_CC_RE = re.compile(r"^\d{1,2}\.\d$")
+_NA = {"", "[n/a]", "n/a", "[not supported]", "not supported", "[unknown error]"}
+_KMD_RE = re.compile(r"KMD version\s*:\s*(\d+(?:\.\d+){1,2})", re.IGNORECASE)
+_DRIVER_RE = re.compile(r"Driver version\s*:\s*(\d+(?:\.\d+){1,2})", re.IGNORECASE)
+_CUDA_UMD_RE = re.compile(r"CUDA UMD version\s*:\s*(\d+\.\d+)", re.IGNORECASE)
+_CUDA_RE = re.compile(r"CUDA version\s*:\s*(\d+\.\d+)", re.IGNORECASE)
+
+
+def _value(text: str) -> Optional[str]:
+    text = text.strip()
+    return None if text.lower() in _NA else text
+
+
+def parse_query_csv(text: str, fields: tuple[str, ...] = QUERY_FIELDS
+                    ) -> tuple[tuple[Gpu, ...], Optional[str]]:
+    """(GPUs, driver version) from ``--query-gpu=<fields> --format=csv,noheader,nounits``.
+
+    Sample (one line per GPU)::
+
+        0, NVIDIA H200, 9.0, 143771, GPU-00000000-0000-0000-0000-000000000000, 580.82.07
+        1, NVIDIA GeForce RTX 3090, 8.6, 24576, GPU-00000000-0000-0000-0000-000000000001, 580.82.07
+
+    A header line (``index, name, ...``) is skipped if present. Raises ValueError naming the line
+    when a line does not have the expected shape.
+    """
+    gpus: list[Gpu] = []
+    driver: Optional[str] = None
+    name_at = fields.index("name") if "name" in fields else -1
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) > len(fields) and name_at >= 0:
+            # a name holding a comma: glue the surplus back into the name column
+            extra = len(parts) - len(fields)
+            parts[name_at:name_at + extra + 1] = [", ".join(parts[name_at:name_at + extra + 1])]
+        if len(parts) != len(fields):
+            raise ValueError(f"nvidia-smi printed {line!r}, expected {len(fields)} "
+                             f"comma-separated fields ({','.join(fields)})")
+        row = dict(zip(fields, parts))
+        if row.get("index", "").lower() == "index":
+            continue  # header
+        index_text = row.get("index", str(len(gpus)))
+        if not index_text.isdigit():
+            raise ValueError(f"nvidia-smi printed {line!r}: index {index_text!r} is not a number")
+        cc = _value(row.get("compute_cap", ""))
+        mem = _value(row.get("memory.total", ""))
+        mem_num = re.match(r"^(\d+)", mem) if mem else None
+        drv = _VERSION_RE.search(row.get("driver_version", ""))
+        if drv and driver is None:
+            driver = drv.group(0)
+        gpus.append(Gpu(
+            index=int(index_text),
+            name=_value(row.get("name", "")),
+            compute_capability=cc if cc and _CC_RE.match(cc) else None,
+            memory_mib=int(mem_num.group(1)) if mem_num else None,
+            uuid=_value(row.get("uuid", "")),
+        ))
+    return tuple(gpus), driver
+
+
+def parse_smi_versions(text: str) -> tuple[Optional[str], Optional[str]]:
+    """(driver version, CUDA version) from ``nvidia-smi --version`` or the table header.
+
+    Samples (before and after the 610 driver renamed the fields)::
+
+        DRIVER version      : 555.85
+        CUDA Version        : 12.5
+
+        DRIVER version      : Deprecated, see "KMD version" instead
+        KMD version         : 610.57.04
+        CUDA UMD version    : 13.3
+
+        | NVIDIA-SMI 595.71.05              Driver Version: 595.71.05      CUDA Version: 13.2     |
+        | NVIDIA-SMI 610.57.04              KMD Version: 610.57.04     CUDA UMD Version: 13.3     |
+    """
+    driver = _KMD_RE.search(text) or _DRIVER_RE.search(text)
+    cuda = _CUDA_UMD_RE.search(text) or _CUDA_RE.search(text)
+    return (driver.group(1) if driver else None), (cuda.group(1) if cuda else None)
+
+
+def parse_smi_error(text: str) -> Optional[str]:
+    """A clear sentence for nvidia-smi's known failure messages, or None for unknown text.
+
+    Samples::
+
+        Failed to initialize NVML: Driver/library version mismatch
+        NVML library version: 550.144
+
+        NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. ...
+    """
+    low = text.lower()
+    if "version mismatch" in low:
+        lib = re.search(r"NVML library version:\s*(\S+)", text)
+        return ("NVIDIA driver/library version mismatch"
+                + (f" (NVML library {lib.group(1)})" if lib else "")
+                + ": the loaded kernel module differs from the installed user-space driver, "
+                "usually after a driver upgrade without a reboot; reboot (or reload the nvidia "
+                "kernel module) before using CUDA")
+    if "couldn't communicate with the nvidia driver" in low or "driver not loaded" in low:
+        return ("nvidia-smi could not talk to the NVIDIA driver (not loaded, or no GPU passed "
+                "into this container)")
+    return None
+
+
+def find_nvidia_smi(environ: Mapping[str, str], *, wsl: bool = False) -> Optional[str]:
+    """The nvidia-smi to run: the first on ``PATH``; on WSL2 also the driver's own folder."""
+    dirs = [d for d in environ.get("PATH", "").split(os.pathsep) if d]
+    if wsl:
+        dirs.append("/usr/lib/wsl/lib")
+    for d in dirs:
+        candidate = os.path.join(d, "nvidia-smi")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+@dataclass(frozen=True)
+class SmiResult:
+    gpus: tuple[Gpu, ...] = ()
+    driver_version: Optional[str] = None
+    cuda_driver_version: Optional[str] = None
+    warnings: tuple[str, ...] = ()
+    ok: bool = False
+    calls: tuple[str, ...] = field(default=())
+
+
+def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
+                     env: Optional[Mapping[str, str]] = None) -> SmiResult:
+    """Ask ``exe`` for the GPUs, then for the CUDA version; all calls share ``timeout`` seconds."""
+    from torchenv._subprocess import run_process
+
+    deadline = time.monotonic() + timeout
+    warnings: list[str] = []
+    calls: list[str] = []
+
+    def left() -> float:
+        return max(0.1, deadline - time.monotonic())
+
+    fields = QUERY_FIELDS
+    argv = [exe, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
+    calls.append(" ".join(argv[1:]))
+    res = run_process(argv, timeout=left(), env=env)
+    if not res.ok and not res.timed_out and "not a valid field" in (res.stdout + res.stderr):
+        fields = QUERY_FIELDS_NO_CC
+        argv = [exe, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
+        calls.append(" ".join(argv[1:]))
+        res = run_process(argv, timeout=left(), env=env)
+        if res.ok:
+            warnings.append(f"{exe} is too old to report compute capability (no 'compute_cap' "
+                            "field); GPU architectures are unknown — give them with --gpu")
+    if res.timed_out:
+        warnings.append(f"{exe} did not answer within {timeout:g} s (a hung GPU or driver?); "
+                        "GPU details are unknown — give them with --driver/--gpu")
+        return SmiResult(warnings=tuple(warnings), calls=tuple(calls))
+    if not res.ok:
+        known = parse_smi_error(res.stdout + "\n" + res.stderr)
+        warnings.append(known or res.describe_failure())
+        return SmiResult(warnings=tuple(warnings), calls=tuple(calls))
+    try:
+        gpus, driver = parse_query_csv(res.stdout, fields)
+    except ValueError as exc:
+        warnings.append(f"{exe}: {exc}")
+        return SmiResult(warnings=tuple(warnings), calls=tuple(calls))
+    cuda: Optional[str] = None
+    calls.append("--version")
+    ver = run_process([exe, "--version"], timeout=left(), env=env)
+    if ver.ok:
+        v_driver, cuda = parse_smi_versions(ver.stdout)
+        driver = driver or v_driver
+    elif ver.timed_out:
+        warnings.append(f"{exe} --version did not answer within {timeout:g} s")
+    return SmiResult(gpus=gpus, driver_version=driver, cuda_driver_version=cuda,
+                     warnings=tuple(warnings), ok=True, calls=tuple(calls))

@@ -1,0 +1,192 @@
+"""NVML through nvidia-ml-py (``pynvml``): the first and most precise NVIDIA probe.
+
+``pynvml`` is imported only after ``libnvidia-ml.so.1`` has been seen to load, so a machine without
+an NVIDIA driver pays for one failed ``dlopen`` and nothing else. A function that an older driver's
+library lacks (``NVMLError_FunctionNotFound``) or that a GPU does not support degrades that one
+field; an initialisation error (driver/library version mismatch, driver not loaded) becomes a
+warning and detection moves on to the next probe.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Optional, TypeVar
+
+from torchenv.detection.profile import Gpu
+
+__all__ = ["NvmlResult", "cuda_version_from_int", "describe_init_error", "probe_nvml"]
+
+T = TypeVar("T")
+
+# NVML return codes (nvml.h) that get their own sentence
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_NO_PERMISSION = 4
+NVML_ERROR_DRIVER_NOT_LOADED = 9
+NVML_ERROR_LIBRARY_NOT_FOUND = 12
+NVML_ERROR_FUNCTION_NOT_FOUND = 13
+NVML_ERROR_GPU_IS_LOST = 15
+NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
+
+
+def cuda_version_from_int(value: int) -> Optional[str]:
+    """NVML's CUDA driver version integer as ``"major.minor"``: ``13000`` -> ``"13.0"``.
+
+    ``nvmlSystemGetCudaDriverVersion_v2`` returns ``1000 * major + 10 * minor`` (12080 = 12.8).
+    Zero or a negative number (no CUDA driver) gives None.
+    """
+    if value <= 0:
+        return None
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+def describe_init_error(code: int, text: str) -> Optional[str]:
+    """The warning for an ``nvmlInit`` failure; None when NVML is simply not installed."""
+    if code == NVML_ERROR_LIBRARY_NOT_FOUND:
+        return None
+    if code == NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+        return ("NVML: driver/library version mismatch — the loaded NVIDIA kernel module differs "
+                "from the installed libnvidia-ml, usually after a driver upgrade without a "
+                "reboot; reboot (or reload the nvidia kernel module) before using CUDA")
+    if code == NVML_ERROR_DRIVER_NOT_LOADED:
+        return ("NVML: the NVIDIA driver is not loaded (libnvidia-ml is installed but the kernel "
+                "module is not running, or no GPU was passed into this container)")
+    if code == NVML_ERROR_NO_PERMISSION:
+        return "NVML: no permission to open the NVIDIA device files (/dev/nvidia*)"
+    return f"NVML: initialisation failed ({text or f'error {code}'})"
+
+
+@dataclass(frozen=True)
+class NvmlResult:
+    """What NVML said. ``ok`` is False when NVML could not be used at all."""
+
+    ok: bool
+    driver_version: Optional[str] = None
+    cuda_driver_version: Optional[str] = None
+    gpus: tuple[Gpu, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _library_loads(extra_paths: tuple[str, ...]) -> bool:
+    import ctypes
+
+    for name in ("libnvidia-ml.so.1", *extra_paths):
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            continue
+    return False
+
+
+def probe_nvml(*, wsl: bool = False) -> NvmlResult:
+    """Query NVML in-process. Never raises."""
+    if sys.platform == "darwin":
+        return NvmlResult(ok=False)
+    if sys.platform != "win32":
+        extra = ("/usr/lib/wsl/lib/libnvidia-ml.so.1",) if wsl else ()
+        if not _library_loads(extra):
+            return NvmlResult(ok=False)
+    try:
+        import pynvml
+    except ImportError:
+        return NvmlResult(ok=False, warnings=(
+            "NVML: the nvidia-ml-py package is missing; reinstall torchenv",))
+    try:
+        return _query(pynvml)
+    except Exception as exc:  # a probe must never take detection down with it
+        return NvmlResult(ok=False, warnings=(f"NVML: unexpected failure ({exc!r})",))
+
+
+def _query(pynvml: Any) -> NvmlResult:
+    error = pynvml.NVMLError
+    try:
+        pynvml.nvmlInit()
+    except error as exc:
+        code = int(getattr(exc, "value", -1))
+        warning = describe_init_error(code, str(exc))
+        return NvmlResult(ok=False, warnings=(warning,) if warning else ())
+    missing: list[str] = []
+    failed: list[str] = []
+
+    def field(fn_name: str, call: Callable[[], T]) -> Optional[T]:
+        try:
+            return call()
+        except error as exc:
+            code = getattr(exc, "value", None)
+            if code == NVML_ERROR_FUNCTION_NOT_FOUND:
+                if fn_name not in missing:
+                    missing.append(fn_name)
+            elif code != NVML_ERROR_NOT_SUPPORTED:
+                text = f"{fn_name}: {exc}"
+                if text not in failed:
+                    failed.append(text)
+            return None
+
+    try:
+        driver = field("nvmlSystemGetDriverVersion",
+                       lambda: _text(pynvml.nvmlSystemGetDriverVersion()))
+        cuda_int = field("nvmlSystemGetCudaDriverVersion_v2",
+                         lambda: int(pynvml.nvmlSystemGetCudaDriverVersion_v2()))
+        if cuda_int is None:
+            cuda_int = field("nvmlSystemGetCudaDriverVersion",
+                             lambda: int(pynvml.nvmlSystemGetCudaDriverVersion()))
+            if cuda_int is not None and "nvmlSystemGetCudaDriverVersion_v2" in missing:
+                missing.remove("nvmlSystemGetCudaDriverVersion_v2")
+        try:
+            count = int(pynvml.nvmlDeviceGetCount())
+        except error as exc:
+            return NvmlResult(ok=False, warnings=(f"NVML: cannot count GPUs ({exc})",))
+        gpus = []
+        for index in range(count):
+            try:
+                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            except error as exc:
+                failed.append(f"GPU {index}: {exc}")
+                gpus.append(Gpu(index=index))
+                continue
+            gpus.append(_gpu(pynvml, index, handle, field, missing))
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except error:
+            pass
+    warnings = []
+    if missing:
+        warnings.append("NVML: this driver's libnvidia-ml lacks " + ", ".join(missing)
+                        + "; those fields are unknown")
+    warnings.extend(f"NVML: {text}" for text in failed)
+    return NvmlResult(
+        ok=True,
+        driver_version=driver,
+        cuda_driver_version=cuda_version_from_int(cuda_int) if cuda_int is not None else None,
+        gpus=tuple(gpus),
+        warnings=tuple(warnings),
+    )
+
+
+def _gpu(pynvml: Any, index: int, handle: Any, field: Any, missing: list[str]) -> Gpu:
+    name = field("nvmlDeviceGetName", lambda: _text(pynvml.nvmlDeviceGetName(handle)))
+    cc = field("nvmlDeviceGetCudaComputeCapability",
+               lambda: pynvml.nvmlDeviceGetCudaComputeCapability(handle))
+    mem = field("nvmlDeviceGetMemoryInfo", lambda: pynvml.nvmlDeviceGetMemoryInfo(handle))
+    if mem is None:
+        mem = field("nvmlDeviceGetMemoryInfo_v2",
+                    lambda: pynvml.nvmlDeviceGetMemoryInfo(handle, version=pynvml.nvmlMemory_v2))
+        if mem is not None and "nvmlDeviceGetMemoryInfo" in missing:
+            missing.remove("nvmlDeviceGetMemoryInfo")
+    uuid = field("nvmlDeviceGetUUID", lambda: _text(pynvml.nvmlDeviceGetUUID(handle)))
+    mig = field("nvmlDeviceGetMigMode", lambda: pynvml.nvmlDeviceGetMigMode(handle))
+    return Gpu(
+        index=index,
+        name=name,
+        compute_capability=f"{int(cc[0])}.{int(cc[1])}" if cc else None,
+        memory_mib=int(mem.total) // (1024 * 1024) if mem is not None else None,
+        uuid=uuid,
+        mig_mode=bool(mig[0]) if mig is not None else None,
+    )

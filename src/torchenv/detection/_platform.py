@@ -1,0 +1,192 @@
+"""The operating system side of the host: platform name, C library, WSL, containers.
+
+All file reads go through ``root`` so tests can hand in a fake tree.
+"""
+
+from __future__ import annotations
+
+import os
+import platform as _platform
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+__all__ = [
+    "PlatformFacts",
+    "current_platform",
+    "parse_cgroup_container",
+    "parse_glibc_confstr",
+    "parse_musl_version",
+    "parse_wsl",
+    "probe_platform",
+]
+
+
+def current_platform(system: Optional[str] = None, machine: Optional[str] = None) -> str:
+    """This machine's platform name (``linux-x86_64``, ``win-amd64``, ``macos-arm64``, ...)."""
+    system = (system or _platform.system()).lower()
+    machine = (machine or _platform.machine()).lower()
+    arm = machine in ("aarch64", "arm64")
+    if system == "linux":
+        return "linux-aarch64" if arm else "linux-x86_64"
+    if system == "darwin":
+        return "macos-arm64" if arm else "macos-x86_64"
+    if system == "windows":
+        return "win-amd64"
+    return f"{system}-{machine}"
+
+
+def parse_glibc_confstr(text: Optional[str]) -> Optional[str]:
+    """``os.confstr("CS_GNU_LIBC_VERSION")`` -> version: ``"glibc 2.36"`` -> ``"2.36"``."""
+    if not text:
+        return None
+    m = re.match(r"^glibc\s+(\d+\.\d+)", text.strip())
+    return m.group(1) if m else None
+
+
+def parse_musl_version(text: str) -> Optional[str]:
+    """The version the musl loader prints when run without arguments (on stderr).
+
+    Sample::
+
+        musl libc (x86_64)
+        Version 1.2.4
+        Dynamic Program Loader
+    """
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines or not lines[0].startswith("musl"):
+        return None
+    for line in lines[1:]:
+        m = re.match(r"^Version\s+(\d+\.\d+(?:\.\d+)?)", line)
+        if m:
+            return m.group(1)
+    return None
+
+
+def parse_wsl(proc_version: str) -> Optional[int]:
+    """2 for WSL2, 1 for WSL1, None for any other kernel, from ``/proc/version``.
+
+    Sample (WSL2)::
+
+        Linux version 6.6.87.2-microsoft-standard-WSL2 (root@439a258ad544) (gcc (GCC) 11.2.0 ...
+    """
+    low = proc_version.lower()
+    if "microsoft" not in low and "wsl" not in low:
+        return None
+    return 2 if ("wsl2" in low or "microsoft-standard" in low) else 1
+
+
+_CGROUP_HINTS = (("kubepods", "kubernetes"), ("docker", "docker"), ("containerd", "containerd"),
+                 ("libpod", "podman"), ("lxc", "lxc"), ("garden", "garden"))
+
+
+def parse_cgroup_container(text: str) -> Optional[str]:
+    """A container runtime named in ``/proc/1/cgroup`` (cgroup v1), or None.
+
+    Sample::
+
+        12:pids:/docker/3601745b3bd54d9780436faa5f0e4f72bb46231663bb99a6bb892764917832c2
+        11:cpuset:/kubepods/besteffort/pod0c2b2f8a-.../e3b0c442...
+    """
+    for line in text.splitlines():
+        path = line.split(":", 2)[-1]
+        for needle, name in _CGROUP_HINTS:
+            if needle in path:
+                return name
+    return None
+
+
+@dataclass(frozen=True)
+class PlatformFacts:
+    platform: str
+    os: str
+    machine: str
+    glibc: Optional[str] = None
+    musl: Optional[str] = None
+    wsl: bool = False
+    wsl_version: Optional[int] = None
+    container: Optional[str] = None
+    container_source: Optional[str] = None
+
+
+def _read(path: Path) -> Optional[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _confstr() -> Optional[str]:
+    try:
+        return os.confstr("CS_GNU_LIBC_VERSION")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _musl(root: Path, timeout: float) -> Optional[str]:
+    from torchenv._subprocess import run_process
+
+    for libdir in ("lib", "usr/lib"):
+        try:
+            loaders = sorted((root / libdir).glob("ld-musl-*.so.1"))
+        except OSError:
+            continue
+        for loader in loaders:
+            res = run_process([str(loader)], timeout=timeout)
+            version = parse_musl_version(res.stderr or res.stdout)
+            if version:
+                return version
+    return None
+
+
+def container_hint(root: Path, environ: Mapping[str, str]) -> tuple[Optional[str], Optional[str]]:
+    """(runtime, where it was seen): the marker files first, then variables, then cgroups."""
+    if (root / ".dockerenv").exists():
+        return "docker", "/.dockerenv"
+    if (root / "run/.containerenv").exists():
+        return "podman", "/run/.containerenv"
+    for var in ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER"):
+        if environ.get(var):
+            return "apptainer", var
+    if environ.get("container"):
+        return environ["container"], "$container"
+    text = _read(root / "proc/1/cgroup")
+    if text:
+        name = parse_cgroup_container(text)
+        if name:
+            return name, "/proc/1/cgroup"
+    if environ.get("KUBERNETES_SERVICE_HOST"):
+        return "kubernetes", "KUBERNETES_SERVICE_HOST"
+    return None, None
+
+
+def probe_platform(
+    root: Path,
+    environ: Mapping[str, str],
+    *,
+    system: Optional[str] = None,
+    machine: Optional[str] = None,
+    confstr: Callable[[], Optional[str]] = _confstr,
+    timeout: float = 2.0,
+) -> PlatformFacts:
+    """Read the platform facts; ``system``/``machine``/``confstr`` default to this process's."""
+    system = (system or _platform.system()).lower()
+    machine = (machine or _platform.machine()).lower()
+    plat = current_platform(system, machine)
+    glibc = musl = None
+    wsl_version = None
+    container = container_source = None
+    if system == "linux":
+        glibc = parse_glibc_confstr(confstr())
+        if glibc is None:
+            musl = _musl(root, timeout)
+        text = _read(root / "proc/version")
+        wsl_version = parse_wsl(text) if text else None
+        container, container_source = container_hint(root, environ)
+    return PlatformFacts(
+        platform=plat, os=system, machine=machine, glibc=glibc, musl=musl,
+        wsl=wsl_version is not None, wsl_version=wsl_version,
+        container=container, container_source=container_source,
+    )

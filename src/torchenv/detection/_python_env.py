@@ -1,0 +1,100 @@
+"""The interpreter being inspected and the torch installed in it.
+
+The current interpreter is read in-process; another one (``--python-exe PATH``) through ONE child
+process running ``_inspect_python.py`` with ``python -I -c``. Neither imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Optional
+
+from torchenv.detection._torch_install import parse_torch_version_py, variant_from
+from torchenv.detection.profile import PythonInfo, TorchInfo
+from torchenv.errors import BadInput
+
+__all__ = ["inspect_current", "inspect_interpreter", "python_info_from", "torch_info_from"]
+
+_SCRIPT = Path(__file__).with_name("_inspect_python.py")
+
+
+def inspect_current(environ: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
+    """The raw facts of this process's interpreter."""
+    from torchenv.detection import _inspect_python
+
+    facts: dict[str, Any] = _inspect_python.collect(environ)  # type: ignore[no-untyped-call]
+    return facts
+
+
+def inspect_interpreter(executable: str, *, timeout: float = 20.0,
+                        environ: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
+    """The raw facts of ``executable``, from one ``python -I -c`` child; BadInput if it fails."""
+    from torchenv._subprocess import run_process
+
+    path = Path(executable)
+    if not path.exists():
+        raise BadInput(f"--python-exe: {executable} does not exist",
+                       hint="give the path of a python executable, e.g. .venv/bin/python")
+    if path.is_dir() or not os.access(path, os.X_OK):
+        raise BadInput(f"--python-exe: {executable} is not an executable file",
+                       hint="give the path of a python executable, e.g. .venv/bin/python")
+    source = _SCRIPT.read_text(encoding="utf-8")
+    res = run_process([str(path), "-I", "-c", source], timeout=timeout,
+                      env=dict(environ) if environ is not None else None)
+    if not res.ok:
+        raise BadInput(f"--python-exe: cannot inspect {executable}: {res.describe_failure()}",
+                       hint="torchenv needs a Python 3.8 or newer interpreter it can run")
+    try:
+        facts = json.loads(res.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError) as exc:
+        raise BadInput(f"--python-exe: {executable} printed {res.stdout[:200]!r}, not the "
+                       "expected JSON", hint="is it a Python interpreter?") from exc
+    if not isinstance(facts, dict) or "version_info" not in facts:
+        raise BadInput(f"--python-exe: {executable} did not report its version")
+    return facts
+
+
+def python_info_from(facts: Mapping[str, Any]) -> PythonInfo:
+    vi = facts["version_info"]
+    free = bool(facts.get("gil_disabled"))
+    level = {"alpha": "a", "beta": "b", "candidate": "rc"}.get(str(vi[3]), "")
+    full = f"{vi[0]}.{vi[1]}.{vi[2]}" + (f"{level}{vi[4]}" if level else "")
+    return PythonInfo(
+        version=f"{vi[0]}.{vi[1]}" + ("t" if free else ""),
+        implementation=str(facts.get("implementation", "cpython")),
+        free_threaded=free,
+        executable=facts.get("executable"),
+        full_version=full,
+        env_kind=str(facts.get("env_kind", "unknown")),
+    )
+
+
+def torch_info_from(facts: Mapping[str, Any]) -> Optional[TorchInfo]:
+    """TorchInfo from the raw facts; None when torch is not installed there."""
+    packages = facts.get("packages") or {}
+    dist = packages.get("torch")
+    vtext = facts.get("torch_version_py")
+    vpy = parse_torch_version_py(vtext) if isinstance(vtext, str) else {}
+    version = (dist or {}).get("version") or vpy.get("__version__")
+    if not version:
+        return None
+    location = (dist or {}).get("location")
+    vpath = facts.get("torch_version_py_path")
+    if location:
+        location = os.path.join(location, "torch")
+    elif isinstance(vpath, str):
+        location = os.path.dirname(vpath)
+    cuda = vpy.get("cuda")
+    hip = vpy.get("hip")
+    return TorchInfo(
+        version=str(version),
+        variant=variant_from(str(version), cuda, hip, vpy.get("xpu")),
+        cuda_version=cuda,
+        location=location,
+        torchvision=(packages.get("torchvision") or {}).get("version"),
+        torchaudio=(packages.get("torchaudio") or {}).get("version"),
+        installer=(dist or {}).get("installer"),
+    )

@@ -1,0 +1,212 @@
+"""AMD ROCm: the GPUs' gfx targets and the installed ROCm version.
+
+Order: the KFD topology in sysfs (no child process; present whenever the amdgpu kernel driver
+runs), then ``rocm_agent_enumerator`` and ``rocminfo`` (with a timeout; the only way on WSL2,
+which has no KFD). The ROCm version comes from ``<ROCM_PATH or /opt/rocm>/.info/version``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+__all__ = [
+    "RocmFacts",
+    "gfx_from_target_version",
+    "parse_hsa_override",
+    "parse_kfd_properties",
+    "parse_rocm_agent_enumerator",
+    "parse_rocm_version",
+    "parse_rocminfo",
+    "probe_rocm",
+]
+
+_GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
+
+
+def gfx_from_target_version(value: int) -> Optional[str]:
+    """KFD's ``gfx_target_version`` as a gfx name: 90010 -> gfx90a, 110000 -> gfx1100.
+
+    The number is ``major * 10000 + minor * 100 + stepping``; minor and stepping are written in
+    hex in the name. 0 is a CPU node: None.
+    """
+    if value <= 0:
+        return None
+    major, minor, step = value // 10000, (value // 100) % 100, value % 100
+    if minor > 15 or step > 15:
+        return None
+    return f"gfx{major}{minor:x}{step:x}"
+
+
+def parse_kfd_properties(text: str) -> Optional[str]:
+    """The gfx target of one KFD topology node, None for a CPU node.
+
+    Sample (``/sys/class/kfd/kfd/topology/nodes/1/properties``)::
+
+        cpu_cores_count 0
+        simd_count 416
+        gfx_target_version 90010
+        vendor_id 4098
+    """
+    for line in text.splitlines():
+        key, _, value = line.strip().partition(" ")
+        if key == "gfx_target_version" and value.strip().isdigit():
+            return gfx_from_target_version(int(value.strip()))
+    return None
+
+
+def parse_rocminfo(text: str) -> tuple[tuple[str, Optional[str]], ...]:
+    """(gfx target, marketing name) of each GPU agent in ``rocminfo`` output.
+
+    Sample::
+
+        Agent 3
+        *******
+          Name:                    gfx90a
+          Uuid:                    GPU-0000000000000000
+          Marketing Name:          AMD Instinct MI210
+          Vendor Name:             AMD
+          ...
+          Device Type:             GPU
+    """
+    agents: list[tuple[str, Optional[str]]] = []
+    name: Optional[str] = None
+    marketing: Optional[str] = None
+    kind: Optional[str] = None
+
+    def flush() -> None:
+        if kind == "GPU" and name and _GFX_RE.match(name):
+            agents.append((name, marketing))
+
+    for line in text.splitlines():
+        if re.match(r"^Agent \d+\s*$", line.strip()) and not line.startswith(" "):
+            flush()
+            name = marketing = kind = None
+            continue
+        key, sep, value = line.strip().partition(":")
+        if not sep:
+            continue
+        value = value.strip()
+        if key == "Name" and name is None:
+            name = value.split(":")[0]
+        elif key == "Marketing Name" and marketing is None:
+            marketing = value or None
+        elif key == "Device Type" and kind is None:
+            kind = value
+    flush()
+    return tuple(agents)
+
+
+def parse_rocm_agent_enumerator(text: str) -> tuple[str, ...]:
+    """The gfx targets ``rocm_agent_enumerator`` prints, one a line; ``gfx000`` (the CPU agent
+    before ROCm 6) is dropped.
+
+    Sample::
+
+        gfx000
+        gfx803
+        gfx902
+    """
+    return tuple(t for t in (line.strip() for line in text.splitlines())
+                 if _GFX_RE.match(t) and t != "gfx000")
+
+
+def parse_rocm_version(text: str) -> Optional[str]:
+    """``/opt/rocm/.info/version``: ``7.0.1`` (some releases append ``-<build>``)."""
+    m = re.match(r"^\s*(\d+\.\d+(?:\.\d+)?)", text)
+    return m.group(1) if m else None
+
+
+def parse_hsa_override(value: str) -> Optional[str]:
+    """``HSA_OVERRIDE_GFX_VERSION=10.3.0`` -> ``gfx1030`` (the target ROCm will pretend to be)."""
+    m = re.match(r"^\s*(\d+)\.(\d+)\.(\d+)\s*$", value)
+    if not m:
+        return None
+    minor, step = int(m.group(2)), int(m.group(3))
+    if minor > 15 or step > 15:
+        return None
+    return f"gfx{int(m.group(1))}{minor:x}{step:x}"
+
+
+@dataclass(frozen=True)
+class RocmFacts:
+    version: Optional[str] = None
+    gfx_targets: tuple[str, ...] = ()
+    source: Optional[str] = None
+    rocm_path: Optional[str] = None
+    warnings: tuple[str, ...] = ()
+
+
+def _read(path: Path) -> Optional[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _kfd_targets(root: Path) -> tuple[str, ...]:
+    nodes = root / "sys/class/kfd/kfd/topology/nodes"
+    try:
+        entries = sorted(nodes.iterdir(), key=lambda p: (len(p.name), p.name))
+    except OSError:
+        return ()
+    targets = []
+    for node in entries:
+        text = _read(node / "properties")
+        gfx = parse_kfd_properties(text) if text else None
+        if gfx:
+            targets.append(gfx)
+    return tuple(targets)
+
+
+def _tool(name: str, rocm_bin: Path, environ: Mapping[str, str]) -> Optional[str]:
+    for d in (str(rocm_bin), *environ.get("PATH", "").split(os.pathsep)):
+        if d:
+            candidate = os.path.join(d, name)
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                return candidate
+    return None
+
+
+def probe_rocm(root: Path, environ: Mapping[str, str], *, timeout: float = 5.0) -> RocmFacts:
+    """Find AMD GPUs and the ROCm install; an empty result when neither is present."""
+    from torchenv._subprocess import run_process
+
+    rocm_path = root / (environ.get("ROCM_PATH") or "/opt/rocm").lstrip("/")
+    version_text = _read(rocm_path / ".info/version")
+    version = parse_rocm_version(version_text) if version_text else None
+    warnings: list[str] = []
+    targets = _kfd_targets(root)
+    source = "kfd" if targets else None
+    if not targets:
+        enumerator = _tool("rocm_agent_enumerator", rocm_path / "bin", environ)
+        rocminfo = _tool("rocminfo", rocm_path / "bin", environ)
+        if enumerator:
+            res = run_process([enumerator], timeout=timeout)
+            if res.ok:
+                targets, source = parse_rocm_agent_enumerator(res.stdout), "rocm_agent_enumerator"
+            else:
+                warnings.append(f"ROCm: {res.describe_failure()}")
+        if not targets and rocminfo:
+            res = run_process([rocminfo], timeout=timeout)
+            if res.ok:
+                targets = tuple(gfx for gfx, _ in parse_rocminfo(res.stdout))
+                source = "rocminfo"
+            else:
+                warnings.append(f"ROCm: {res.describe_failure()}")
+    override = environ.get("HSA_OVERRIDE_GFX_VERSION")
+    if targets and override:
+        gfx = parse_hsa_override(override)
+        if gfx:
+            warnings.append(f"HSA_OVERRIDE_GFX_VERSION={override} makes ROCm treat every AMD GPU "
+                            f"({', '.join(sorted(set(targets)))}) as {gfx}")
+            targets = tuple(gfx for _ in targets)
+            source = f"{source} + HSA_OVERRIDE_GFX_VERSION"
+    if version and not targets:
+        warnings.append(f"ROCm {version} is installed at {rocm_path} but no AMD GPU was found")
+    return RocmFacts(version=version, gfx_targets=targets, source=source,
+                     rocm_path=str(rocm_path) if version else None, warnings=tuple(warnings))

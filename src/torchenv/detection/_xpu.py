@@ -1,0 +1,76 @@
+"""Intel GPUs (torch's ``xpu`` device): the PCI bus in sysfs, and the Level Zero loader.
+
+A display-class PCI function (class ``0x03xxxx``) from vendor ``0x8086`` is an Intel GPU. torch's
+XPU build reaches it through Level Zero (``libze_loader.so.1``), so its presence is recorded too.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+__all__ = ["XpuFacts", "is_intel_gpu", "probe_xpu"]
+
+INTEL_VENDOR = 0x8086
+_LIB_DIRS = ("usr/lib/x86_64-linux-gnu", "usr/lib64", "usr/lib", "usr/local/lib",
+             "lib/x86_64-linux-gnu", "opt/intel/oneapi/redist/lib")
+
+
+def is_intel_gpu(vendor: str, pci_class: str) -> bool:
+    """True for sysfs ``vendor`` ``0x8086`` with ``class`` ``0x03xxxx`` (display controller)."""
+    try:
+        v, c = int(vendor.strip(), 16), int(pci_class.strip(), 16)
+    except ValueError:
+        return False
+    return v == INTEL_VENDOR and (c >> 16) == 0x03
+
+
+@dataclass(frozen=True)
+class XpuFacts:
+    devices: tuple[str, ...] = ()
+    level_zero: bool = False
+    level_zero_path: Optional[str] = None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="ascii", errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def _level_zero(root: Path, environ: Mapping[str, str]) -> Optional[str]:
+    dirs = [d for d in environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
+    candidates = [Path(d) for d in dirs] + [root / d for d in _LIB_DIRS]
+    for d in candidates:
+        lib = d / "libze_loader.so.1"
+        if lib.exists():
+            return str(lib)
+    return None
+
+
+def probe_xpu(root: Path, environ: Mapping[str, str]) -> XpuFacts:
+    """Intel GPUs as ``"8086:56a0 (0000:03:00.0, driver xe)"``; empty when there are none."""
+    base = root / "sys/bus/pci/devices"
+    try:
+        entries = sorted(base.iterdir())
+    except OSError:
+        return XpuFacts()
+    devices = []
+    for dev in entries:
+        if not is_intel_gpu(_read(dev / "vendor"), _read(dev / "class")):
+            continue
+        device_id = _read(dev / "device").lower().replace("0x", "")
+        try:
+            driver = os.path.basename(os.readlink(dev / "driver"))
+        except OSError:
+            driver = ""
+        devices.append(f"8086:{device_id} ({dev.name}" + (f", driver {driver})" if driver
+                                                          else ", no driver)"))
+    if not devices:
+        return XpuFacts()
+    lz = _level_zero(root, environ)
+    return XpuFacts(devices=tuple(devices), level_zero=lz is not None, level_zero_path=lz)

@@ -1,0 +1,66 @@
+"""Shell-safe install command strings (pure functions, no Plan needed)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Sequence
+
+__all__ = [
+    "DEFAULT_INDEX_BASE",
+    "index_url_for",
+    "pip_install_command",
+    "quote_command",
+    "uv_install_command",
+]
+
+DEFAULT_INDEX_BASE = "https://download.pytorch.org/whl"
+
+
+def index_url_for(variant: str, base: str | None = None) -> str:
+    """The wheel index of ``variant``: ``https://download.pytorch.org/whl/cu128``.
+
+    ``base`` (or ``TORCHENV_INDEX_BASE``) replaces the PyTorch host, for mirrors and air-gapped sites.
+    """
+    root = base or os.environ.get("TORCHENV_INDEX_BASE") or DEFAULT_INDEX_BASE
+    return f"{root.rstrip('/')}/{variant}"
+
+
+def quote_command(argv: Sequence[str]) -> str:
+    """``argv`` as one string safe to paste into a POSIX shell."""
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+def _index_flags(index_url: str | None, extra_index_url: str | None) -> list[str]:
+    flags: list[str] = []
+    if index_url:
+        flags += ["--index-url", index_url]
+    if extra_index_url:
+        flags += ["--extra-index-url", extra_index_url]
+    return flags
+
+
+def pip_install_command(
+    requirements: Sequence[str],
+    index_url: str | None,
+    extra_index_url: str | None = None,
+    *,
+    python: str | None = None,
+) -> str:
+    """``pip install torch==2.7.1 ... --index-url URL`` (``python -m pip`` when ``python`` given)."""
+    head = [python, "-m", "pip", "install"] if python else ["pip", "install"]
+    return quote_command([*head, *requirements, *_index_flags(index_url, extra_index_url)])
+
+
+def uv_install_command(
+    requirements: Sequence[str],
+    index_url: str | None,
+    extra_index_url: str | None = None,
+    *,
+    python: str | None = None,
+) -> str:
+    """``uv pip install ...``; uv's default first-index strategy keeps one index per package."""
+    head = ["uv", "pip", "install"]
+    if python:
+        head += ["--python", python]
+    return quote_command([*head, *requirements, *_index_flags(index_url, extra_index_url)])

@@ -1,0 +1,145 @@
+"""``matrix show``: the JSON document of CLI.md and a readable table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from torchenv.errors import BadInput
+from torchenv.matrix.model import PLATFORMS, Matrix, Release, parse_version_tuple
+
+__all__ = ["matrix_to_json", "release_detail", "release_to_json", "render_table", "select"]
+
+
+def select(matrix: Matrix, spec_text: str | None) -> list[Release]:
+    """Releases matching ``--torch SPEC`` (a bare ``2.7`` means the 2.7 series), newest first."""
+    if not spec_text:
+        return list(matrix.releases)
+    from torchenv.resolver.request import torch_specifier
+
+    spec: Any = torch_specifier(spec_text)
+    chosen = [r for r in matrix.releases if spec.contains(r.torch, prereleases=True)]
+    if not chosen:
+        raise BadInput(f"--torch: no release in the matrix matches {spec_text!r}",
+                       hint="see 'torchenv matrix show' for the releases it knows")
+    return chosen
+
+
+def release_to_json(r: Release, *, with_sources: bool = False) -> dict[str, Any]:
+    variants = []
+    for v in r.variants:
+        entry: dict[str, Any] = {
+            "name": v.name,
+            "platforms": list(v.platforms),
+            "arch_list": list(v.arch_list) if v.arch_list is not None else None,
+        }
+        if v.arch_list_by_platform:
+            entry["arch_list_by_platform"] = {k: list(a) for k, a in
+                                              v.arch_list_by_platform.items()}
+        if v.python:
+            entry["python"] = {k: list(t) for k, t in v.python.items()}
+        entry.update(cudnn=v.cudnn, nccl=v.nccl, status=v.status)
+        if with_sources:
+            entry["sources"] = list(v.sources)
+            entry["note"] = v.note
+        variants.append(entry)
+    doc: dict[str, Any] = {
+        "torch": r.torch,
+        "torchvision": r.torchvision,
+        "torchaudio": r.torchaudio,
+        "released": r.released,
+        "python": {p: list(r.python[p]) for p in PLATFORMS if p in r.python},
+        "pypi_default": dict(r.pypi_default),
+        "manylinux": dict(r.manylinux),
+        "variants": variants,
+        "conda": {"pytorch_channel": r.conda.pytorch_channel,
+                  "conda_forge": r.conda.conda_forge},
+    }
+    if with_sources:
+        doc["sources"] = list(r.sources)
+        doc["note"] = r.note
+    return doc
+
+
+def matrix_to_json(matrix: Matrix, releases: Sequence[Release], *, with_sources: bool = False
+                   ) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "matrix_version": matrix.matrix_version,
+        "schema_version": matrix.schema_version,
+        "releases": [release_to_json(r, with_sources=with_sources) for r in releases],
+    }
+    if with_sources:
+        doc["sources"] = {k: {"title": s.title, "url": s.url} for k, s in matrix.sources.items()}
+    if matrix.overlay:
+        doc["overlay"] = matrix.overlay
+        doc["overlay_error"] = matrix.overlay_error
+    return doc
+
+
+def _py_range(tags: Sequence[str]) -> str:
+    plain = [t for t in tags if not t.endswith("t")]
+    free = [t for t in tags if t.endswith("t")]
+    if not plain:
+        return ", ".join(free) or "–"
+    plain.sort(key=lambda t: parse_version_tuple(t))
+    text = plain[0] if len(plain) == 1 else f"{plain[0]}–{plain[-1]}"
+    return text + (f" +{','.join(free)}" if free else "")
+
+
+def render_table(matrix: Matrix, releases: Sequence[Release]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"torchenv matrix {matrix.matrix_version}", header_style="bold",
+                  show_lines=False)
+    for col in ("torch", "released", "vision", "audio", "Python (linux-x86_64)",
+                "PyPI (Linux)", "variants", "conda"):
+        table.add_column(col, overflow="fold")
+    for r in releases:
+        pypi = r.pypi_default.get("linux-x86_64", "–")
+        arm = r.pypi_default.get("linux-aarch64")
+        if arm and arm != "cpu":
+            pypi += f" (arm {arm})"
+        variants = " ".join(v.name + ("?" if v.status != "verified" else "") for v in r.variants)
+        conda = []
+        if r.conda.pytorch_channel is True:
+            conda.append("pytorch")
+        if r.conda.conda_forge is True:
+            conda.append("conda-forge")
+        table.add_row(r.torch, r.released, r.torchvision or "–", r.torchaudio or "–",
+                      _py_range(r.python.get("linux-x86_64", ())), pypi, variants,
+                      ", ".join(conda) or "–")
+    console = Console(highlight=False)
+    console.print(table)
+    console.print("? = arch list not confirmed. 'torchenv matrix show --release X' shows every "
+                  "fact of a release with its sources.")
+
+
+def release_detail(matrix: Matrix, r: Release) -> None:
+    from rich.console import Console
+
+    out = Console(highlight=False)
+    out.print(f"[bold]torch {r.torch}[/bold]  released {r.released}  torchvision "
+              f"{r.torchvision or '–'}  torchaudio {r.torchaudio or '–'}")
+    for plat in PLATFORMS:
+        if plat in r.python:
+            out.print(f"  {plat:<14} Python {', '.join(r.python[plat])}"
+                      + (f"  PyPI build {r.pypi_default[plat]}" if plat in r.pypi_default else "")
+                      + (f"  glibc ≥ {r.manylinux[plat]}" if plat in r.manylinux else ""))
+    for v in r.variants:
+        arch = ", ".join(v.arch_list) if v.arch_list else "unknown"
+        out.print(f"  [bold]{v.name}[/bold] on {', '.join(v.platforms)}: arch {arch}"
+                  + (f"; cuDNN {v.cudnn}" if v.cudnn else "") + (f"; NCCL {v.nccl}" if v.nccl else "")
+                  + (f" [{v.status}]" if v.status != "verified" else ""))
+        for plat, lst in v.arch_list_by_platform.items():
+            out.print(f"      {plat}: {', '.join(lst)}")
+        if v.note:
+            out.print(f"      note: {v.note}", soft_wrap=True)
+    out.print(f"  conda: pytorch channel {r.conda.pytorch_channel}, conda-forge "
+              f"{r.conda.conda_forge}")
+    if r.note:
+        out.print(f"  note: {r.note}", soft_wrap=True)
+    for sid in r.sources:
+        s = matrix.sources.get(sid)
+        if s:
+            out.print(f"  source {sid}: {s.title} <{s.url}>", soft_wrap=True)

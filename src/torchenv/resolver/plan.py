@@ -1,0 +1,98 @@
+"""The decision: one chosen build, why, what was rejected and what to watch out for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
+
+__all__ = ["Alternative", "Plan", "Rejection"]
+
+Level = Literal["full", "compat"]
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A candidate that does not fit, with a one-line reason."""
+
+    torch: str
+    variant: str
+    reason: str
+    category: str = "other"
+
+    def to_json(self) -> dict[str, str]:
+        return {"torch": self.torch, "variant": self.variant, "reason": self.reason,
+                "category": self.category}
+
+
+@dataclass(frozen=True)
+class Alternative:
+    torch: str
+    variant: str
+    level: Level
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to install. ``index_url`` is None when the plain PyPI package is the chosen build."""
+
+    torch: str
+    torchvision: Optional[str]
+    torchaudio: Optional[str]
+    variant: str
+    index_url: Optional[str]
+    python: str
+    platform: str
+    accelerator: str
+    level: Level
+    matrix_version: str
+    local_tag: Optional[str] = None
+    reasons: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    rejected: tuple[Rejection, ...] = ()
+    alternatives: tuple[Alternative, ...] = ()
+    cuda: Optional[str] = None
+    glibc_floor: Optional[str] = None
+    conda_forge: Any = "unknown"
+    pytorch_channel: Any = "unknown"
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def from_pypi(self) -> bool:
+        return self.index_url is None
+
+    def pin(self, package: str) -> str | None:
+        """``torch==2.7.1+cu128`` style requirement for ``package``; None when not installed."""
+        version = {"torch": self.torch, "torchvision": self.torchvision,
+                   "torchaudio": self.torchaudio}[package]
+        if version is None:
+            return None
+        tag = f"+{self.local_tag}" if self.local_tag else ""
+        return f"{package}=={version}{tag}"
+
+    def requirements(self) -> list[str]:
+        return [p for p in (self.pin(n) for n in ("torch", "torchvision", "torchaudio")) if p]
+
+    def to_json(self, commands: dict[str, str] | None = None) -> dict[str, Any]:
+        return {
+            "torch": self.torch,
+            "torchvision": self.torchvision,
+            "torchaudio": self.torchaudio,
+            "variant": self.variant,
+            "index_url": self.index_url,
+            "python": self.python,
+            "platform": self.platform,
+            "commands": commands or {},
+            "warnings": list(self.warnings),
+            "rejected": [r.to_json() for r in self.rejected],
+            "matrix_version": self.matrix_version,
+            "accelerator": self.accelerator,
+            "level": self.level,
+            "cuda": self.cuda,
+            "requirements": self.requirements(),
+            "reasons": list(self.reasons),
+            "alternatives": [
+                {"torch": a.torch, "variant": a.variant, "level": a.level}
+                for a in self.alternatives
+            ],
+        }

@@ -1,0 +1,89 @@
+"""Console rendering of a Plan or of an unsatisfiable request (rich is imported only here)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+
+from torchenv.detection.profile import HostProfile
+from torchenv.resolver.plan import Plan, Rejection
+
+__all__ = ["group_rejections", "render_no_match", "render_plan"]
+
+
+def group_rejections(rejected: tuple[Rejection, ...]) -> dict[str, list[str]]:
+    """Reasons grouped by kind, each line ``torch variant: reason`` (for ``--explain``)."""
+    titles = {
+        "python": "Python / platform", "platform": "Python / platform", "glibc": "glibc",
+        "driver": "driver", "arch": "GPU architecture", "no-gpu": "no matching GPU",
+        "cpu-on-gpu-host": "CPU builds on a GPU host",
+    }
+    groups: dict[str, list[str]] = defaultdict(list)
+    for r in rejected:
+        groups[titles.get(r.category, "other")].append(f"{r.torch} {r.variant}: {r.reason}")
+    return dict(groups)
+
+
+def render_plan(plan: Plan, host: HostProfile, commands: Mapping[str, str], *,
+                explain: bool = False) -> None:
+    from rich.console import Console
+
+    out = Console(highlight=False)
+    extras = ", ".join(f"{n} {v}" for n, v in (("torchvision", plan.torchvision),
+                                               ("torchaudio", plan.torchaudio)) if v)
+    out.print(f"[bold green]torch {plan.torch}[/bold green] [bold]{plan.variant}[/bold]"
+              + (f"  ({extras})" if extras else "")
+              + f"  for {plan.platform}, Python {plan.python}")
+    out.print("[bold]Why[/bold]")
+    for r in plan.reasons:
+        out.print(f"  • {r}")
+    if plan.warnings:
+        out.print("[bold yellow]Warnings[/bold yellow]")
+        for w in plan.warnings:
+            out.print(f"  ! {w}")
+    out.print("[bold]Install[/bold]")
+    width = max(len(k) for k in commands)
+    for name, cmd in commands.items():
+        out.print(f"  {name:<{width}}  {cmd}", soft_wrap=True)
+    out.print("Then prove it works: [bold]torchenv validate[/bold]")
+    if explain:
+        _render_rejections(out, plan.rejected)
+    elif plan.rejected:
+        out.print(f"[dim]{len(plan.rejected)} other candidates rejected; --explain lists them[/dim]")
+
+
+def _render_rejections(out: object, rejected: tuple[Rejection, ...]) -> None:
+    from rich.console import Console
+
+    assert isinstance(out, Console)
+    if not rejected:
+        return
+    out.print("[bold]Rejected[/bold]")
+    for title, lines in group_rejections(rejected).items():
+        out.print(f"  [bold]{title}[/bold] ({len(lines)})")
+        for line in lines:
+            out.print(f"    {line}", soft_wrap=True)
+
+
+def render_no_match(exc: object, *, explain: bool) -> None:
+    import sys
+
+    from rich.console import Console
+
+    from torchenv.resolver.resolve import NoMatch
+
+    assert isinstance(exc, NoMatch)
+    err = Console(stderr=True, highlight=False)
+    err.print(f"[bold red]torchenv: {exc.message}[/bold red]")
+    if exc.fixes:
+        err.print("[bold]What would fix it[/bold]")
+        for f in exc.fixes:
+            err.print(f"  • {f}")
+    groups = group_rejections(exc.rejected)
+    if explain:
+        _render_rejections(err, exc.rejected)
+    else:
+        for title, lines in groups.items():
+            err.print(f"  {title}: {len(lines)} candidates, e.g. {lines[0]}", soft_wrap=True)
+        err.print("  (--explain lists every candidate)")
+    sys.stderr.flush()

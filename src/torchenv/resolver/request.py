@@ -1,0 +1,66 @@
+"""The user's intent: which torch, which variant, which extras. Validated on construction."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from torchenv.errors import BadInput
+from torchenv.matrix.model import variant_kind
+
+__all__ = ["Request"]
+
+_CUDA_RE = re.compile(r"^(\d{2})\.(\d)$")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the user asked for. ``variant="auto"`` lets the resolver decide."""
+
+    torch: Optional[str] = None
+    variant: str = "auto"
+    cuda: Optional[str] = None
+    with_torchvision: bool = True
+    with_torchaudio: bool = True
+    index_base: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.torch is not None:
+            _parse_specifier(self.torch)
+        if self.variant != "auto" and variant_kind(self.variant) is None:
+            raise BadInput(f"--variant: {self.variant!r} is not a variant",
+                           hint="use auto, cpu, cuXYZ (e.g. cu128), rocmX.Y (e.g. rocm6.3) or xpu")
+        if self.cuda is not None and not _CUDA_RE.match(self.cuda):
+            raise BadInput(f"--cuda: {self.cuda!r} is not a CUDA version",
+                           hint="give major.minor, e.g. 12.8")
+        if self.cuda is not None and self.variant not in ("auto",) and \
+                variant_kind(self.variant) != "cuda":
+            raise BadInput(f"--cuda {self.cuda} contradicts --variant {self.variant}")
+
+    @property
+    def explicit_variant(self) -> bool:
+        return self.variant != "auto"
+
+
+def _parse_specifier(text: str) -> object:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    spec = text.strip()
+    if spec and spec[0].isdigit():
+        spec = f"=={spec}"  # a bare version means exactly that version (2.7.1) or series (2.7.*)
+    try:
+        return SpecifierSet(spec)
+    except InvalidSpecifier as exc:
+        raise BadInput(f"--torch: {text!r} is not a version specifier",
+                       hint="use PEP 440, e.g. '==2.7.*', '>=2.5,<2.9' or 2.7.1") from exc
+
+
+def torch_specifier(text: str | None) -> object | None:
+    """The parsed SpecifierSet for ``--torch`` (a bare ``2.7`` means ``==2.7.*``)."""
+    if text is None:
+        return None
+    t = text.strip()
+    if re.match(r"^\d+\.\d+$", t):
+        t = f"=={t}.*"
+    return _parse_specifier(t)

@@ -1,0 +1,411 @@
+"""``resolve(request, host, matrix) -> Plan``: the pure heart of torchenv.
+
+Candidates are (release, variant) pairs. Each is checked against the rules of DESIGN.md in order
+(platform and Python, glibc, driver, GPU architecture, user constraints); survivors are ranked:
+
+1. on a host with a GPU, every GPU build above every CPU build;
+2. newest torch first;
+3. within a release: the PyPI build when fully compatible, then the newest fully compatible
+   variant, then variants that work only with warnings (minor-version compatibility,
+   unconfirmed arch lists), closest CUDA to the driver first.
+
+CPU is never chosen silently on an NVIDIA or AMD host: when no GPU build fits, ``Unsatisfiable``
+(exit 3) carries every rejection and the nearest fixes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from torchenv.detection.profile import HostProfile
+from torchenv.errors import Unsatisfiable
+from torchenv.installers.commands import index_url_for
+from torchenv.matrix.model import Matrix, Release, Variant, parse_version_tuple
+from torchenv.resolver.plan import Alternative, Plan, Rejection
+from torchenv.resolver.request import Request, torch_specifier
+from torchenv.resolver.rules import arch_range, check_driver, check_gpu_arch
+
+__all__ = ["Candidate", "NoMatch", "resolve", "evaluate"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    release: Release
+    variant: Variant
+    from_pypi: bool
+    gpu_build: bool
+    full: bool
+    warnings: tuple[str, ...]
+    driver_full: bool = True
+    arch_known: bool = True
+
+
+class NoMatch(Unsatisfiable):
+    """Unsatisfiable with the evidence: every rejection and the suggested fixes."""
+
+    def __init__(self, message: str, hint: str | None, rejected: tuple[Rejection, ...],
+                 fixes: tuple[str, ...], matrix_version: str) -> None:
+        super().__init__(message, hint)
+        self.rejected = rejected
+        self.fixes = fixes
+        self.matrix_version = matrix_version
+
+    def to_json(self, host: HostProfile) -> dict[str, Any]:
+        return {
+            "torch": None, "torchvision": None, "torchaudio": None, "variant": None,
+            "index_url": None, "python": host.python.version, "platform": host.platform,
+            "commands": {}, "warnings": [], "error": self.message, "fixes": list(self.fixes),
+            "rejected": [r.to_json() for r in self.rejected],
+            "matrix_version": self.matrix_version,
+        }
+
+
+def _gpu_kinds(host: HostProfile) -> set[str]:
+    kinds = set()
+    if host.nvidia is not None and (host.nvidia.gpus or host.nvidia.driver_version):
+        kinds.add("cuda")
+    if host.rocm is not None and host.rocm.gfx_targets:
+        kinds.add("rocm")
+    if host.xpu is not None and host.xpu.devices:
+        kinds.add("xpu")
+    return kinds
+
+
+def _variants_for(release: Release, platform: str) -> list[tuple[Variant, bool]]:
+    """(variant, served-by-PyPI) pairs available on ``platform``."""
+    out: list[tuple[Variant, bool]] = []
+    default = release.pypi_default.get(platform)
+    seen = set()
+    for v in release.variants:
+        if platform in v.platforms:
+            out.append((v, v.name == default))
+            seen.add(v.name)
+    if default is not None and default not in seen and platform in release.python:
+        listed = release.variant(default)
+        out.append((listed or Variant(name=default, platforms=(platform,), status="unverified",
+                                      sources=release.sources), True))
+    return out
+
+
+def evaluate(request: Request, host: HostProfile, matrix: Matrix
+             ) -> tuple[list[Candidate], list[Rejection]]:
+    """Every candidate checked against every rule: (compatible, rejected)."""
+    spec: Any = torch_specifier(request.torch)
+    kinds = _gpu_kinds(host)
+    platform = host.platform
+    py = host.python.version
+    ok: list[Candidate] = []
+    rejected: list[Rejection] = []
+
+    def reject(rel: Release, name: str, reason: str, category: str) -> None:
+        rejected.append(Rejection(rel.torch, name, reason, category))
+
+    for rel in matrix.releases:
+        if spec is not None and not spec.contains(rel.torch, prereleases=True):
+            continue
+        variants = _variants_for(rel, platform)
+        if not variants:
+            reject(rel, "*", f"no wheels for {platform}", "platform")
+            continue
+        for variant, from_pypi in variants:
+            name = variant.name
+            kind = variant.kind
+            if request.explicit_variant and name != request.variant:
+                continue
+            if request.cuda is not None and variant.cuda_version != request.cuda:
+                continue
+            tags = rel.python_tags(platform, None if from_pypi else variant)
+            if py not in tags:
+                have = ", ".join(tags) if tags else "none"
+                reject(rel, name, f"no wheel for Python {py} on {platform} (has {have})", "python")
+                continue
+            floor = rel.manylinux.get(platform)
+            if platform.startswith("linux") and floor:
+                if host.musl and not host.glibc:
+                    reject(rel, name, f"musl libc {host.musl}: the wheels need glibc ≥ {floor}",
+                           "glibc")
+                    continue
+                if host.glibc and parse_version_tuple(host.glibc) < parse_version_tuple(floor):
+                    reject(rel, name, f"glibc {host.glibc} is older than the wheels' "
+                           f"manylinux floor {floor}", "glibc")
+                    continue
+            warnings: list[str] = []
+            full = True
+            driver_full = True
+            arch_known = True
+            gpu_build = kind != "cpu" or platform == "macos-arm64"
+            if kind == "cuda":
+                cuda = variant.cuda_version
+                assert cuda is not None
+                if "cuda" not in kinds:
+                    if request.explicit_variant:
+                        warnings.append(f"no NVIDIA GPU found: {name} was asked for explicitly "
+                                        "and will run on the CPU here")
+                        full = False
+                    else:
+                        reject(rel, name, "no NVIDIA GPU or driver", "no-gpu")
+                        continue
+                else:
+                    dv = check_driver(host, matrix, cuda)
+                    if not dv.ok:
+                        reject(rel, name, dv.reason or "driver too old", "driver")
+                        continue
+                    warnings.extend(dv.warnings)
+                    full = full and dv.full
+                    driver_full = dv.full
+                    arch = variant.arch_list_for(platform)
+                    if arch is None:
+                        if host.nvidia and any(g.compute_capability for g in
+                                               host.nvidia.visible_gpus()):
+                            warnings.append(f"the arch list of torch {rel.torch} {name} on "
+                                            f"{platform} is not confirmed; GPU support unchecked")
+                            full = False
+                            arch_known = False
+                    else:
+                        why = check_gpu_arch(host, arch, jit_ok=dv.full)
+                        if why:
+                            reject(rel, name, why, "arch")
+                            continue
+                    if host.nvidia and any(g.compute_capability is None
+                                           for g in host.nvidia.visible_gpus()):
+                        warnings.append("the compute capability of some GPU is unknown; "
+                                        "architecture not checked for it")
+            elif kind == "rocm":
+                if "rocm" not in kinds:
+                    if request.explicit_variant:
+                        warnings.append(f"no AMD GPU found: {name} was asked for explicitly")
+                        full = False
+                    else:
+                        reject(rel, name, "no AMD ROCm GPU", "no-gpu")
+                        continue
+                else:
+                    assert host.rocm is not None
+                    targets = matrix.rocm_targets(name, rel.torch)
+                    if targets is None:
+                        warnings.append(f"the gfx targets of {name} are not known; "
+                                        "GPU support unchecked")
+                        full = False
+                    else:
+                        missing = [g for g in host.rocm.gfx_targets if g not in targets.gfx]
+                        if missing:
+                            reject(rel, name, f"GPU target {missing[0]} not in {name}'s list "
+                                   f"({', '.join(targets.gfx)})", "arch")
+                            continue
+            elif kind == "xpu":
+                if "xpu" not in kinds:
+                    if request.explicit_variant:
+                        warnings.append("no Intel GPU found: xpu was asked for explicitly")
+                        full = False
+                    else:
+                        reject(rel, name, "no Intel GPU", "no-gpu")
+                        continue
+            if variant.status != "verified" and kind == "cuda" and variant.arch_list is None \
+                    and not any("arch list" in w for w in warnings) and "cuda" in kinds:
+                full = False
+            ok.append(Candidate(rel, variant, from_pypi, gpu_build, full, tuple(warnings),
+                                driver_full, arch_known))
+    return ok, rejected
+
+
+def _rank_key(c: Candidate, strict_gpu: bool, prefer_gpu: bool) -> tuple[Any, ...]:
+    cuda = c.variant.cuda_version
+    cuda_key = parse_version_tuple(cuda) if cuda else (0,)
+    # within a release: PyPI+full, then full by newest CUDA; then builds whose arch list is
+    # unconfirmed (PyPI's first); last, minor-version-compatibility builds by closest CUDA
+    newest_first = tuple(-x for x in cuda_key)
+    if c.full and c.from_pypi:
+        tier, sub = 0, (0,)
+    elif c.full:
+        tier, sub = 1, newest_first
+    elif c.driver_full:
+        tier, sub = 2, (0 if c.from_pypi else 1, *newest_first)
+    else:
+        tier, sub = 3, cuda_key
+    gpu_first = 0 if (c.gpu_build or not (strict_gpu or prefer_gpu)) else 1
+    return (gpu_first, tuple(-x for x in c.release.key), tier, sub, c.variant.name)
+
+
+def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
+    """The one build to install on ``host``; raises :class:`NoMatch` (exit 3) when none fits."""
+    compatible, rejected = evaluate(request, host, matrix)
+    kinds = _gpu_kinds(host)
+    strict_gpu = bool(kinds & {"cuda", "rocm"}) and not request.explicit_variant
+    prefer_gpu = bool(kinds) or host.mps
+    if strict_gpu:
+        gpu_ok = [c for c in compatible if c.gpu_build]
+        cpu_only = [c for c in compatible if not c.gpu_build]
+        if not gpu_ok:
+            for c in cpu_only:
+                rejected.append(Rejection(c.release.torch, c.variant.name,
+                                          "CPU build: not chosen on a GPU host without "
+                                          "--variant cpu", "cpu-on-gpu-host"))
+            compatible = []
+    if not compatible:
+        raise _no_match(request, host, matrix, rejected)
+    compatible.sort(key=lambda c: _rank_key(c, strict_gpu, prefer_gpu))
+    best = compatible[0]
+    rel, variant = best.release, best.variant
+    warnings = list(best.warnings)
+    reasons = _reasons(best, host, request)
+    kinds_present = _gpu_kinds(host)
+    if "xpu" in kinds_present and variant.kind == "cpu" and not request.explicit_variant:
+        warnings.append("an Intel GPU is present but no xpu build fits; using the CPU build")
+    if host.nvidia is not None and host.nvidia.visible == () and variant.kind == "cuda":
+        warnings.append("CUDA_VISIBLE_DEVICES hides every GPU: torch will see none until it "
+                        "is unset or lists a GPU")
+    torchvision = rel.torchvision
+    torchaudio = rel.torchaudio
+    if not request.with_torchvision:
+        torchvision = None
+    elif torchvision is None:
+        warnings.append(f"no torchvision release pairs with torch {rel.torch}; left out "
+                        "(--torch with an older release brings it, --no-torchvision silences this)")
+    if not request.with_torchaudio:
+        torchaudio = None
+    elif torchaudio is None:
+        warnings.append(f"no torchaudio release pairs with torch {rel.torch}; left out")
+    index_url: Optional[str] = None
+    local_tag: Optional[str] = None
+    if not best.from_pypi:
+        index_url = index_url_for(variant.name, request.index_base)
+        local_tag = variant.name
+    accelerator = {"cuda": "cuda", "rocm": "rocm", "xpu": "xpu"}.get(variant.kind, "cpu")
+    if variant.kind == "cpu" and host.platform == "macos-arm64":
+        accelerator = "mps"
+    alternatives = tuple(Alternative(c.release.torch, c.variant.name,
+                                     "full" if c.full else "compat", c.warnings)
+                         for c in compatible[1:6])
+    return Plan(
+        torch=rel.torch,
+        torchvision=torchvision,
+        torchaudio=torchaudio,
+        variant=variant.name,
+        index_url=index_url,
+        python=host.python.version,
+        platform=host.platform,
+        accelerator=accelerator,
+        level="full" if best.full else "compat",
+        matrix_version=matrix.matrix_version,
+        local_tag=local_tag,
+        reasons=tuple(reasons),
+        warnings=tuple(dict.fromkeys(warnings)),
+        rejected=tuple(rejected),
+        alternatives=alternatives,
+        cuda=variant.cuda_version,
+        glibc_floor=rel.manylinux.get(host.platform),
+        conda_forge=rel.conda.conda_forge,
+        pytorch_channel=rel.conda.pytorch_channel,
+    )
+
+
+def _reasons(c: Candidate, host: HostProfile, request: Request) -> list[str]:
+    out = []
+    v = c.variant
+    if request.explicit_variant:
+        out.append(f"variant {v.name} was asked for")
+    if v.kind == "cuda" and host.nvidia is not None:
+        nv = host.nvidia
+        drv = nv.driver_version or f"CUDA {nv.cuda_driver_version}"
+        out.append(f"driver {drv} supports CUDA {v.cuda_version}"
+                   + ("" if c.full else " through minor-version compatibility"))
+        arch = v.arch_list_for(host.platform)
+        gpus = nv.visible_gpus()
+        if arch and gpus:
+            out.append(f"every visible GPU ({', '.join(g.compute_capability or '?' for g in gpus)}"
+                       f") is in its arch list {arch_range(arch)}")
+    elif v.kind == "rocm" and host.rocm is not None:
+        out.append(f"{v.name} is built for {', '.join(host.rocm.gfx_targets)}")
+    elif v.kind == "cpu":
+        if host.platform == "macos-arm64":
+            out.append("the macOS arm64 build uses the GPU through MPS")
+        elif not _gpu_kinds(host):
+            out.append("no NVIDIA, AMD or Intel GPU was found, so the CPU build is the right one")
+    out.append(f"torch {c.release.torch} is the newest release with a wheel for Python "
+               f"{host.python.version} on {host.platform} that fits"
+               if not request.torch else
+               f"torch {c.release.torch} is the newest release matching {request.torch!r} that fits")
+    if c.from_pypi:
+        out.append(f"PyPI's own {host.platform} build is {v.name}, so no extra index is needed")
+    return out
+
+
+def _no_match(request: Request, host: HostProfile, matrix: Matrix,
+              rejected: list[Rejection]) -> NoMatch:
+    fixes: list[str] = []
+    kinds = _gpu_kinds(host)
+    # the smallest driver upgrade that unlocks the newest build rejected only for the driver
+    driver_rej = [r for r in rejected if r.category == "driver"]
+    if driver_rej and host.nvidia is not None:
+        upgraded = _min_driver_that_works(request, host, matrix)
+        if upgraded:
+            fixes.append(f"upgrade the NVIDIA driver to ≥ {upgraded[0]} to use torch "
+                         f"{upgraded[1]} {upgraded[2]}")
+    if request.torch or request.explicit_variant or request.cuda:
+        try:
+            alt = resolve(Request(with_torchvision=request.with_torchvision,
+                                  with_torchaudio=request.with_torchaudio,
+                                  index_base=request.index_base), host, matrix)
+            fixes.append(f"without the constraints, torch {alt.torch} {alt.variant} fits this "
+                         "machine")
+        except Unsatisfiable:
+            pass
+    if kinds & {"cuda", "rocm"}:
+        newest_arch = [r for r in rejected if r.category == "arch"]
+        older = [r for r in rejected if r.category != "arch"]
+        del older
+        if newest_arch:
+            fixes.append("an older torch may still support this GPU: try --torch '<"
+                         f"{newest_arch[-1].torch}'" if not request.torch else
+                         "an older torch may support this GPU")
+    if request.variant != "cpu":
+        fixes.append("--variant cpu installs the CPU build explicitly")
+    py_rej = [r for r in rejected if r.category == "python"]
+    if py_rej and len(py_rej) == len(rejected):
+        fixes.append(f"no release fits Python {host.python.version}: use another Python "
+                     "(see 'torchenv matrix show')")
+    what = "GPU build" if kinds & {"cuda", "rocm"} and request.variant != "cpu" else "build"
+    constraint = f" matching {request.torch!r}" if request.torch else ""
+    message = (f"no {what} of torch{constraint} fits this machine ({host.platform}, "
+               f"Python {host.python.version}" + (f", driver {host.nvidia.driver_version}"
+                                                  if host.nvidia and host.nvidia.driver_version
+                                                  else "") + ")")
+    return NoMatch(message, fixes[0] if fixes else None, tuple(rejected), tuple(fixes),
+                   matrix.matrix_version)
+
+
+def _min_driver_that_works(request: Request, host: HostProfile, matrix: Matrix
+                           ) -> tuple[str, str, str] | None:
+    """(driver, torch, variant): the lowest floor that would make some GPU build fit."""
+    from torchenv.resolver.rules import driver_floors
+
+    assert host.nvidia is not None
+    windows = host.platform == "win-amd64" or host.wsl
+    best: tuple[tuple[int, ...], str, str, str] | None = None
+    for rel in matrix.releases:
+        for v in rel.variants:
+            if v.kind != "cuda" or host.platform not in v.platforms or v.cuda_version is None:
+                continue
+            toolkit, compat = driver_floors(matrix, v.cuda_version, windows=windows)
+            floor = toolkit or compat
+            if floor is None:
+                continue
+            from dataclasses import replace
+
+            trial_nv = replace(host.nvidia, driver_version=floor, cuda_driver_version=None)
+            trial = host.with_changes(nvidia=trial_nv)
+            try:
+                ok, _ = evaluate(Request(torch=f"=={rel.torch}", variant=v.name,
+                                         index_base=request.index_base), trial, matrix)
+            except Unsatisfiable:
+                continue
+            if not ok:
+                continue
+            key = parse_version_tuple(floor)
+            # prefer the newest torch among the smallest upgrades
+            if best is None or key < best[0] or (key == best[0] and
+                                                 rel.key > parse_version_tuple(best[2])):
+                best = (key, floor, rel.torch, v.name)
+        if best is not None and request.torch is None:
+            pass
+    return (best[1], best[2], best[3]) if best else None

@@ -1,0 +1,718 @@
+"""The validation child: runs checks inside the interpreter being validated.
+
+This file is executed by path in the *target* interpreter (``python _probe.py``), so it uses only
+the standard library and torch, and must not import torchenv. It imports torch once, then serves
+requests over a line-based JSON protocol:
+
+* the child writes ``{"event": "hello", ...}`` with the torch version and the check list (or
+  ``"import_error"`` when torch cannot be imported) as its first line;
+* the parent writes ``{"run": NAME}``; the child answers ``{"event": "start", "name": NAME}`` and
+  then ``{"event": "result", ...}``;
+* the parent closes stdin (or writes ``{"quit": true}``) to end the child.
+
+The protocol uses a private duplicate of the original stdout; file descriptor 1 is pointed at
+stderr so that prints from checks or C++ libraries cannot corrupt the stream.
+
+Test seam: ``TORCHENV_VALIDATE_EXTRA_CHECKS`` names Python files (separated by ``os.pathsep``);
+each top-level function ``check_<name>(ctx)`` in them becomes a required quick-level check
+``<name>``. The test suite plants hanging and crashing checks this way.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import io
+import json
+import math
+import os
+import shutil
+import sys
+import time
+import traceback
+import warnings
+from typing import Any, Callable, Optional
+
+GPU_HOST_ENV = "TORCHENV_VALIDATE_GPU_HOST"
+EXTRA_CHECKS_ENV = "TORCHENV_VALIDATE_EXTRA_CHECKS"
+NO_CUDA = "no CUDA device"
+
+
+class Skip(Exception):
+    """Raised by a check that cannot run here; the message is the reason."""
+
+
+class Fail(Exception):
+    """Raised by a check that ran and found a problem; ``hint`` says what to do."""
+
+    def __init__(self, message: str, hint: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class Ctx:
+    """What a check gets: the torch module, its device and facts about the host."""
+
+    def __init__(self, torch: Any, device: str, gpu_host: bool) -> None:
+        self.torch = torch
+        self.device = device
+        self.gpu_host = gpu_host
+        self.metrics: dict[str, Any] = {}
+
+    @property
+    def cuda(self) -> bool:
+        return self.device.startswith("cuda")
+
+
+CheckFn = Callable[[Ctx], Optional[str]]
+
+
+class Spec:
+    """A registered check. ``scope`` is ``gpu`` (one per GPU, skipped without one), ``gpu_or_cpu``
+    (one per GPU, or once on the CPU) or ``any`` (once, on the first GPU or the CPU)."""
+
+    def __init__(self, name: str, fn: CheckFn, level: str, scope: str, required: bool,
+                 timeout: float) -> None:
+        self.name = name
+        self.fn = fn
+        self.level = level
+        self.scope = scope
+        self.required = required
+        self.timeout = timeout
+
+
+SPECS: list[Spec] = []
+
+
+def check(name: str, *, level: str = "quick", scope: str = "any", required: bool = True,
+          timeout: float = 60.0) -> Callable[[CheckFn], CheckFn]:
+    def register(fn: CheckFn) -> CheckFn:
+        SPECS.append(Spec(name, fn, level, scope, required, timeout))
+        return fn
+    return register
+
+
+# ---------------------------------------------------------------------------------- helpers
+
+def gpu_host() -> bool:
+    """True when the machine has an NVIDIA GPU, whether or not torch can use it."""
+    forced = os.environ.get(GPU_HOST_ENV)
+    if forced is not None:
+        return forced.strip().lower() in ("1", "true", "yes")
+    try:
+        return bool(os.listdir("/proc/driver/nvidia/gpus"))
+    except OSError:
+        return os.path.exists("/dev/nvidia0")
+
+
+def rel_err(torch: Any, out: Any, ref: Any) -> float:
+    out = out.detach().to("cpu", torch.float64)
+    ref = ref.detach().to("cpu", torch.float64)
+    denom = float(ref.norm()) or 1.0
+    return float((out - ref).norm()) / denom
+
+
+def arch_runs(arch: str, major: int, minor: int) -> bool:
+    """Whether a compiled target from ``torch.cuda.get_arch_list()`` runs on ``major.minor``.
+
+    ``sm_86`` (SASS) runs on 8.6 and later minors of major 8; ``sm_90a`` only on exactly 9.0;
+    ``compute_90`` (PTX) on anything >= 9.0, by JIT.
+    """
+    kind, _, digits = arch.partition("_")
+    specific = digits.endswith(("a", "f"))
+    digits = digits.rstrip("af")
+    if not digits.isdigit() or len(digits) < 2:
+        return False
+    a_major, a_minor = int(digits[:-1]), int(digits[-1])
+    if kind == "compute":
+        return (major, minor) >= (a_major, a_minor)
+    if specific:
+        return (major, minor) == (a_major, a_minor)
+    return major == a_major and minor >= a_minor
+
+
+def _cuda_index(ctx: Ctx) -> int:
+    return int(ctx.device.split(":")[1]) if ":" in ctx.device else 0
+
+
+# ----------------------------------------------------------------------------- quick level
+
+@check("build")
+def check_build(ctx: Ctx) -> str:
+    torch = ctx.torch
+    cuda = torch.version.cuda
+    hip = getattr(torch.version, "hip", None)
+    facts = [f"torch {torch.__version__}"]
+    if cuda:
+        facts.append(f"CUDA {cuda}")
+        cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+        facts.append(f"cuDNN {cudnn}" if cudnn else "no cuDNN")
+        try:
+            nccl = torch.cuda.nccl.version()
+            facts.append("NCCL " + ".".join(str(p) for p in nccl)
+                         if isinstance(nccl, tuple) else f"NCCL {nccl}")
+        except Exception:
+            facts.append("no NCCL")
+        facts.append("arch " + " ".join(torch.cuda.get_arch_list()))
+    elif hip:
+        facts.append(f"ROCm {hip}")
+    else:
+        facts.append("CPU-only build")
+    detail = ", ".join(facts)
+    if ctx.gpu_host and not cuda and not hip:
+        raise Fail(f"{torch.__version__} is a CPU-only build on a host with an NVIDIA GPU",
+                   hint="install a CUDA build: 'torchenv resolve' shows it, "
+                        "'torchenv install' runs it")
+    if ctx.gpu_host and cuda and not torch.cuda.is_available():
+        raise Fail(f"{torch.__version__} is a CUDA build but torch.cuda.is_available() is False",
+                   hint="run 'torchenv doctor' (driver too old, CUDA_VISIBLE_DEVICES, ...)")
+    return detail
+
+
+@check("cuda_arch", scope="gpu")
+def check_cuda_arch(ctx: Ctx) -> str:
+    torch = ctx.torch
+    i = _cuda_index(ctx)
+    major, minor = torch.cuda.get_device_capability(i)
+    name = torch.cuda.get_device_name(i)
+    archs = list(torch.cuda.get_arch_list())
+    if not any(arch_runs(a, major, minor) for a in archs):
+        raise Fail(f"{name} (sm_{major}{minor}) is not compatible with this build; compiled for "
+                   + " ".join(archs),
+                   hint="install a build whose arch list covers this GPU: 'torchenv resolve'")
+    return f"{name} sm_{major}{minor} in " + " ".join(archs)
+
+
+@check("roundtrip", scope="gpu")
+def check_roundtrip(ctx: Ctx) -> str:
+    torch = ctx.torch
+    n = 1 << 20
+    x = torch.randint(-(2 ** 31), 2 ** 31 - 1, (n,), dtype=torch.int64)
+    weights = torch.arange(1, n + 1, dtype=torch.int64)
+    checksum = int((x * weights).sum())
+    paths = {"pageable": x, "pinned": x.pin_memory()}
+    for label, src in paths.items():
+        dev = src.to(ctx.device, non_blocking=(label == "pinned"))
+        torch.cuda.synchronize(ctx.device)
+        on_device = int((dev * weights.to(ctx.device)).sum())
+        copy = dev.clone()  # device to device
+        back = copy.to("cpu")
+        if on_device != checksum or not torch.equal(back, x):
+            raise Fail(f"{label} copy host→{ctx.device}→host changed the data "
+                       f"(checksum {checksum} vs {on_device})",
+                       hint="a hardware, driver or PCIe problem; run nvidia-smi -q and dmesg")
+    return f"{n * 8 // (1 << 20)} MiB pageable and pinned, checksum {checksum & 0xFFFFFFFF:08x}"
+
+
+@check("matmul", scope="gpu_or_cpu")
+def check_matmul(ctx: Ctx) -> str:
+    torch = ctx.torch
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(256, 192, generator=g)
+    b = torch.randn(192, 128, generator=g)
+    ref = a.double() @ b.double()
+    cases: list[tuple[str, Any, float]] = [("fp32", torch.float32, 1e-5)]
+    if ctx.cuda:
+        cases.append(("tf32", torch.float32, 5e-3))
+        cases.append(("fp16", torch.float16, 5e-3))
+        if torch.cuda.is_bf16_supported():
+            cases.append(("bf16", torch.bfloat16, 3e-2))
+    else:
+        cases += [("fp16", torch.float16, 5e-3), ("bf16", torch.bfloat16, 3e-2)]
+    errs = []
+    for label, dtype, tol in cases:
+        torch.set_float32_matmul_precision("high" if label == "tf32" else "highest")
+        try:
+            out = a.to(ctx.device, dtype) @ b.to(ctx.device, dtype)
+        finally:
+            torch.set_float32_matmul_precision("highest")
+        err = rel_err(torch, out, ref)
+        if not math.isfinite(err) or err > tol:
+            raise Fail(f"{label} matmul on {ctx.device} differs from the CPU float64 reference: "
+                       f"relative error {err:.2e} > {tol:.0e}",
+                       hint="wrong results from the math library; check the GPU with "
+                            "'nvidia-smi -q' and the build with 'torchenv doctor'")
+        errs.append(f"{label} {err:.1e}")
+    return "relative error vs float64: " + ", ".join(errs)
+
+
+def _mlp(torch: Any) -> Any:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
+
+
+@check("autograd")
+def check_autograd(ctx: Ctx) -> str:
+    torch = ctx.torch
+    x = torch.randn(4, 5, dtype=torch.float64, device=ctx.device, requires_grad=True)
+    w = torch.randn(5, 3, dtype=torch.float64, device=ctx.device, requires_grad=True)
+    if not torch.autograd.gradcheck(lambda x, w: torch.tanh(x @ w).sin(), (x, w)):
+        raise Fail("gradcheck failed in float64")
+    torch.manual_seed(1)
+    data = torch.randn(8, 16)
+    target = torch.randn(8, 4)
+    grads = []
+    for device, dtype in (("cpu", torch.float64), (ctx.device, torch.float32)):
+        model = _mlp(torch).to(device, dtype)
+        loss = torch.nn.functional.mse_loss(model(data.to(device, dtype)),
+                                            target.to(device, dtype))
+        loss.backward()
+        grads.append([p.grad for p in model.parameters()])
+    worst = max(rel_err(torch, b, a) for a, b in zip(grads[0], grads[1]))
+    if worst > 1e-4:
+        raise Fail(f"MLP gradients on {ctx.device} differ from the CPU: relative error "
+                   f"{worst:.2e}")
+    return f"gradcheck float64 ok; MLP backward vs CPU float64: {worst:.1e}"
+
+
+@check("nn_module")
+def check_nn_module(ctx: Ctx) -> str:
+    torch = ctx.torch
+    nn = torch.nn
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = nn.Linear(8, 16)
+            self.head = nn.Linear(16, 4)
+            self.register_buffer("scale", torch.ones(4))
+
+        def forward(self, x: Any) -> Any:
+            return self.head(torch.relu(self.body(x))) * self.scale
+
+    net = Net().to(ctx.device)
+    names = sorted(n for n, _ in net.named_parameters())
+    if names != ["body.bias", "body.weight", "head.bias", "head.weight"]:
+        raise Fail(f"parameter registration: got {names}")
+    seen: list[Any] = []
+    handle = net.head.register_forward_hook(lambda mod, inp, out: seen.append(tuple(out.shape)))
+    x = torch.randn(5, 8, device=ctx.device)
+    net(x)
+    handle.remove()
+    net(x)
+    if seen != [(5, 4)]:
+        raise Fail(f"forward hook: expected one call with (5, 4), got {seen}")
+    buf = io.BytesIO()
+    torch.save(net.state_dict(), buf)
+    buf.seek(0)
+    clone = Net().to(ctx.device)
+    clone.load_state_dict(torch.load(buf, weights_only=True, map_location=ctx.device))
+    if not torch.equal(clone(x), net(x)):
+        raise Fail("state_dict round trip changed the model's output")
+    losses = []
+    for shape_name, model, inputs, target in (
+        ("[N,C]", nn.Linear(8, 4), torch.randn(32, 8), torch.randint(0, 4, (32,))),
+        ("[N,C,d1]", nn.Conv1d(8, 4, 1), torch.randn(32, 8, 6), torch.randint(0, 4, (32, 6))),
+    ):
+        model = model.to(ctx.device)
+        inputs, target = inputs.to(ctx.device), target.to(ctx.device)
+        # SGD, not Adam: Adam's first step imports torch._dynamo (~1 s) in recent releases
+        opt = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+        loss_fn = nn.CrossEntropyLoss()
+        with torch.no_grad():
+            first = last = float(loss_fn(model(inputs), target))
+        for _ in range(25):
+            opt.zero_grad()
+            loss = loss_fn(model(inputs), target)
+            loss.backward()
+            opt.step()
+            last = float(loss.detach())
+        if not last < first * 0.95:
+            raise Fail(f"optimizer steps did not lower CrossEntropyLoss on {shape_name}: "
+                       f"{first:.3f} → {last:.3f}")
+        losses.append(f"{shape_name} {first:.2f}→{last:.2f}")
+    return "params, hook, state_dict ok; CrossEntropyLoss " + ", ".join(losses)
+
+
+@check("amp")
+def check_amp(ctx: Ctx) -> str:
+    torch = ctx.torch
+    torch.manual_seed(0)
+    model = _mlp(torch).to(ctx.device)
+    data = torch.randn(64, 16, device=ctx.device)
+    target = torch.randint(0, 4, (64,), device=ctx.device)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    done = []
+    if ctx.cuda:
+        dtypes = [torch.float16] + ([torch.bfloat16] if torch.cuda.is_bf16_supported() else [])
+    else:
+        dtypes = [torch.bfloat16]
+    for dtype in dtypes:
+        device_type = "cuda" if ctx.cuda else "cpu"
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        scaler = torch.amp.GradScaler(device_type, enabled=dtype == torch.float16)
+        first = None
+        last = 0.0
+        for _ in range(10):
+            opt.zero_grad()
+            with torch.autocast(device_type, dtype=dtype):
+                out = model(data)
+                loss = loss_fn(out, target)
+            if out.dtype != dtype:
+                raise Fail(f"autocast({device_type}, {dtype}) produced {out.dtype}")
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            last = float(loss.detach())
+            first = last if first is None else first
+        if not math.isfinite(last) or first is None or not last < first:
+            raise Fail(f"AMP {dtype} training did not lower the loss: {first} → {last}")
+        done.append(f"{str(dtype).replace('torch.', '')} {first:.2f}→{last:.2f}")
+    return f"autocast({'cuda' if ctx.cuda else 'cpu'}) + GradScaler: " + ", ".join(done)
+
+
+@check("memory", scope="gpu")
+def check_memory(ctx: Ctx) -> str:
+    torch = ctx.torch
+    dev = ctx.device
+    torch.cuda.synchronize(dev)
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats(dev)
+    base = torch.cuda.memory_allocated(dev)
+    size = 64 << 20
+    x = torch.empty(size, dtype=torch.uint8, device=dev)
+    held = torch.cuda.memory_allocated(dev)
+    del x
+    after = torch.cuda.memory_allocated(dev)
+    peak = torch.cuda.max_memory_allocated(dev)
+    reserved = torch.cuda.memory_reserved(dev)
+    torch.cuda.empty_cache()
+    released = torch.cuda.memory_reserved(dev)
+    if held - base < size or after != base or peak < base + size or released > reserved:
+        raise Fail(f"allocator accounting is off: base {base}, held {held}, after free {after}, "
+                   f"peak {peak}, reserved {reserved} → {released} after empty_cache")
+    return (f"64 MiB: allocated +{(held - base) >> 20} MiB, freed, peak {peak >> 20} MiB, "
+            f"empty_cache {reserved >> 20}→{released >> 20} MiB reserved")
+
+
+# ------------------------------------------------------------------------------ full level
+
+@check("cudnn_conv", level="full", scope="gpu")
+def check_cudnn_conv(ctx: Ctx) -> str:
+    torch = ctx.torch
+    if not torch.backends.cudnn.is_available():
+        raise Fail("cuDNN is not available in this CUDA build")
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 8, 3, padding=1).double()
+    x = torch.randn(2, 3, 16, 16, dtype=torch.float64, requires_grad=True)
+    ref = conv(x)
+    ref.sum().backward()
+    ref_grad = x.grad.clone()
+    dconv = torch.nn.Conv2d(3, 8, 3, padding=1).to(ctx.device)
+    dconv.load_state_dict({k: v.float() for k, v in conv.state_dict().items()})
+    dx = x.detach().float().to(ctx.device).requires_grad_(True)
+    torch.backends.cudnn.allow_tf32 = False
+    out = dconv(dx)
+    out.sum().backward()
+    fwd, bwd = rel_err(torch, out, ref), rel_err(torch, dx.grad, ref_grad)
+    if fwd > 1e-4 or bwd > 1e-4:
+        raise Fail(f"cuDNN conv2d differs from the CPU: forward {fwd:.1e}, backward {bwd:.1e}")
+    return f"cuDNN {torch.backends.cudnn.version()}: forward {fwd:.1e}, backward {bwd:.1e}"
+
+
+@check("torch_compile", level="full", timeout=600.0)
+def check_torch_compile(ctx: Ctx) -> str:
+    torch = ctx.torch
+    if not ctx.cuda and not _compiler():
+        raise Skip("no C++ compiler for inductor's CPU backend (set CXX or install g++)")
+
+    def fn(x: Any, y: Any) -> Any:
+        return torch.sin(x) * torch.cos(y) + torch.relu(x - y) ** 2
+
+    compiled = torch.compile(fn)
+    x = torch.randn(64, 64, device=ctx.device)
+    y = torch.randn(64, 64, device=ctx.device)
+    err = rel_err(torch, compiled(x, y), fn(x, y))
+    if err > 1e-5:
+        raise Fail(f"torch.compile result differs from eager: relative error {err:.1e}")
+    return f"inductor on {ctx.device}: relative error vs eager {err:.1e}"
+
+
+_SCRIPTED_SOURCE = """
+import torch
+
+
+def branchy(x: torch.Tensor, n: int) -> torch.Tensor:
+    for _ in range(n):
+        if bool(x.sum() > 0):
+            x = x * 2
+        else:
+            x = x - 1
+    return x
+"""
+
+
+@check("torchscript", level="full")
+def check_torchscript(ctx: Ctx) -> str:
+    torch = ctx.torch
+    # TorchScript reads the function's source, so it has to live in a real file
+    path = os.path.join(os.environ.get("TMPDIR") or ".", "torchenv_scripted.py")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(_SCRIPTED_SOURCE)
+    spec = importlib.util.spec_from_file_location("torchenv_scripted", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    branchy = module.branchy
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        scripted = torch.jit.script(branchy)
+        buf = io.BytesIO()
+        torch.jit.save(scripted, buf)
+        buf.seek(0)
+        loaded = torch.jit.load(buf, map_location=ctx.device)
+    results = []
+    for start in (torch.ones(3, device=ctx.device), -torch.ones(3, device=ctx.device)):
+        want = branchy(start, 3)
+        for got in (scripted(start, 3), loaded(start, 3)):
+            if not torch.equal(got, want):
+                raise Fail(f"TorchScript with control flow gave {got.tolist()}, eager "
+                           f"{want.tolist()}")
+        results.append(want[0].item())
+    if "prim::If" not in str(scripted.graph) or "prim::Loop" not in str(scripted.graph):
+        raise Fail("TorchScript graph lost the loop or the branch")
+    return f"scripted loop + branch, saved and loaded: {results}"
+
+
+@check("onnx_export", level="full", required=False, timeout=300.0)
+def check_onnx_export(ctx: Ctx) -> str:
+    missing = [m for m in ("onnx", "onnxscript") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise Skip(" and ".join(missing) + " not installed (pip install onnx onnxscript)")
+    torch = ctx.torch
+    import onnx  # type: ignore[import-not-found]
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU()).eval()
+    path = os.path.join(os.environ.get("TMPDIR") or ".", "torchenv_probe.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.randn(2, 8),), path, input_names=["x"],
+                          output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+    proto = onnx.load(path)
+    onnx.checker.check_model(proto)
+    dim = proto.graph.input[0].type.tensor_type.shape.dim[0]
+    if not dim.dim_param:
+        raise Fail(f"exported batch dimension is fixed ({dim.dim_value}), not dynamic")
+    return f"exported, checked; batch axis '{dim.dim_param}'"
+
+
+@check("profiler", level="full")
+def check_profiler(ctx: Ctx) -> str:
+    torch = ctx.torch
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if ctx.cuda else [])
+    a = torch.randn(128, 128, device=ctx.device)
+    with profile(activities=activities) as prof:
+        for _ in range(3):
+            (a @ a).sum()
+        if ctx.cuda:
+            torch.cuda.synchronize(ctx.device)
+    events = prof.events()
+    names = {e.name for e in events}
+    if not names & {"aten::mm", "aten::matmul"}:
+        raise Fail(f"profiler recorded no matmul event ({len(names)} event names)")
+    detail = f"{len(events)} events"
+    if ctx.cuda:
+        gpu = [e for e in events if getattr(e, "device_type", None) is not None
+               and "CUDA" in str(e.device_type)]
+        if not gpu:
+            raise Fail("profiler recorded no CUDA kernel events",
+                       hint="CUPTI may be missing or blocked (profiling permission)")
+        detail += f", {len(gpu)} CUDA"
+    return detail
+
+
+def _compiler() -> Optional[str]:
+    return shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++")
+
+
+_EXT_SOURCE = """
+torch::Tensor add_one(torch::Tensor x) { return x + 1; }
+"""
+
+
+@check("cpp_extension", level="full", timeout=600.0)
+def check_cpp_extension(ctx: Ctx) -> str:
+    if not _compiler():
+        raise Skip("no C++ compiler (install g++ or set CXX)")
+    torch = ctx.torch
+    from torch.utils import cpp_extension
+
+    if not cpp_extension.is_ninja_available():
+        raise Skip("ninja is not installed (pip install ninja)")
+    build_dir = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(
+        os.environ.get("TMPDIR") or ".", "torch_extensions")
+    os.makedirs(build_dir, exist_ok=True)
+    start = time.monotonic()
+    ext = cpp_extension.load_inline(name="torchenv_probe_ext", cpp_sources=[_EXT_SOURCE],
+                                    functions=["add_one"], build_directory=build_dir,
+                                    verbose=False)
+    built = time.monotonic() - start
+    x = torch.arange(4.0)
+    if not torch.equal(ext.add_one(x), x + 1):
+        raise Fail("the compiled extension returned a wrong result")
+    return f"load_inline built/loaded in {built:.1f} s ({build_dir})"
+
+
+@check("perf", level="full", scope="gpu", required=False, timeout=300.0)
+def check_perf(ctx: Ctx) -> str:
+    torch = ctx.torch
+    dev = ctx.device
+    i = _cuda_index(ctx)
+
+    def timed(fn: Callable[[], Any], reps: int) -> float:
+        fn()
+        torch.cuda.synchronize(dev)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(reps):
+            fn()
+        end.record()
+        end.synchronize()
+        return float(start.elapsed_time(end)) / 1000.0 / reps
+
+    n = 4096
+    tflops: dict[str, float] = {}
+    for label, dtype in (("fp32", torch.float32), ("tf32", torch.float32),
+                         ("fp16", torch.float16), ("bf16", torch.bfloat16)):
+        a = torch.randn(n, n, device=dev, dtype=dtype)
+        b = torch.randn(n, n, device=dev, dtype=dtype)
+        torch.set_float32_matmul_precision("high" if label == "tf32" else "highest")
+        try:
+            seconds = timed(lambda a=a, b=b: a @ b, 10)
+        finally:
+            torch.set_float32_matmul_precision("highest")
+        tflops[label] = round(2 * n ** 3 / seconds / 1e12, 1)
+    size = 256 << 20
+    host = torch.empty(size, dtype=torch.uint8).pin_memory()
+    dbuf = torch.empty(size, dtype=torch.uint8, device=dev)
+    dbuf2 = torch.empty_like(dbuf)
+    h2d = size / timed(lambda: dbuf.copy_(host, non_blocking=True), 5) / 1e9
+    d2h = size / timed(lambda: host.copy_(dbuf, non_blocking=True), 5) / 1e9
+    d2d = 2 * size / timed(lambda: dbuf2.copy_(dbuf), 10) / 1e9  # read + write
+    ctx.metrics.update({"gpu_name": torch.cuda.get_device_name(i), "tflops": tflops,
+                        "h2d_gbs": round(h2d, 1), "d2h_gbs": round(d2h, 1),
+                        "d2d_gbs": round(d2d, 1)})
+    return ("matmul TFLOP/s " + ", ".join(f"{k} {v}" for k, v in tflops.items())
+            + f"; H2D {h2d:.1f} GB/s, D2H {d2h:.1f} GB/s, D2D {d2d:.0f} GB/s")
+
+
+# --------------------------------------------------------------------------------- serving
+
+def load_extra_checks() -> None:
+    for i, path in enumerate(p for p in os.environ.get(EXTRA_CHECKS_ENV, "").split(os.pathsep)
+                             if p):
+        spec = importlib.util.spec_from_file_location(f"torchenv_extra_checks_{i}", path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load extra checks from {path}")
+        module = importlib.util.module_from_spec(spec)
+        module.Skip = Skip  # type: ignore[attr-defined]
+        module.Fail = Fail  # type: ignore[attr-defined]
+        spec.loader.exec_module(module)
+        for attr, fn in vars(module).items():
+            if attr.startswith("check_") and callable(fn):
+                SPECS.append(Spec(attr[len("check_"):], fn, "quick", "any", True, 60.0))
+
+
+def plan(torch: Any, n_cuda: int) -> list[dict[str, Any]]:
+    """One entry per check to run, per GPU where the check's scope says so."""
+    entries = []
+    first = "cuda:0" if n_cuda else "cpu"
+    for spec in SPECS:
+        if spec.scope == "any":
+            devices = [first]
+        elif n_cuda:
+            devices = [f"cuda:{i}" for i in range(n_cuda)]
+        else:
+            devices = ["cuda" if spec.scope == "gpu" else "cpu"]
+        for dev in devices:
+            name = spec.name if dev in ("cpu", "cuda", "cuda:0") or spec.scope == "any" \
+                else f"{spec.name}[{dev}]"
+            entries.append({"name": name, "check": spec.name, "device": dev,
+                            "level": spec.level, "required": spec.required,
+                            "timeout": spec.timeout})
+    return entries
+
+
+def run_one(torch: Any, entry: dict[str, Any], gpu: bool) -> dict[str, Any]:
+    spec = next(s for s in SPECS if s.name == entry["check"])
+    ctx = Ctx(torch, entry["device"], gpu)
+    result: dict[str, Any] = {"name": entry["name"], "device": entry["device"],
+                              "required": entry["required"]}
+    start = time.monotonic()
+    try:
+        if spec.scope == "gpu" and entry["device"] == "cuda":
+            raise Skip(NO_CUDA)
+        detail = spec.fn(ctx)
+        result["status"] = "pass"
+        if detail:
+            result["detail"] = detail
+    except Skip as exc:
+        result["status"] = "skip"
+        result["reason"] = str(exc)
+    except Fail as exc:
+        result["status"] = "fail"
+        result["error"] = str(exc)
+        if exc.hint:
+            result["hint"] = exc.hint
+    except Exception as exc:
+        result["status"] = "fail"
+        result["error"] = f"{type(exc).__name__}: {exc}".strip()
+        result["traceback"] = traceback.format_exc(limit=6)
+    result["seconds"] = round(time.monotonic() - start, 4)
+    if ctx.metrics:
+        result["metrics"] = ctx.metrics
+    return result
+
+
+def main() -> int:
+    sys.dont_write_bytecode = True
+    proto = io.TextIOWrapper(os.fdopen(os.dup(1), "wb"), encoding="utf-8",
+                             line_buffering=True)
+    os.dup2(2, 1)  # stray prints go to stderr, never into the protocol
+    sys.stdout = sys.stderr
+
+    def send(doc: dict[str, Any]) -> None:
+        proto.write(json.dumps(doc) + "\n")
+        proto.flush()
+
+    hello: dict[str, Any] = {"event": "hello", "python": sys.executable,
+                             "python_version": sys.version.split()[0]}
+    start = time.monotonic()
+    try:
+        warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+        torch = importlib.import_module("torch")
+    except BaseException as exc:  # ImportError, OSError (undefined symbol), SystemExit ...
+        hello["import_error"] = f"{type(exc).__name__}: {exc}"
+        send(hello)
+        return 0
+    hello["import_seconds"] = round(time.monotonic() - start, 3)
+    gpu = gpu_host()
+    try:
+        n_cuda = int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+    except Exception:
+        n_cuda = 0
+    try:
+        load_extra_checks()
+    except Exception as exc:
+        hello["extra_checks_error"] = f"{type(exc).__name__}: {exc}"
+    hello.update({"torch": torch.__version__, "cuda": torch.version.cuda, "gpu_host": gpu,
+                  "cuda_devices": n_cuda, "checks": plan(torch, n_cuda)})
+    send(hello)
+    entries = {e["name"]: e for e in hello["checks"]}
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        request = json.loads(line)
+        if request.get("quit"):
+            break
+        entry = entries[request["run"]]
+        send({"event": "start", "name": entry["name"]})
+        send({"event": "result", **run_one(torch, entry, gpu)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
