@@ -510,8 +510,8 @@ def merge_existing(
         if "conda" in before:
             entry["conda"] = before["conda"]
         for key in ("torchvision", "torchaudio"):  # hand-confirmed pairings PyPI cannot show
-            if entry[key] == "unknown" and before.get(key) not in (None, "unknown"):
-                entry[key] = before[key]
+            if entry[key] == "unknown" and key in before and before[key] != "unknown":
+                entry[key] = before[key]  # a confirmed version, or null: no paired release
         entry["sources"] += [s for s in before.get("sources", []) if s not in entry["sources"]]
         kept = [
             s

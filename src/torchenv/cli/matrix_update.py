@@ -3,16 +3,105 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
-__all__ = ["register"]
+from torchenv.cli._common import emit_json
+
+__all__ = ["register", "run"]
 
 
 def register(msub: Any) -> None:
-    p = msub.add_parser("update", help="read the live PyTorch index and update the overlay")
-    p.add_argument("--json", action="store_true")
+    p = msub.add_parser(
+        "update",
+        help="read the live PyTorch index and update the overlay",
+        description="Read download.pytorch.org/whl/{torch,torchvision,torchaudio}/ and PyPI, "
+        "compare with the matrix, and write the releases and variants it lacks to the user "
+        "overlay (validated first, written atomically). With --check only report: exit 1 when "
+        "the index has releases or variants the matrix lacks.",
+    )
+    p.add_argument("--check", action="store_true",
+                   help="print the differences and exit 1 if there are any; write nothing")
+    p.add_argument("--output", metavar="FILE",
+                   help="overlay file to write (default: the user overlay, see "
+                   "TORCHENV_MATRIX_OVERLAY)")
+    p.add_argument("--index-base", metavar="URL",
+                   help="PyTorch wheel index root (default https://download.pytorch.org/whl; "
+                   "env TORCHENV_INDEX_BASE)")
+    p.add_argument("--pypi-base", metavar="URL",
+                   help="PyPI root for the JSON API (default https://pypi.org; env "
+                   "TORCHENV_PYPI_BASE)")
+    p.add_argument("--since", metavar="VERSION",
+                   help="ignore torch releases older than this (default: the oldest in the "
+                   "matrix)")
+    p.add_argument("--allow-http", action="store_true",
+                   help="allow plain-HTTP mirrors (otherwise only HTTPS and 127.0.0.1)")
+    p.add_argument("--timeout", metavar="S", type=float,
+                   help="read timeout per request in seconds (default 30; env "
+                   "TORCHENV_HTTP_TIMEOUT)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document on stdout (progress and logs go to stderr)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise NotImplementedError("matrix update")
+    from dataclasses import replace
+
+    from torchenv.matrix.live.http import FetchPolicy
+    from torchenv.matrix.live.update import (
+        DEFAULT_INDEX_BASE,
+        DEFAULT_PYPI_BASE,
+        UpdateOptions,
+        run_update,
+    )
+
+    policy = FetchPolicy.from_env(os.environ, allow_http=args.allow_http)
+    if args.timeout is not None:
+        policy = replace(policy, read_timeout=args.timeout,
+                         connect_timeout=min(policy.connect_timeout, args.timeout))
+    options = UpdateOptions(
+        index_base=args.index_base or os.environ.get("TORCHENV_INDEX_BASE") or DEFAULT_INDEX_BASE,
+        pypi_base=args.pypi_base or os.environ.get("TORCHENV_PYPI_BASE") or DEFAULT_PYPI_BASE,
+        output=Path(args.output) if args.output else None,
+        check=args.check,
+        since=args.since,
+        policy=policy,
+    )
+    show_progress = not args.quiet and sys.stderr.isatty()
+    result = _run_with_bar(options, run_update) if show_progress else run_update(options)
+
+    for warning in result.warnings:
+        print(f"torchenv: warning: {warning}", file=sys.stderr)
+    if args.json:
+        emit_json(result.to_json())
+    else:
+        lines = result.diff.lines()
+        if not lines:
+            print("the matrix is current: the live index has no releases or variants it lacks")
+        else:
+            print(f"the live index has {len(lines)} addition(s) the matrix lacks:")
+            for line in lines:
+                print(f"  {line}")
+        if result.written:
+            print(f"wrote {result.overlay_path}")
+    if args.check and not result.diff.empty:
+        return 1
+    return 0
+
+
+def _run_with_bar(options: Any, run_update: Any) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from torchenv.cli._common import console
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  console=console(stderr=True), transient=True) as bar:
+        task = bar.add_task("reading the index", total=3)
+
+        def hook(what: str, done: int, total: int) -> None:
+            bar.update(task, description=what, completed=done, total=total)
+
+        return run_update(options, progress=hook)

@@ -6,13 +6,18 @@ torchenv, Python 3.8 syntax) which prints the JSON of :func:`collect` on stdout.
 facts; parsing and interpretation happen in torchenv.detection._python_env.
 """
 
+from __future__ import annotations
+
+import contextlib
 import os
 import sys
+from collections.abc import Mapping
+from typing import Any, Optional
 
 PACKAGES = ("torch", "torchvision", "torchaudio")
 
 
-def _env_kind(prefix, base_prefix, environ):
+def _env_kind(prefix: str, base_prefix: str, environ: Mapping[str, str]) -> tuple[str, str]:
     """(kind, evidence) for the environment at ``prefix``."""
     parts = prefix.replace("\\", "/").split("/")
     if ".pixi" in parts:
@@ -37,7 +42,7 @@ def _env_kind(prefix, base_prefix, environ):
     return "system", "no venv, conda or pixi marker"
 
 
-def _package(name):
+def _package(name: str) -> Optional[dict[str, Any]]:
     try:
         from importlib import metadata
     except ImportError:  # Python < 3.8
@@ -46,11 +51,9 @@ def _package(name):
         dist = metadata.distribution(name)
     except Exception:
         return None
-    info = {"version": dist.version, "location": None, "installer": None}
-    try:
+    info: dict[str, Any] = {"version": dist.version, "location": None, "installer": None}
+    with contextlib.suppress(Exception):
         info["location"] = str(dist.locate_file(""))
-    except Exception:
-        pass
     try:
         installer = dist.read_text("INSTALLER")
         info["installer"] = installer.strip() if installer else None
@@ -59,7 +62,7 @@ def _package(name):
     return info
 
 
-def _torch_version_py(location):
+def _torch_version_py(location: Optional[str]) -> tuple[Optional[str], Optional[str]]:
     """The text of torch/version.py: from the distribution's folder, else the first on sys.path."""
     dirs = [location] if location else []
     cwd = os.getcwd()
@@ -74,8 +77,8 @@ def _torch_version_py(location):
     return None, None
 
 
-def collect(environ=None):
-    environ = os.environ if environ is None else environ
+def collect(environ: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
+    env = os.environ if environ is None else environ
     if sys.prefix == sys.base_prefix:
         # -I drops the user site; the interpreter itself would search it, so search it too
         try:
@@ -98,7 +101,7 @@ def collect(environ=None):
         import platform
 
         machine = platform.machine()
-    kind, evidence = _env_kind(sys.prefix, sys.base_prefix, environ)
+    kind, evidence = _env_kind(sys.prefix, sys.base_prefix, env)
     packages = {name: _package(name) for name in PACKAGES}
     torch = packages.get("torch")
     vpath, vtext = _torch_version_py(torch["location"] if torch else None)

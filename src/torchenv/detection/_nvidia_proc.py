@@ -19,8 +19,8 @@ __all__ = [
     "parse_gpu_information",
     "parse_proc_driver_version",
     "parse_sys_module_version",
-    "read_proc_gpus",
     "read_kernel_driver_version",
+    "read_proc_gpus",
 ]
 
 # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.173.02  Tue Jun 23 08:38:17 UTC 2026"

@@ -171,7 +171,7 @@ def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
     def left() -> float:
         return max(0.1, deadline - time.monotonic())
 
-    fields = QUERY_FIELDS
+    fields: tuple[str, ...] = QUERY_FIELDS
     argv = [exe, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
     calls.append(" ".join(argv[1:]))
     res = run_process(argv, timeout=left(), env=env)

@@ -9,6 +9,7 @@ warning and detection moves on to the next probe.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -152,10 +153,8 @@ def _query(pynvml: Any) -> NvmlResult:
                 continue
             gpus.append(_gpu(pynvml, index, handle, field, missing))
     finally:
-        try:
+        with contextlib.suppress(error):
             pynvml.nvmlShutdown()
-        except error:
-            pass
     warnings = []
     if missing:
         warnings.append("NVML: this driver's libnvidia-ml lacks " + ", ".join(missing)

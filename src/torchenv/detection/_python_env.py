@@ -25,7 +25,7 @@ def inspect_current(environ: Optional[Mapping[str, str]] = None) -> dict[str, An
     """The raw facts of this process's interpreter."""
     from torchenv.detection import _inspect_python
 
-    facts: dict[str, Any] = _inspect_python.collect(environ)  # type: ignore[no-untyped-call]
+    facts: dict[str, Any] = _inspect_python.collect(environ)
     return facts
 
 
@@ -97,4 +97,6 @@ def torch_info_from(facts: Mapping[str, Any]) -> Optional[TorchInfo]:
         torchvision=(packages.get("torchvision") or {}).get("version"),
         torchaudio=(packages.get("torchaudio") or {}).get("version"),
         installer=(dist or {}).get("installer"),
+        hip_version=hip,
+        git_version=vpy.get("git_version"),
     )

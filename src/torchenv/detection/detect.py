@@ -1,47 +1,80 @@
 """Run the probes and assemble the HostProfile; apply target overrides.
 
 This module is the only place that decides *which* probes run. A probe whose answer was supplied
-by an override is not run at all.
+by an override is not run at all. The order, and where each fact comes from:
+
+1. Platform: ``platform.system()``/``machine()``; glibc from ``confstr(CS_GNU_LIBC_VERSION)``, or
+   the musl loader's banner; WSL from ``/proc/version``; container hints from ``/.dockerenv``,
+   ``/run/.containerenv``, ``$container`` and ``/proc/1/cgroup``.
+2. NVIDIA, first answer wins for each fact:
+   a. NVML (nvidia-ml-py, in-process): driver, CUDA driver version, every GPU's details.
+   b. ``/proc/driver/nvidia/version``, then ``/sys/module/nvidia/version``: the loaded driver;
+      ``/proc/driver/nvidia/gpus/*/information``: GPU names and UUIDs.
+   c. ``nvidia-smi --query-gpu=...`` (only when on PATH; timeout ≤ 5 s): GPUs with compute
+      capability, then ``nvidia-smi --version`` for the CUDA version.
+   ``CUDA_VISIBLE_DEVICES`` then picks the GPUs torch will see.
+3. AMD ROCm: KFD topology in sysfs, else ``rocm_agent_enumerator``/``rocminfo``; the version from
+   ``/opt/rocm/.info/version``.
+4. Intel XPU: Intel display devices on the PCI bus, and the Level Zero loader.
+5. Apple: macOS on arm64 has MPS.
+6. Python and torch: the current interpreter in-process, or ``python`` through one child process;
+   torch is never imported.
+
+A probe that fails or times out adds a warning and leaves the rest of the profile intact.
 """
 
 from __future__ import annotations
 
 import os
-import platform as _platform
-import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Optional, TypeVar, Union
 
+from torchenv.detection._platform import current_platform, probe_platform
 from torchenv.detection.overrides import Overrides
-from torchenv.detection.profile import Gpu, HostProfile, NvidiaInfo, PythonInfo, RocmInfo
+from torchenv.detection.profile import (
+    Gpu,
+    HostProfile,
+    NvidiaInfo,
+    PythonInfo,
+    RocmInfo,
+    TorchInfo,
+    XpuInfo,
+)
+from torchenv.errors import BadInput
 
-__all__ = ["apply_overrides", "current_platform", "detect"]
+__all__ = ["DEFAULT_TIMEOUT", "apply_overrides", "current_platform", "detect", "probe_timeout"]
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT = 5.0
+"""Seconds any one probe's child processes may take; ``TORCHENV_PROBE_TIMEOUT`` lowers it."""
 
 
-def current_platform(system: str | None = None, machine: str | None = None) -> str:
-    """This machine's platform name (``linux-x86_64``, ``win-amd64``, ``macos-arm64``, ...)."""
-    system = (system or _platform.system()).lower()
-    machine = (machine or _platform.machine()).lower()
-    arm = machine in ("aarch64", "arm64")
-    if system == "linux":
-        return "linux-aarch64" if arm else "linux-x86_64"
-    if system == "darwin":
-        return "macos-arm64" if arm else "macos-x86_64"
-    if system == "windows":
-        return "win-amd64"
-    return f"{system}-{machine}"
+def probe_timeout(environ: Mapping[str, str]) -> float:
+    """``TORCHENV_PROBE_TIMEOUT`` (seconds, 0 < t ≤ 5) or the default 5 s."""
+    raw = environ.get("TORCHENV_PROBE_TIMEOUT")
+    if not raw:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= DEFAULT_TIMEOUT:
+        raise BadInput(f"TORCHENV_PROBE_TIMEOUT: {raw!r} is not a number of seconds in (0, 5]",
+                       hint="e.g. TORCHENV_PROBE_TIMEOUT=2")
+    return value
 
 
-def _this_python() -> PythonInfo:
-    free = bool(getattr(sys, "_is_gil_enabled", None)) and not sys._is_gil_enabled()  # type: ignore[attr-defined]
-    ver = f"{sys.version_info.major}.{sys.version_info.minor}"
-    return PythonInfo(
-        version=ver + ("t" if free else ""),
-        implementation=sys.implementation.name,
-        free_threaded=free,
-        executable=sys.executable,
-        full_version=_platform.python_version(),
-        env_kind="venv" if sys.prefix != sys.base_prefix else "system",
-    )
+def _guard(name: str, warnings: list[str], fn: Callable[[], T]) -> Optional[T]:
+    try:
+        return fn()
+    except BadInput:
+        raise
+    except Exception as exc:  # one broken probe must not take the profile with it
+        warnings.append(f"{name} probe failed ({type(exc).__name__}: {exc}); its facts are "
+                        "missing")
+        return None
 
 
 def detect(
@@ -49,25 +82,200 @@ def detect(
     *,
     python: str | None = None,
     environ: Mapping[str, str] | None = None,
+    root: Union[str, Path, None] = None,
+    timeout: float | None = None,
 ) -> HostProfile:
-    """Probe this machine (skipping what ``overrides`` supplies) and return its HostProfile."""
+    """Probe this machine (skipping what ``overrides`` supplies) and return its HostProfile.
+
+    ``python`` names another interpreter to inspect; ``environ`` replaces ``os.environ`` and
+    ``root`` replaces ``/`` for every file the probes read (tests hand in fake trees).
+    """
     overrides = overrides or Overrides()
-    env = os.environ if environ is None else environ
-    del env, python
-    plat = overrides.platform or current_platform()
-    glibc = None
-    if plat.startswith("linux") and overrides.glibc is None and overrides.platform is None:
-        libc, ver = _platform.libc_ver()
-        glibc = ver if libc == "glibc" and ver else None
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    base = Path(root) if root is not None else Path("/")
+    limit = probe_timeout(env) if timeout is None else timeout
+    warnings: list[str] = []
+    sources: dict[str, str] = {}
+
+    facts = probe_platform(base, env, timeout=limit)
+    sources["platform"] = "platform.system() + platform.machine()"
+    if facts.glibc:
+        sources["glibc"] = "confstr(CS_GNU_LIBC_VERSION)"
+    if facts.musl:
+        sources["musl"] = "musl loader"
+    if facts.wsl:
+        sources["wsl"] = "/proc/version"
+        if facts.wsl_version == 1:
+            warnings.append("WSL1 has no GPU support; use WSL2 for CUDA")
+    if facts.container and facts.container_source:
+        sources["container"] = facts.container_source
+    foreign = overrides.platform is not None and overrides.platform != facts.platform
+    probe_gpus = not foreign and not overrides.no_gpu
+
+    nvidia: Optional[NvidiaInfo] = None
+    if probe_gpus and not overrides.nvidia_given and facts.os != "darwin":
+        nvidia = _guard("NVIDIA", warnings,
+                        lambda: _probe_nvidia(base, env, limit, facts.wsl, warnings, sources))
+    rocm: Optional[RocmInfo] = None
+    if probe_gpus and overrides.rocm_archs is None and facts.os == "linux":
+        rocm = _guard("ROCm", warnings, lambda: _probe_rocm(base, env, limit, warnings, sources))
+    xpu: Optional[XpuInfo] = None
+    if probe_gpus and facts.os == "linux":
+        xpu = _guard("Intel XPU", warnings, lambda: _probe_xpu(base, env, sources))
+    mps = facts.platform == "macos-arm64"
+    if mps:
+        sources["mps"] = "macOS on arm64"
+
+    py_info, torch = _probe_python(python, env, warnings, sources)
     profile = HostProfile(
-        platform=plat,
-        python=_this_python(),
-        os=_platform.system().lower(),
-        machine=_platform.machine().lower(),
-        glibc=glibc,
-        mps=plat == "macos-arm64",
+        platform=facts.platform,
+        python=py_info,
+        os=facts.os,
+        machine=facts.machine,
+        glibc=facts.glibc if overrides.glibc is None else None,
+        musl=facts.musl,
+        wsl=facts.wsl,
+        container=facts.container,
+        nvidia=nvidia,
+        rocm=rocm,
+        xpu=xpu,
+        mps=mps,
+        torch=torch,
+        warnings=tuple(dict.fromkeys(warnings)),
+        sources=sources,
     )
     return apply_overrides(profile, overrides)
+
+
+def _probe_nvidia(root: Path, env: Mapping[str, str], limit: float, wsl: bool,
+                  warnings: list[str], sources: dict[str, str]) -> Optional[NvidiaInfo]:
+    from torchenv.detection._cuda_visible import parse_cuda_visible_devices
+    from torchenv.detection._nvidia_proc import read_kernel_driver_version, read_proc_gpus
+    from torchenv.detection._nvml import probe_nvml
+
+    nvml = probe_nvml(wsl=wsl)
+    warnings.extend(nvml.warnings)
+    driver: Optional[str] = None
+    cuda: Optional[str] = None
+    source = "unknown"
+    gpus: tuple[Gpu, ...] = ()
+    if nvml.ok:
+        driver, cuda, gpus, source = (nvml.driver_version, nvml.cuda_driver_version, nvml.gpus,
+                                      "nvml")
+        sources.update({"nvidia": "nvml", "nvidia.gpus": "nvml"})
+        if cuda:
+            sources["nvidia.cuda_driver_version"] = "nvml"
+    if driver is None:
+        kernel, ksource = read_kernel_driver_version(root)
+        if kernel and ksource:
+            driver, source = kernel, source if nvml.ok else ksource
+            sources["nvidia"] = ("/proc/driver/nvidia/version" if ksource == "proc"
+                                 else "/sys/module/nvidia/version")
+    if not nvml.ok:
+        proc_gpus = read_proc_gpus(root)
+        if proc_gpus:
+            gpus = proc_gpus
+            sources["nvidia.gpus"] = "/proc/driver/nvidia/gpus"
+        from torchenv.detection._nvidia_smi import find_nvidia_smi, probe_nvidia_smi
+
+        exe = find_nvidia_smi(env, wsl=wsl)
+        if exe is not None:
+            smi = probe_nvidia_smi(exe, timeout=limit, env=dict(env))
+            warnings.extend(smi.warnings)
+            if smi.ok:
+                gpus = _merge_gpus(gpus, smi.gpus)
+                sources["nvidia.gpus"] = "nvidia-smi --query-gpu"
+                if driver is None and smi.driver_version:
+                    driver, source = smi.driver_version, "nvidia-smi"
+                    sources["nvidia"] = "nvidia-smi"
+                if smi.cuda_driver_version:
+                    cuda = smi.cuda_driver_version
+                    sources["nvidia.cuda_driver_version"] = "nvidia-smi --version"
+    if driver is None and not gpus:
+        return None
+    if wsl:
+        sources["nvidia.wsl"] = "driver on the Windows side (/usr/lib/wsl/lib)"
+    unknown = [g.index for g in gpus if g.compute_capability is None]
+    if unknown:
+        warnings.append("compute capability unknown for GPU " + ", ".join(map(str, unknown))
+                        + " (no NVML and no usable nvidia-smi); give it with --gpu, e.g. --gpu 8.6")
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    visible, notes = parse_cuda_visible_devices(cvd, gpus, env)
+    warnings.extend(notes)
+    if cvd is not None:
+        sources["nvidia.visible"] = "CUDA_VISIBLE_DEVICES"
+    return NvidiaInfo(driver_version=driver, cuda_driver_version=cuda, source=source, gpus=gpus,
+                      cuda_visible_devices=cvd, visible=visible)
+
+
+def _merge_gpus(base: tuple[Gpu, ...], better: tuple[Gpu, ...]) -> tuple[Gpu, ...]:
+    """``better``'s GPUs, with any field it lacks taken from ``base`` (same index)."""
+    if not base:
+        return better
+    by_index = {g.index: g for g in base}
+    merged = []
+    for g in better:
+        old = by_index.get(g.index)
+        if old is not None:
+            g = Gpu(index=g.index, name=g.name or old.name,
+                    compute_capability=g.compute_capability or old.compute_capability,
+                    memory_mib=g.memory_mib or old.memory_mib, uuid=g.uuid or old.uuid,
+                    mig_mode=g.mig_mode if g.mig_mode is not None else old.mig_mode)
+        merged.append(g)
+    return tuple(merged)
+
+
+def _probe_rocm(root: Path, env: Mapping[str, str], limit: float, warnings: list[str],
+                sources: dict[str, str]) -> Optional[RocmInfo]:
+    from torchenv.detection._rocm import probe_rocm
+
+    facts = probe_rocm(root, env, timeout=limit)
+    warnings.extend(facts.warnings)
+    if facts.version:
+        sources["rocm.version"] = f"{facts.rocm_path}/.info/version"
+    if not facts.gfx_targets:
+        return None
+    sources["rocm"] = facts.source or "unknown"
+    return RocmInfo(version=facts.version, gfx_targets=facts.gfx_targets,
+                    source=facts.source or "unknown")
+
+
+def _probe_xpu(root: Path, env: Mapping[str, str], sources: dict[str, str]) -> Optional[XpuInfo]:
+    from torchenv.detection._xpu import probe_xpu
+
+    facts = probe_xpu(root, env)
+    if not facts.devices:
+        return None
+    sources["xpu"] = "/sys/bus/pci/devices"
+    if facts.level_zero_path:
+        sources["xpu.level_zero"] = facts.level_zero_path
+    return XpuInfo(devices=facts.devices, level_zero=facts.level_zero, source="sysfs")
+
+
+def _probe_python(python: Optional[str], env: Mapping[str, str], warnings: list[str],
+                  sources: dict[str, str]) -> tuple[PythonInfo, Optional[TorchInfo]]:
+    from torchenv.detection import _python_env
+
+    if python is not None:
+        facts = _python_env.inspect_interpreter(python, environ=env)
+        origin = f"child process: {python} -I -c"
+    else:
+        got = _guard("Python", warnings, lambda: _python_env.inspect_current(env))
+        if got is None:
+            import platform
+            import sys
+
+            return PythonInfo(version=f"{sys.version_info[0]}.{sys.version_info[1]}",
+                              executable=sys.executable,
+                              full_version=platform.python_version()), None
+        facts = got
+        origin = "this interpreter"
+    sources["python"] = origin
+    info = _python_env.python_info_from(facts)
+    torch = _python_env.torch_info_from(facts)
+    if torch is not None:
+        sources["torch"] = "importlib.metadata + torch/version.py (" + origin + ")"
+    return info, torch
 
 
 def apply_overrides(profile: HostProfile, overrides: Overrides) -> HostProfile:

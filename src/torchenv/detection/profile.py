@@ -177,6 +177,8 @@ class TorchInfo:
     torchvision: Optional[str] = None
     torchaudio: Optional[str] = None
     installer: Optional[str] = None
+    hip_version: Optional[str] = None
+    git_version: Optional[str] = None
 
     @property
     def public_version(self) -> str:
@@ -192,6 +194,8 @@ class TorchInfo:
             "torchvision": self.torchvision,
             "torchaudio": self.torchaudio,
             "installer": self.installer,
+            "hip_version": self.hip_version,
+            "git_version": self.git_version,
         }
 
     @classmethod
@@ -206,6 +210,8 @@ class TorchInfo:
             torchvision=d.get("torchvision"),
             torchaudio=d.get("torchaudio"),
             installer=d.get("installer"),
+            hip_version=d.get("hip_version"),
+            git_version=d.get("git_version"),
         )
 
 

@@ -48,13 +48,13 @@ def render_profile(profile: HostProfile) -> None:
                   + ("  (Level Zero)" if profile.xpu.level_zero else ""))
     if profile.mps:
         out.print("[bold]Apple[/bold]     MPS available")
-    t = profile.torch
-    if t is None:
+    torch = profile.torch
+    if torch is None:
         out.print("[bold]torch[/bold]     not installed in this interpreter")
     else:
-        out.print(f"[bold]torch[/bold]     {t.version}"
-                  + (f" ({t.variant})" if t.variant else "")
-                  + (f", torchvision {t.torchvision}" if t.torchvision else "")
-                  + (f", torchaudio {t.torchaudio}" if t.torchaudio else ""))
+        out.print(f"[bold]torch[/bold]     {torch.version}"
+                  + (f" ({torch.variant})" if torch.variant else "")
+                  + (f", torchvision {torch.torchvision}" if torch.torchvision else "")
+                  + (f", torchaudio {torch.torchaudio}" if torch.torchaudio else ""))
     for w in profile.warnings:
         out.print(f"[yellow]warning:[/yellow] {w}")

@@ -17,7 +17,6 @@ Rules every request follows:
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass

@@ -1,0 +1,166 @@
+"""Validation results and their renderings: the ``validate --json`` document and JUnit XML."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+__all__ = ["CheckResult", "Report", "Status", "merge_rank_results", "write_junit"]
+
+Status = Literal["pass", "fail", "skip"]
+STATUSES: tuple[str, ...] = ("pass", "fail", "skip")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check's verdict. ``error``/``hint`` only on fail, ``reason`` only on skip."""
+
+    name: str
+    status: Status
+    seconds: float = 0.0
+    device: str = "cpu"
+    required: bool = True
+    detail: Optional[str] = None
+    error: Optional[str] = None
+    hint: Optional[str] = None
+    reason: Optional[str] = None
+    level: str = "quick"
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+    log: Optional[str] = None
+
+    @classmethod
+    def from_child(cls, doc: Mapping[str, Any], *, level: str = "quick") -> CheckResult:
+        """A result as the probe reported it (unknown keys are ignored)."""
+        status = doc.get("status")
+        if status not in STATUSES:
+            status = "fail"
+        return cls(
+            name=str(doc["name"]),
+            status=status,
+            seconds=float(doc.get("seconds") or 0.0),
+            device=str(doc.get("device") or "cpu"),
+            required=bool(doc.get("required", True)),
+            detail=doc.get("detail"),
+            error=doc.get("error") or (None if status != "fail" else "failed"),
+            hint=doc.get("hint"),
+            reason=doc.get("reason"),
+            level=level,
+            metrics=dict(doc.get("metrics") or {}),
+            log=doc.get("traceback"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"name": self.name, "status": self.status,
+                               "seconds": round(self.seconds, 3), "device": self.device,
+                               "required": self.required, "level": self.level}
+        for key in ("detail", "error", "hint", "reason"):
+            value = getattr(self, key)
+            if value is not None:
+                doc[key] = value
+        if self.metrics:
+            doc["metrics"] = dict(self.metrics)
+        return doc
+
+
+@dataclass(frozen=True)
+class Report:
+    """A whole run: the interpreter, its torch (None when it could not be imported), the checks."""
+
+    python: str
+    torch: Optional[str]
+    level: str
+    checks: tuple[CheckResult, ...]
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not any(c.status == "fail" and c.required for c in self.checks)
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(1 for c in self.checks if c.status == s) for s in STATUSES}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "python": self.python, "torch": self.torch, "level": self.level,
+                "seconds": round(self.seconds, 3),
+                "checks": [c.to_json() for c in self.checks]}
+
+    def to_junit(self) -> ET.Element:
+        counts = self.counts()
+        suite = ET.Element("testsuite", {
+            "name": f"torchenv.validate.{self.level}",
+            "tests": str(len(self.checks)),
+            "failures": str(counts["fail"]),
+            "errors": "0",
+            "skipped": str(counts["skip"]),
+            "time": f"{self.seconds:.3f}",
+        })
+        props = ET.SubElement(suite, "properties")
+        for key, value in (("python", self.python), ("torch", self.torch or "")):
+            ET.SubElement(props, "property", {"name": key, "value": value})
+        for c in self.checks:
+            case = ET.SubElement(suite, "testcase", {
+                "classname": f"torchenv.validate.{c.device}", "name": c.name,
+                "time": f"{c.seconds:.3f}"})
+            if c.status == "fail":
+                message = c.error or "failed"
+                failure = ET.SubElement(case, "failure", {"message": message,
+                                                          "type": "required" if c.required
+                                                          else "optional"})
+                failure.text = "\n".join(x for x in (message, c.hint and f"hint: {c.hint}",
+                                                     c.log) if x)
+            elif c.status == "skip":
+                ET.SubElement(case, "skipped", {"message": c.reason or ""})
+            if c.detail:
+                ET.SubElement(case, "system-out").text = c.detail
+        return suite
+
+
+def write_junit(report: Report, path: str | os.PathLike[str]) -> None:
+    """Write ``report`` as JUnit XML atomically (a temp file in the same folder, then replace)."""
+    target = Path(path)
+    root = ET.Element("testsuites", {"name": "torchenv validate",
+                                     "tests": str(len(report.checks))})
+    root.append(report.to_junit())
+    data = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.parent or "."))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def merge_rank_results(per_rank: Sequence[Sequence[Mapping[str, Any]]], *,
+                       required: bool = True, level: str = "full") -> list[CheckResult]:
+    """One result per collective check: fail when any rank failed, timed by the slowest rank."""
+    order: list[str] = []
+    by_name: dict[str, list[Mapping[str, Any]]] = {}
+    for rank_results in per_rank:
+        for doc in rank_results:
+            name = str(doc["name"])
+            if name not in by_name:
+                order.append(name)
+                by_name[name] = []
+            by_name[name].append(doc)
+    merged = []
+    for name in order:
+        docs = by_name[name]
+        failed = [d for d in docs if d.get("status") != "pass"]
+        first = failed[0] if failed else docs[0]
+        error = None
+        if failed:
+            error = f"rank {first.get('rank')}: {first.get('error') or 'failed'}"
+        merged.append(CheckResult(
+            name=name, status="fail" if failed else "pass",
+            seconds=max(float(d.get("seconds") or 0.0) for d in docs),
+            device=str(first.get("device") or "cpu"), required=required,
+            detail=None if failed else f"{first.get('detail')} ({len(docs)} local ranks agree)",
+            error=error, level=level, log=first.get("traceback")))
+    return merged
