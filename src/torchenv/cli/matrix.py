@@ -111,7 +111,7 @@ def run_check(args: argparse.Namespace) -> int:
               f"{summary['variants']} release variants, all checks passed"
               if summary["ok"] else "matrix check failed")
         if unverified:
-            print(f"{len(unverified)} variants have unverified arch lists: "
+            print(f"{len(unverified)} release variants are unverified (existence or arch list): "
                   + ", ".join(unverified[:8]) + (" …" if len(unverified) > 8 else ""))
         for p in problems:
             print(f"warning: {p}", file=sys.stderr)

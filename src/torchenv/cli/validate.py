@@ -3,16 +3,146 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any, Optional
+
+from torchenv.cli._common import add_json_flag
+from torchenv.errors import BadInput
+
+if TYPE_CHECKING:
+    from torchenv.validation.report import Report
+    from torchenv.validation.runner import Peak, ProgressEvent
 
 __all__ = ["register", "run"]
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("validate", help="prove the installed torch works on this hardware")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser(
+        "validate", help="prove the installed torch works on this hardware",
+        description="Run real PyTorch checks in the target interpreter (a child process). "
+                    "Exit 1 when a required check fails.")
+    p.add_argument("--level", choices=("quick", "full"), default="quick",
+                   help="quick (default): build facts, devices, math, autograd, modules, AMP; "
+                        "full adds collectives (torchrun), compile, TorchScript, ONNX, profiler, "
+                        "C++ extension and a performance probe")
+    p.add_argument("--python", dest="python", metavar="PATH", default=None,
+                   help="the interpreter to validate (default: this one)")
+    add_json_flag(p)
+    p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report to FILE")
+    p.add_argument("--timeout", metavar="S", type=float, default=None,
+                   help="seconds each check may take (default: each check's own budget)")
+    g = p.add_argument_group("multi-node collectives (passed to torchrun)")
+    g.add_argument("--nnodes", type=int, default=1, metavar="N")
+    g.add_argument("--node-rank", type=int, default=None, metavar="R")
+    g.add_argument("--rdzv-endpoint", default=None, metavar="HOST:PORT")
+    g.add_argument("--nproc-per-node", type=int, default=None, metavar="N",
+                   help="processes per node (default: the GPU count, or 2 on CPU)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise NotImplementedError("validate")
+    from torchenv.validation.runner import ValidationOptions, validate
+
+    if args.timeout is not None and args.timeout <= 0:
+        raise BadInput(f"--timeout: must be a positive number of seconds, not {args.timeout:g}")
+    if args.nnodes < 1:
+        raise BadInput(f"--nnodes: must be at least 1, not {args.nnodes}")
+    if args.nnodes > 1 and not args.rdzv_endpoint:
+        raise BadInput("--nnodes > 1 needs --rdzv-endpoint HOST:PORT reachable from every node")
+    options = ValidationOptions(
+        python=args.python or sys.executable, level=args.level, timeout=args.timeout,
+        nnodes=args.nnodes, node_rank=args.node_rank, rdzv_endpoint=args.rdzv_endpoint,
+        nproc_per_node=args.nproc_per_node,
+        peak_lookup=_catalog_peak if args.level == "full" else None)
+    with _Progress() as progress:
+        report = validate(options, progress=progress.update)
+    if args.junit:
+        from torchenv.validation.report import write_junit
+
+        try:
+            write_junit(report, args.junit)
+        except OSError as exc:
+            raise BadInput(f"--junit: cannot write {args.junit}: {exc.strerror or exc}") from exc
+    if args.json:
+        from torchenv.cli._common import emit_json
+
+        emit_json(report.to_json())
+    else:
+        _print_table(report)
+    return 0 if report.ok else 1
+
+
+def _catalog_peak(name: str) -> Optional[Peak]:
+    from torchenv.matrix import load_matrix
+
+    gpu = load_matrix().nvidia_gpu(name)
+    if gpu is None:
+        return None
+    return {"fp16_tflops": gpu.fp16_tflops, "bf16_tflops": gpu.bf16_tflops,
+            "memory_bandwidth_gbs": gpu.memory_bandwidth_gbs}
+
+
+class _Progress:
+    """A live progress display on stderr (only when stderr is a terminal)."""
+
+    def __init__(self) -> None:
+        self._progress: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> _Progress:
+        if sys.stderr.isatty():
+            from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
+
+            from torchenv.cli._common import console
+
+            self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+                                      BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                                      console=console(stderr=True), transient=True)
+            self._progress.start()
+            self._task = self._progress.add_task("starting the validation child", total=None)
+        return self
+
+    def update(self, event: ProgressEvent) -> None:
+        if self._progress is None:
+            return
+        kind, payload = event
+        if kind == "plan":
+            self._progress.update(self._task, total=len(payload))
+        elif kind == "start":
+            self._progress.update(self._task, description=f"running {payload}")
+        else:
+            self._progress.advance(self._task)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+_STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow"}
+
+
+def _print_table(report: Report) -> None:
+    from rich.table import Table
+
+    from torchenv.cli._common import console
+
+    table = Table(title=f"torchenv validate ({report.level}) — {report.python}",
+                  title_justify="left")
+    for col in ("check", "status", "device", "time", "detail"):
+        table.add_column(col, overflow="fold", justify="right" if col == "time" else "left")
+    for c in report.checks:
+        status = c.status if c.required or c.status != "fail" else "fail (optional)"
+        text = c.detail or ""
+        if c.status == "fail":
+            text = (c.error or "") + (f"\nhint: {c.hint}" if c.hint else "")
+        elif c.status == "skip":
+            text = c.reason or ""
+        table.add_row(c.name, f"[{_STYLE[c.status]}]{status}[/]", c.device,
+                      f"{c.seconds:.2f}s", text)
+    out = console()
+    out.print(table)
+    counts = report.counts()
+    verdict = "[green]OK[/]" if report.ok else "[bold red]FAILED[/]"
+    out.print(f"{verdict}: {counts['pass']} passed, {counts['fail']} failed, "
+              f"{counts['skip']} skipped in {report.seconds:.1f} s"
+              + (f" — torch {report.torch}" if report.torch else ""))

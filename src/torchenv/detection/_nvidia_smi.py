@@ -189,7 +189,10 @@ def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
         return SmiResult(warnings=tuple(warnings), calls=tuple(calls))
     if not res.ok:
         known = parse_smi_error(res.stdout + "\n" + res.stderr)
-        warnings.append(known or res.describe_failure())
+        failure = res.describe_failure()
+        if not res.stderr.strip() and res.stdout.strip():
+            failure += ": " + res.stdout.strip().splitlines()[-1]  # nvidia-smi errors go to stdout
+        warnings.append(known or failure)
         return SmiResult(warnings=tuple(warnings), calls=tuple(calls))
     try:
         gpus, driver = parse_query_csv(res.stdout, fields)

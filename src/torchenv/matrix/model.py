@@ -89,7 +89,7 @@ class Variant:
     name: str
     platforms: tuple[str, ...]
     arch_list: Optional[tuple[str, ...]] = None
-    arch_list_by_platform: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    arch_list_by_platform: Mapping[str, Optional[tuple[str, ...]]] = field(default_factory=dict)
     python: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     cudnn: Optional[str] = None
     nccl: Optional[str] = None
@@ -109,7 +109,9 @@ class Variant:
 
     def arch_list_for(self, platform: str) -> tuple[str, ...] | None:
         """The compiled targets on ``platform``; None when unknown."""
-        return self.arch_list_by_platform.get(platform, self.arch_list)
+        if platform in self.arch_list_by_platform:
+            return self.arch_list_by_platform[platform]
+        return self.arch_list
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,7 @@ class ToolkitFloor:
     windows: Optional[str]
     sources: tuple[str, ...] = ()
     note: Optional[str] = None
+    newest_arch: Optional[str] = None  # highest compute capability this toolkit emits SASS for
 
 
 @dataclass(frozen=True)

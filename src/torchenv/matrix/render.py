@@ -34,8 +34,8 @@ def release_to_json(r: Release, *, with_sources: bool = False) -> dict[str, Any]
             "arch_list": list(v.arch_list) if v.arch_list is not None else None,
         }
         if v.arch_list_by_platform:
-            entry["arch_list_by_platform"] = {k: list(a) for k, a in
-                                              v.arch_list_by_platform.items()}
+            entry["arch_list_by_platform"] = {k: list(a) if a is not None else None
+                                              for k, a in v.arch_list_by_platform.items()}
         if v.python:
             entry["python"] = {k: list(t) for k, t in v.python.items()}
         entry.update(cudnn=v.cudnn, nccl=v.nccl, status=v.status)
@@ -132,7 +132,7 @@ def release_detail(matrix: Matrix, r: Release) -> None:
                   + (f"; cuDNN {v.cudnn}" if v.cudnn else "") + (f"; NCCL {v.nccl}" if v.nccl else "")
                   + (f" [{v.status}]" if v.status != "verified" else ""))
         for plat, lst in v.arch_list_by_platform.items():
-            out.print(f"      {plat}: {', '.join(lst)}")
+            out.print(f"      {plat}: {', '.join(lst) if lst is not None else 'unknown'}")
         if v.note:
             out.print(f"      note: {v.note}", soft_wrap=True)
     out.print(f"  conda: pytorch channel {r.conda.pytorch_channel}, conda-forge "

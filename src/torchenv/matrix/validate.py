@@ -178,7 +178,7 @@ def _variant(ctx: _Ctx, raw: Any, path: str) -> Variant:
             raise ctx.fail(f"{path}.platforms[{i}]", f"unknown platform {p!r}")
     arch = ctx.arch_list(v.get("arch_list"), f"{path}.arch_list")
     by_plat = ctx.platform_map(v.get("arch_list_by_platform"), f"{path}.arch_list_by_platform",
-                               lambda x, p: ctx.arch_list(x, p) or ())
+                               ctx.arch_list)
     if kind != "cuda" and (arch or by_plat):
         raise ctx.fail(f"{path}.arch_list", f"only CUDA variants carry an arch list ({name})")
     status = ctx.string(v.get("status", "verified"), f"{path}.status")
@@ -335,6 +335,8 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
             linux=cctx.opt_string(t.get("linux"), f"{path}.linux", *driver),
             windows=cctx.opt_string(t.get("windows"), f"{path}.windows", *driver),
             sources=cctx.sources(t, path), note=t.get("note"),
+            newest_arch=cctx.opt_string(t.get("newest_arch"), f"{path}.newest_arch", ARCH_RE,
+                                        "a compute capability like '9.0'"),
         ))
     compat = []
     for i, raw in enumerate(cctx.seq(cdoc.get("compat_floors"), "compat_floors")):

@@ -4,8 +4,10 @@ Candidates are (release, variant) pairs. Each is checked against the rules of DE
 (platform and Python, glibc, driver, GPU architecture, user constraints); survivors are ranked:
 
 1. on a host with a GPU, every GPU build above every CPU build;
-2. newest torch first;
-3. within a release: the PyPI build when fully compatible, then the newest fully compatible
+2. builds whose compiled arch list is confirmed to cover every visible GPU before builds whose
+   list is unknown (a data gap never outranks evidence);
+3. newest torch first;
+4. within a release: the PyPI build when fully compatible, then the newest fully compatible
    variant, then variants that work only with warnings (minor-version compatibility,
    unconfirmed arch lists), closest CUDA to the driver first.
 
@@ -24,7 +26,7 @@ from torchenv.installers.commands import index_url_for
 from torchenv.matrix.model import Matrix, Release, Variant, parse_version_tuple
 from torchenv.resolver.plan import Alternative, Plan, Rejection
 from torchenv.resolver.request import Request, torch_specifier
-from torchenv.resolver.rules import arch_range, check_driver, check_gpu_arch
+from torchenv.resolver.rules import arch_range, check_driver, check_gpu_arch, ptx_only_gpus
 
 __all__ = ["Candidate", "NoMatch", "resolve", "evaluate"]
 
@@ -39,6 +41,7 @@ class Candidate:
     warnings: tuple[str, ...]
     driver_full: bool = True
     arch_known: bool = True
+    ptx_only: bool = False
 
 
 class NoMatch(Unsatisfiable):
@@ -134,6 +137,7 @@ def evaluate(request: Request, host: HostProfile, matrix: Matrix
             full = True
             driver_full = True
             arch_known = True
+            ptx_only = False
             gpu_build = kind != "cpu" or platform == "macos-arm64"
             if kind == "cuda":
                 cuda = variant.cuda_version
@@ -155,6 +159,10 @@ def evaluate(request: Request, host: HostProfile, matrix: Matrix
                     full = full and dv.full
                     driver_full = dv.full
                     arch = variant.arch_list_for(platform)
+                    too_new = _beyond_toolkit(host, matrix, cuda) if arch is None else None
+                    if too_new:
+                        reject(rel, name, too_new, "arch")
+                        continue
                     if arch is None:
                         if host.nvidia and any(g.compute_capability for g in
                                                host.nvidia.visible_gpus()):
@@ -167,6 +175,13 @@ def evaluate(request: Request, host: HostProfile, matrix: Matrix
                         if why:
                             reject(rel, name, why, "arch")
                             continue
+                        jit = ptx_only_gpus(host, arch)
+                        if jit:
+                            ptx_only = True
+                            full = False
+                            warnings.append(f"{', '.join(jit)} not compiled for in {name}: runs "
+                                            "only by JIT-compiling PTX (slow first start, some "
+                                            "kernels may be missing)")
                     if host.nvidia and any(g.compute_capability is None
                                            for g in host.nvidia.visible_gpus()):
                         warnings.append("the compute capability of some GPU is unknown; "
@@ -204,8 +219,27 @@ def evaluate(request: Request, host: HostProfile, matrix: Matrix
                     and not any("arch list" in w for w in warnings) and "cuda" in kinds:
                 full = False
             ok.append(Candidate(rel, variant, from_pypi, gpu_build, full, tuple(warnings),
-                                driver_full, arch_known))
+                                driver_full, arch_known, ptx_only))
     return ok, rejected
+
+
+def _beyond_toolkit(host: HostProfile, matrix: Matrix, cuda: str) -> str | None:
+    """A reason when a visible GPU is newer than anything CUDA ``cuda`` can compile for.
+
+    Used only where the variant's own arch list is unknown: whatever it holds, it cannot hold
+    SASS for an architecture its toolkit does not know.
+    """
+    floor = matrix.toolkit_floor(cuda)
+    if floor is None or floor.newest_arch is None or host.nvidia is None:
+        return None
+    newest = parse_version_tuple(floor.newest_arch.rstrip("af"))
+    for gpu in host.nvidia.visible_gpus():
+        cc = gpu.compute_capability
+        if cc and parse_version_tuple(cc.rstrip("af")) > newest:
+            sm = "sm_" + cc.rstrip("af").replace(".", "")
+            return (f"GPU {gpu.index} ({sm}) is newer than anything CUDA {cuda} compiles for "
+                    f"(newest sm_{floor.newest_arch.replace('.', '')})")
+    return None
 
 
 def _rank_key(c: Candidate, strict_gpu: bool, prefer_gpu: bool) -> tuple[Any, ...]:
@@ -223,7 +257,10 @@ def _rank_key(c: Candidate, strict_gpu: bool, prefer_gpu: bool) -> tuple[Any, ..
     else:
         tier, sub = 3, cuda_key
     gpu_first = 0 if (c.gpu_build or not (strict_gpu or prefer_gpu)) else 1
-    return (gpu_first, tuple(-x for x in c.release.key), tier, sub, c.variant.name)
+    # a build proven to run every visible GPU beats a newer one whose arch list is unconfirmed
+    # and an unconfirmed list beats one known to reach a GPU only through PTX JIT
+    unconfirmed = 2 if c.ptx_only else (0 if c.arch_known else 1)
+    return (gpu_first, unconfirmed, tuple(-x for x in c.release.key), tier, sub, c.variant.name)
 
 
 def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:

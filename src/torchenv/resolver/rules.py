@@ -16,6 +16,7 @@ from torchenv.matrix.validate import ARCH_RE
 
 __all__ = [
     "ArchEntry",
+    "ptx_only_gpus",
     "DriverVerdict",
     "arch_range",
     "check_driver",
@@ -65,6 +66,19 @@ def runs_on(entry: ArchEntry, cc: str, *, jit_ok: bool) -> bool:
     elif major == entry.major and minor >= entry.minor:
         return True
     return entry.ptx and jit_ok and (major, minor) >= (entry.major, entry.minor)
+
+
+def ptx_only_gpus(host: HostProfile, arch_list: Sequence[str]) -> list[str]:
+    """Visible GPUs that the list covers only through PTX (no SASS for them): ``["GPU 0 (sm_120)"]``."""
+    if host.nvidia is None:
+        return []
+    entries = [parse_arch(a) for a in arch_list]
+    out = []
+    for gpu in host.nvidia.visible_gpus():
+        cc = gpu.compute_capability
+        if cc and not any(runs_on(e, cc, jit_ok=False) for e in entries):
+            out.append(f"GPU {gpu.index} (sm_{cc.replace('.', '')})")
+    return out
 
 
 def arch_range(arch_list: Sequence[str]) -> str:

@@ -541,8 +541,12 @@ def check_cpp_extension(ctx: Ctx) -> str:
 
     if not cpp_extension.is_ninja_available():
         raise Skip("ninja is not installed (pip install ninja)")
-    build_dir = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(
-        os.environ.get("TMPDIR") or ".", "torch_extensions")
+    # a persistent cache (per torch and Python) keeps later runs warm; else the private temp dir
+    cache = os.environ.get("TORCHENV_EXTENSIONS_CACHE")
+    build_dir = (os.path.join(cache, f"{torch.__version__}-py{sys.version_info[0]}"
+                              f"{sys.version_info[1]}") if cache
+                 else os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(
+                     os.environ.get("TMPDIR") or ".", "torch_extensions"))
     os.makedirs(build_dir, exist_ok=True)
     start = time.monotonic()
     ext = cpp_extension.load_inline(name="torchenv_probe_ext", cpp_sources=[_EXT_SOURCE],
@@ -711,7 +715,9 @@ def main() -> int:
         entry = entries[request["run"]]
         send({"event": "start", "name": entry["name"]})
         send({"event": "result", **run_one(torch, entry, gpu)})
-    return 0
+    proto.flush()
+    sys.stderr.flush()
+    os._exit(0)  # skip torch's interpreter teardown: nothing is left to write
 
 
 if __name__ == "__main__":

@@ -1,0 +1,218 @@
+"""Resolve benchmarks: ``resolve --json`` end to end, a full in-process sweep, peak RSS.
+
+Usage: .venv/bin/python bench/bench_resolve.py [--runs N] [--sweep-runs N] [--rss-runs N]
+
+Targets
+  * ``python -m torchenv resolve --json`` and ``torchenv resolve --json`` (detection included):
+    median wall <= 1.5x the median of ``python -c "import packaging.version, yaml"``, measured
+    alternately in the same run.
+  * every platform x every Python version the matrix knows x 6 hardware profiles, resolved
+    in-process (Overrides.from_sources + apply_overrides + resolve; NoMatch counts as a result):
+    <= 1 s per sweep. The matrix is loaded once, outside the timed sweep (reported separately).
+  * peak RSS of ``torchenv resolve --json``: <= 60 MB (ru_maxrss of the child, read in a fresh
+    wrapper process via resource.getrusage(RUSAGE_CHILDREN); /usr/bin/time -v as a cross-check).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _timing import (  # noqa: E402
+    DEFAULT_RUNS,
+    PYTHON,
+    TORCHENV,
+    alternate,
+    bench_env,
+    median,
+    print_table,
+    row,
+)
+
+RATIO_TARGET = 1.5
+SWEEP_TARGET_MS = 1000.0
+RSS_TARGET_MB = 60.0
+BASELINE_SRC = "import packaging.version, yaml"
+
+# name -> Overrides.from_sources keyword arguments describing the accelerator
+HARDWARE: dict[str, dict[str, object]] = {
+    "cpu-only": {"no_gpu": True},
+    "nvidia-pascal-old-driver": {"driver": "470.82.01", "gpus": ["6.1"]},
+    "nvidia-ampere": {"driver": "535.54.03", "gpus": ["8.6"]},
+    "nvidia-hopper": {"driver": "550.54.15", "gpus": ["9.0"]},
+    "nvidia-blackwell": {"driver": "580.65.06", "gpus": ["12.0"]},
+    "amd-rdna3": {"rocm_archs": ["gfx1100"]},
+}
+
+RSS_WRAPPER = """\
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def _py_key(v: str) -> tuple[int, int, bool]:
+    major, minor = v.rstrip("t").split(".")
+    return int(major), int(minor), v.endswith("t")
+
+
+def sweep_cases(matrix):  # type: ignore[no-untyped-def]
+    from torchenv.matrix.model import PLATFORMS
+
+    pythons: set[str] = set()
+    for rel in matrix.releases:
+        for tags in rel.python.values():
+            pythons.update(tags)
+        for var in rel.variants:
+            for tags in var.python.values():
+                pythons.update(tags)
+    return list(PLATFORMS), sorted(pythons, key=_py_key), list(HARDWARE)
+
+
+def run_sweep(matrix, platforms, pythons, profiles):  # type: ignore[no-untyped-def]
+    """One full sweep; returns (wall ms, counts by outcome, first error text per kind)."""
+    from torchenv.detection.detect import apply_overrides
+    from torchenv.detection.overrides import Overrides
+    from torchenv.detection.profile import HostProfile, PythonInfo
+    from torchenv.resolver import NoMatch, Request, resolve
+
+    base = HostProfile(platform="linux-x86_64", python=PythonInfo(version="3.11"), os="linux",
+                       machine="x86_64", glibc="2.35")
+    request = Request()
+    counts = {"plan": 0, "nomatch": 0, "error": 0}
+    errors: dict[str, str] = {}
+    t0 = time.perf_counter()
+    for plat in platforms:
+        glibc = "2.35" if plat.startswith("linux") else None
+        for py in pythons:
+            for hw in profiles:
+                try:
+                    ov = Overrides.from_sources(platform=plat, python=py, glibc=glibc,
+                                                environ={}, **HARDWARE[hw])  # type: ignore[arg-type]
+                    host = apply_overrides(base, ov)
+                    resolve(request, host, matrix)
+                    counts["plan"] += 1
+                except NoMatch:
+                    counts["nomatch"] += 1
+                except Exception as exc:  # noqa: BLE001 - counted and reported, not hidden
+                    counts["error"] += 1
+                    errors.setdefault(type(exc).__name__, f"{plat}/{py}/{hw}: {exc}")
+    return (time.perf_counter() - t0) * 1000.0, counts, errors
+
+
+def bench_sweep(sweep_runs: int) -> list:  # type: ignore[type-arg]
+    t0 = time.perf_counter()
+    from torchenv.matrix.loader import load_embedded_documents, load_matrix
+
+    matrix = load_matrix(overlay=False)
+    load_ms = (time.perf_counter() - t0) * 1000.0
+    _, used_cache = load_embedded_documents()
+    platforms, pythons, profiles = sweep_cases(matrix)
+    n = len(platforms) * len(pythons) * len(profiles)
+    print(f"sweep: {len(platforms)} platforms x {len(pythons)} Pythons ({', '.join(pythons)}) x "
+          f"{len(profiles)} hardware profiles = {n} resolves; matrix {matrix.matrix_version}, "
+          f"{len(matrix.releases)} releases, cache used: {used_cache}, "
+          f"import+load_matrix {load_ms:.1f} ms (not in the sweep time)")
+
+    first_ms, counts, errors = run_sweep(matrix, platforms, pythons, profiles)
+    times = [first_ms] + [run_sweep(matrix, platforms, pythons, profiles)[0]
+                          for _ in range(max(sweep_runs - 1, 0))]
+    print(f"outcomes per sweep: {counts['plan']} plans, {counts['nomatch']} NoMatch, "
+          f"{counts['error']} other errors")
+    for kind, text in errors.items():
+        print(f"  first {kind}: {text}")
+    per = median(times) / n * 1000.0
+    ok = max(times) <= SWEEP_TARGET_MS and counts["error"] == 0
+    note = f"{per:.0f} us/resolve" + (f", {counts['error']} errors" if counts["error"] else "")
+    return [
+        row(f"in-process sweep ({n} resolves), first (cold) run", [first_ms],
+            f"<= {SWEEP_TARGET_MS:.0f} ms", first_ms <= SWEEP_TARGET_MS and not counts["error"]),
+        row(f"in-process sweep ({n} resolves), all runs", times,
+            f"<= {SWEEP_TARGET_MS:.0f} ms", ok, note),
+    ]
+
+
+def rss_kb(argv: list[str]) -> int:
+    out = subprocess.run([PYTHON, "-c", RSS_WRAPPER, *argv], capture_output=True, text=True,
+                         env=bench_env(), check=True).stdout
+    return int(out.strip().splitlines()[-1])
+
+
+def time_v_kb(argv: list[str]) -> int | None:
+    tool = "/usr/bin/time"
+    if not os.path.exists(tool):
+        return None
+    proc = subprocess.run([tool, "-v", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, env=bench_env())
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
+    return int(m.group(1)) if m else None
+
+
+def bench_rss(rss_runs: int) -> list:  # type: ignore[type-arg]
+    cases = {
+        "peak RSS: python -c pass": [PYTHON, "-c", "pass"],
+        "peak RSS: baseline import packaging.version, yaml": [PYTHON, "-c", BASELINE_SRC],
+        "peak RSS: torchenv resolve --json": [TORCHENV, "resolve", "--json"],
+        "peak RSS: python -m torchenv resolve --json": [PYTHON, "-m", "torchenv", "resolve",
+                                                        "--json"],
+    }
+    rows = []
+    for name, argv in cases.items():
+        mb = [rss_kb(argv) / 1024.0 for _ in range(rss_runs)]
+        tv = time_v_kb(argv)
+        note = f"/usr/bin/time -v: {tv / 1024.0:.1f} MB" if tv is not None else ""
+        if "resolve" in name:
+            rows.append(row(name, mb, f"<= {RSS_TARGET_MB:.0f} MB", max(mb) <= RSS_TARGET_MB,
+                            note, second=max))
+        else:
+            rows.append(row(name, mb, note=note, second=max))
+    return rows
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=DEFAULT_RUNS,
+                   help=f"measured runs per end-to-end case (default {DEFAULT_RUNS})")
+    p.add_argument("--sweep-runs", type=int, default=5, help="in-process sweeps (default 5)")
+    p.add_argument("--rss-runs", type=int, default=5, help="peak-RSS runs per case (default 5)")
+    args = p.parse_args()
+
+    print(f"python: {PYTHON}\nruns per end-to-end case: {args.runs} (+1 warm-up), alternating")
+    cases = {
+        "baseline: import packaging.version, yaml": [PYTHON, "-c", BASELINE_SRC],
+        "python -m torchenv resolve --json": [PYTHON, "-m", "torchenv", "resolve", "--json"],
+        "torchenv resolve --json": [TORCHENV, "resolve", "--json"],
+    }
+    t = alternate(cases, runs=args.runs)
+    base = median(t["baseline: import packaging.version, yaml"])
+    e2e = [row("baseline: import packaging.version, yaml",
+               t["baseline: import packaging.version, yaml"], note="1.0x")]
+    for name in ("python -m torchenv resolve --json", "torchenv resolve --json"):
+        r = median(t[name]) / base
+        e2e.append(row(name, t[name], f"<= {RATIO_TARGET}x baseline", r <= RATIO_TARGET,
+                       f"{r:.2f}x"))
+    print_table(e2e, "resolve --json end to end (detection included)")
+
+    sweep = bench_sweep(args.sweep_runs)
+    print_table(sweep, "in-process sweep")
+
+    rss = bench_rss(args.rss_runs)
+    print_table(rss, "peak RSS (ru_maxrss of the child, fresh wrapper per run)",
+                columns=("median MB", "max MB"))
+
+    if shutil.which("nvidia-smi") is None:
+        print("\nnote: no nvidia-smi on PATH; detection ran its no-GPU path")
+    failed = any("FAIL" in r.verdict for r in e2e + sweep + rss)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

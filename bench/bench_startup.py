@@ -1,0 +1,111 @@
+"""Startup benchmarks: loading the embedded matrix, ``torchenv --version``, ``matrix show --json``.
+
+Usage: .venv/bin/python bench/bench_startup.py [--runs N]
+
+Targets
+  * load_matrix(overlay=False) in a fresh process, minus a bare ``python -c pass``: <= 30 ms
+    (paired per round: each load run minus the bare run of the same round).
+  * load_matrix timed in-process with perf_counter by a child: <= 30 ms.
+  * ``torchenv --version`` and ``torchenv matrix show --json``: median wall <= 1.5x the median of
+    ``python -c "import packaging.version, yaml"``, all measured alternately in one run.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _timing import (  # noqa: E402
+    PYTHON,
+    TORCHENV,
+    alternate,
+    bench_env,
+    child_value,
+    median,
+    parse_args,
+    print_table,
+    row,
+)
+
+LOAD_TARGET_MS = 30.0
+RATIO_TARGET = 1.5
+
+LOAD_SRC = "from torchenv.matrix.loader import load_matrix; load_matrix(overlay=False)"
+BASELINE_SRC = "import packaging.version, yaml"
+
+# In-process: the whole thing (import + call), and the call alone (imports done first).
+INPROC_TOTAL_SRC = """\
+import time
+t0 = time.perf_counter()
+from torchenv.matrix.loader import load_matrix
+load_matrix(overlay=False)
+print((time.perf_counter() - t0) * 1000)
+"""
+INPROC_CALL_SRC = """\
+import time
+from torchenv.matrix.loader import load_matrix
+t0 = time.perf_counter()
+load_matrix(overlay=False)
+print((time.perf_counter() - t0) * 1000)
+"""
+CACHE_SRC = """\
+from torchenv.matrix.loader import load_embedded_documents
+print(int(load_embedded_documents()[1]))
+"""
+
+
+def main() -> int:
+    args = parse_args(__doc__.splitlines()[0])
+    runs = args.runs
+    env = bench_env()
+
+    used_cache = bool(child_value([PYTHON, "-c", CACHE_SRC], env))
+    print(f"python: {PYTHON}\nruns per case: {runs} (+1 warm-up), alternating\n"
+          f"embedded matrix served from verified cache.json: {used_cache}")
+
+    cases = {
+        "python -c pass": [PYTHON, "-c", "pass"],
+        "python -c load_matrix(overlay=False)": [PYTHON, "-c", LOAD_SRC],
+        "baseline: import packaging.version, yaml": [PYTHON, "-c", BASELINE_SRC],
+        "torchenv --version": [TORCHENV, "--version"],
+        "python -m torchenv --version": [PYTHON, "-m", "torchenv", "--version"],
+        "torchenv matrix show --json": [TORCHENV, "matrix", "show", "--json"],
+    }
+    t = alternate(cases, runs=runs, env=env)
+
+    bare = t["python -c pass"]
+    load = t["python -c load_matrix(overlay=False)"]
+    diffs = [a - b for a, b in zip(load, bare)]
+    base = median(t["baseline: import packaging.version, yaml"])
+
+    inproc_total = [child_value([PYTHON, "-c", INPROC_TOTAL_SRC], env) for _ in range(runs)]
+    inproc_call = [child_value([PYTHON, "-c", INPROC_CALL_SRC], env) for _ in range(runs)]
+
+    def ratio_row(name: str):  # type: ignore[no-untyped-def]
+        r = median(t[name]) / base
+        return row(name, t[name], f"<= {RATIO_TARGET}x baseline", r <= RATIO_TARGET,
+                   f"{r:.2f}x")
+
+    rows = [
+        row("python -c pass", bare),
+        row("python -c load_matrix(overlay=False)", load),
+        row("load_matrix fresh process - bare python (paired)", diffs,
+            f"<= {LOAD_TARGET_MS:.0f} ms", median(diffs) <= LOAD_TARGET_MS),
+        row("load_matrix in-process: import + call", inproc_total,
+            f"<= {LOAD_TARGET_MS:.0f} ms", median(inproc_total) <= LOAD_TARGET_MS),
+        row("load_matrix in-process: call only", inproc_call,
+            f"<= {LOAD_TARGET_MS:.0f} ms", median(inproc_call) <= LOAD_TARGET_MS),
+        row("baseline: import packaging.version, yaml", t[
+            "baseline: import packaging.version, yaml"], note="1.0x"),
+        ratio_row("torchenv --version"),
+        ratio_row("python -m torchenv --version"),
+        ratio_row("torchenv matrix show --json"),
+    ]
+    print_table(rows, "startup")
+    return 0 if all("FAIL" not in r.verdict for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

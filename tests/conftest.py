@@ -1,0 +1,28 @@
+"""Shared fixtures: the embedded matrix, loaded once, and a CLI runner in a child process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from torchenv.matrix.loader import load_matrix
+from torchenv.matrix.model import Matrix
+
+
+@pytest.fixture(scope="session")
+def matrix() -> Matrix:
+    return load_matrix(overlay=False)
+
+
+def run_cli(args: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None,
+            timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``python -m torchenv ARGS`` in a child, with no user overlay and no TORCHENV_* leaking in."""
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHENV_")}
+    child_env["TORCHENV_NO_OVERLAY"] = "1"
+    child_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "torchenv", *args], capture_output=True,
+                          text=True, env=child_env, cwd=cwd, timeout=timeout, check=False)

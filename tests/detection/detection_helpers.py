@@ -1,0 +1,78 @@
+"""Helpers for detection tests: captured data, fake executables, running the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Optional
+
+DATA = Path(__file__).parent / "data"
+FAKE_NVML_SOURCE = Path(__file__).parent / "fake_nvml.c"
+
+# variables a developer's shell may carry that would change what detection sees
+_SCRUB = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "LD_LIBRARY_PATH", "ROCM_PATH",
+          "HSA_OVERRIDE_GFX_VERSION", "TORCHENV_DRIVER_VERSION", "TORCHENV_GPUS",
+          "TORCHENV_PLATFORM", "TORCHENV_PYTHON", "TORCHENV_PROBE_TIMEOUT")
+
+
+def data(name: str) -> str:
+    return (DATA / name).read_text(encoding="utf-8")
+
+
+def make_exe(folder: Path, name: str, script: str) -> Path:
+    """An executable shell script ``folder/name``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + script, encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+def fake_smi(folder: Path, *, query: str = "", version: str = "", rc: int = 0,
+             error: str = "", hang: bool = False, no_compute_cap: bool = False,
+             marker: Optional[Path] = None) -> Path:
+    """A fake ``nvidia-smi``: prints ``query`` for --query-gpu, ``version`` for --version."""
+    lines = []
+    if marker is not None:
+        lines.append(f'echo "$@" >> "{marker}"')
+    if hang:
+        lines.append("exec sleep 30")
+    if error:
+        (folder / "smi_error.txt").parent.mkdir(parents=True, exist_ok=True)
+        (folder / "smi_error.txt").write_text(error, encoding="utf-8")
+        lines.append(f'cat "{folder / "smi_error.txt"}"; exit {rc or 9}')
+    (folder / "smi_query.txt").parent.mkdir(parents=True, exist_ok=True)
+    (folder / "smi_query.txt").write_text(query, encoding="utf-8")
+    (folder / "smi_version.txt").write_text(version, encoding="utf-8")
+    lines.append('case "$1" in')
+    lines.append(f'  --version) cat "{folder / "smi_version.txt"}"; exit 0;;')
+    if no_compute_cap:
+        lines.append('  *compute_cap*) echo \'Field "compute_cap" is not a valid field to '
+                     "query.'; exit 2;;")
+    lines.append(f'  --query-gpu=*) cat "{folder / "smi_query.txt"}"; exit {rc};;')
+    lines.append("esac")
+    lines.append("exit 1")
+    return make_exe(folder, "nvidia-smi", "\n".join(lines) + "\n")
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUB and not k.startswith("FAKE_NVML")}
+    env.update(extra)
+    return env
+
+
+def run_cli(args: list[str], env: Mapping[str, str], timeout: float = 60
+            ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "torchenv", *args], env=dict(env),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def detect_json(env: Mapping[str, str], *args: str) -> dict[str, Any]:
+    res = run_cli(["detect", "--json", *args], env)
+    assert res.returncode == 0, res.stderr
+    doc: dict[str, Any] = json.loads(res.stdout)
+    return doc

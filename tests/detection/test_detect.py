@@ -1,0 +1,199 @@
+"""Detection as a whole: probe order, overrides that skip probes, the CLI contract."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from detection_helpers import clean_env, data, detect_json, fake_smi, make_exe, run_cli
+
+from torchenv.detection import _nvml, _rocm, detect as detect_mod
+from torchenv.detection.detect import detect
+from torchenv.detection.overrides import Overrides
+from torchenv.detection.profile import HostProfile
+
+SMI_QUERY = (
+    "0, NVIDIA GeForce GTX 1080, 6.1, 8192, GPU-00000000-0000-0000-0000-000000000000, 580.173.02\n"
+    "1, NVIDIA GeForce RTX 3090, 8.6, 24576, GPU-00000000-0000-0000-0000-000000000001, 580.173.02\n"
+)
+
+
+@pytest.fixture
+def no_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process tests must not depend on a real driver of the machine running them."""
+    monkeypatch.setattr(_nvml, "probe_nvml", lambda **_: _nvml.NvmlResult(ok=False))
+
+
+def proc_tree(root: Path) -> None:
+    (root / "proc/driver/nvidia").mkdir(parents=True)
+    (root / "proc/driver/nvidia/version").write_text(
+        data("proc_driver_nvidia_version_proprietary_580.173.02.txt"))
+
+
+@pytest.mark.usefixtures("no_nvml")
+def test_proc_then_nvidia_smi(tmp_path: Path) -> None:
+    proc_tree(tmp_path)
+    smi = fake_smi(tmp_path / "bin", query=SMI_QUERY,
+                   version=data("version_610.57.04_kmd.txt"))
+    profile = detect(root=tmp_path, environ={"PATH": f"{smi.parent}:/usr/bin:/bin",
+                                             "CUDA_VISIBLE_DEVICES": "1"})
+    nv = profile.nvidia
+    assert nv is not None
+    assert (nv.driver_version, nv.source, nv.cuda_driver_version) == ("580.173.02", "proc", "13.3")
+    assert [g.compute_capability for g in nv.visible_gpus()] == ["8.6"]
+    assert profile.sources["nvidia"] == "/proc/driver/nvidia/version"
+    assert profile.sources["nvidia.gpus"] == "nvidia-smi --query-gpu"
+
+
+@pytest.mark.usefixtures("no_nvml")
+def test_proc_only_warns_about_unknown_capability(tmp_path: Path) -> None:
+    proc_tree(tmp_path)
+    profile = detect(root=tmp_path, environ={"PATH": ""})
+    assert profile.nvidia is not None and profile.nvidia.driver_version == "580.173.02"
+    assert any("compute capability unknown" in w or "--gpu" in w for w in profile.warnings) or \
+        profile.nvidia.gpus == ()
+
+
+@pytest.mark.usefixtures("no_nvml")
+def test_wsl2_driver_from_nvidia_smi(tmp_path: Path) -> None:
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/version").write_text("Linux version 6.6.87.2-microsoft-standard-WSL2 (x)\n")
+    smi = fake_smi(tmp_path / "bin", query=SMI_QUERY.replace("580.173.02", "572.60"),
+                   version=data("version_wsl2_smi555.42.03_driver555.85.txt"))
+    profile = detect(root=tmp_path, environ={"PATH": f"{smi.parent}:/usr/bin:/bin"})
+    assert profile.wsl and profile.nvidia is not None
+    assert (profile.nvidia.driver_version, profile.nvidia.source) == ("572.60", "nvidia-smi")
+    assert "nvidia.wsl" in profile.sources
+
+
+@pytest.mark.usefixtures("no_nvml")
+def test_nothing_found_on_empty_tree(tmp_path: Path) -> None:
+    profile = detect(root=tmp_path, environ={"PATH": ""})
+    assert (profile.nvidia, profile.rocm, profile.xpu) == (None, None, None)
+    assert profile.python.executable == sys.executable
+
+
+@pytest.mark.usefixtures("no_nvml")
+def test_a_crashing_probe_leaves_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                          ) -> None:
+    def boom(*_: object, **__: object) -> None:
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(_rocm, "probe_rocm", boom)
+    proc_tree(tmp_path)
+    profile = detect(root=tmp_path, environ={"PATH": ""})
+    assert any("ROCm probe failed" in w and "kaboom" in w for w in profile.warnings)
+    assert profile.nvidia is not None and profile.python.version
+
+
+def test_overrides_skip_the_probes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def never(*_: object, **__: object) -> None:
+        raise AssertionError("probe ran although its answer was supplied")
+
+    monkeypatch.setattr(_nvml, "probe_nvml", never)
+    monkeypatch.setattr(_rocm, "probe_rocm", never)
+    marker = tmp_path / "called"
+    smi = fake_smi(tmp_path / "bin", query=SMI_QUERY, marker=marker)
+    ov = Overrides(driver="550.54.15", gpus=("8.6",), rocm_archs=("gfx1100",))
+    profile = detect(ov, root=tmp_path, environ={"PATH": f"{smi.parent}:/usr/bin:/bin"})
+    assert not marker.exists()
+    assert profile.nvidia is not None and profile.nvidia.source == "override"
+    assert profile.rocm is not None and profile.rocm.gfx_targets == ("gfx1100",)
+    profile = detect(Overrides(no_gpu=True), root=tmp_path, environ={"PATH": f"{smi.parent}:/usr/bin:/bin"})
+    assert not marker.exists() and not profile.has_gpu
+
+
+def test_cli_flags_skip_nvidia_smi(tmp_path: Path) -> None:
+    marker = tmp_path / "called"
+    smi = fake_smi(tmp_path / "bin", query=SMI_QUERY, marker=marker)
+    env = clean_env(PATH=f"{smi.parent}:/usr/bin:/bin")
+    doc = detect_json(env, "--driver", "550.54.15", "--gpu", "sm_86", "--gpu", "8.0")
+    assert not marker.exists()
+    assert [g["compute_capability"] for g in doc["nvidia"]["gpus"]] == ["8.6", "8.0"]
+    doc = detect_json(dict(env, TORCHENV_GPUS=""))
+    assert not marker.exists() and doc["nvidia"] is None
+    detect_json(env)  # without overrides the fake is the probe that answers
+    assert marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "named"),
+    [([], {"TORCHENV_DRIVER_VERSION": "abc"}, "'abc'"),
+     (["--gpu", "8.x"], {}, "'8.x'"),
+     ([], {"TORCHENV_PROBE_TIMEOUT": "soon"}, "'soon'"),
+     (["--python-exe", "/nonexistent/python"], {}, "/nonexistent/python")],
+    ids=["driver-env", "gpu-flag", "timeout-env", "python-exe"],
+)
+def test_bad_input_exits_2_naming_the_value(args: list[str], env: dict[str, str], named: str
+                                            ) -> None:
+    res = run_cli(["detect", "--json", *args], clean_env(**env))
+    assert res.returncode == 2
+    assert named in res.stderr and res.stdout == ""
+
+
+def test_cli_hang_returns_within_timeout(tmp_path: Path) -> None:
+    smi = fake_smi(tmp_path / "bin", hang=True)
+    env = clean_env(PATH=f"{smi.parent}:/usr/bin:/bin", TORCHENV_PROBE_TIMEOUT="1")
+    start = time.monotonic()
+    doc = detect_json(env)
+    assert time.monotonic() - start < 5
+    assert any("did not answer within 1 s" in w for w in doc["warnings"])
+    assert doc["interpreter"]["version"]
+
+
+def test_cli_process_never_imports_torch_or_rich() -> None:
+    code = ("import contextlib, io, sys\n"
+            "from torchenv.cli import main\n"
+            "buf = io.StringIO()\n"
+            "with contextlib.redirect_stdout(buf):\n"
+            "    assert main(['detect', '--json']) == 0\n"
+            "import json; doc = json.loads(buf.getvalue())\n"
+            "assert 'torch' not in sys.modules, 'torch was imported'\n"
+            "assert 'rich' not in sys.modules, 'rich was imported for --json'\n"
+            "print(doc['torch'] and doc['torch']['version'])\n")
+    res = subprocess.run([sys.executable, "-c", code], env=clean_env(PATH="/usr/bin:/bin"),
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+
+
+def test_host_file_round_trip(tmp_path: Path, fake_nvml: Callable[..., Path]) -> None:
+    env = clean_env(LD_LIBRARY_PATH=str(fake_nvml()), PATH="/usr/bin:/bin",
+                    FAKE_NVML_GPUS="NVIDIA GeForce GTX 1080:6.1:8192;NVIDIA GeForce RTX 3090:8.6:24576",
+                    CUDA_VISIBLE_DEVICES="1")
+    doc = detect_json(env)
+    host = tmp_path / "host.json"
+    host.write_text(json.dumps(doc))
+    loaded = HostProfile.from_json(json.loads(host.read_text()))
+    assert loaded.to_json() == doc
+    assert loaded.nvidia is not None and loaded.nvidia.visible == (1,)
+    again = detect_json(clean_env(PATH="/usr/bin:/bin"), "--host", str(host))
+    assert again == doc
+
+
+def test_console_summary(fake_nvml: Callable[..., Path]) -> None:
+    env = clean_env(LD_LIBRARY_PATH=str(fake_nvml()), PATH="/usr/bin:/bin",
+                    FAKE_NVML_GPUS="NVIDIA H200:9.0:143771", COLUMNS="120")
+    res = run_cli(["detect"], env)
+    assert res.returncode == 0, res.stderr
+    assert "NVIDIA H200" in res.stdout and "580.82.07" in res.stdout
+    assert "Python" in res.stdout
+
+
+def test_probe_timeout_default() -> None:
+    assert detect_mod.probe_timeout({}) == 5.0
+    assert detect_mod.probe_timeout({"TORCHENV_PROBE_TIMEOUT": "0.5"}) == 0.5
+
+
+def test_rocm_tool_on_path_cli(tmp_path: Path) -> None:
+    (tmp_path / "agents.txt").write_text(data("rocm_agent_enumerator_8x_gfx942_mi300x.txt"))
+    tool = make_exe(tmp_path / "bin", "rocm_agent_enumerator", f'cat "{tmp_path / "agents.txt"}"\n')
+    doc = detect_json(clean_env(PATH=f"{tool.parent}:/usr/bin:/bin"))
+    if doc["rocm"] is not None and doc["sources"].get("rocm") == "kfd":
+        pytest.skip("this machine has a real AMD GPU")
+    assert doc["rocm"]["gfx_targets"] == ["gfx942"] * 8
+    assert doc["rocm"]["source"] == "rocm_agent_enumerator"

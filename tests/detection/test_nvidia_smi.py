@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from detection_helpers import data, fake_smi
+
+from torchenv.detection._nvidia_smi import (
+    find_nvidia_smi,
+    parse_query_csv,
+    parse_smi_error,
+    parse_smi_versions,
+    probe_nvidia_smi,
+)
+
+# The shape of --query-gpu=index,name,compute_cap,memory.total,uuid,driver_version
+# --format=csv,noheader,nounits (no capture with both flags exists; see data/README.md)
+SINGLE = "0, NVIDIA H200, 9.0, 143771, GPU-00000000-0000-0000-0000-000000000000, 580.82.07\n"
+MULTI = (
+    "0, NVIDIA GeForce GTX 1080, 6.1, 8192, GPU-00000000-0000-0000-0000-000000000000, 550.54.15\n"
+    "1, NVIDIA GeForce RTX 3090, 8.6, 24576, GPU-00000000-0000-0000-0000-000000000001, 550.54.15\n"
+)
+
+
+def test_query_single() -> None:
+    (gpu,), driver = parse_query_csv(SINGLE)
+    assert driver == "580.82.07"
+    assert (gpu.index, gpu.name, gpu.compute_capability, gpu.memory_mib) == (
+        0, "NVIDIA H200", "9.0", 143771)
+
+
+def test_query_multi_and_na_fields() -> None:
+    gpus, driver = parse_query_csv(MULTI + "2, NVIDIA A100, [N/A], [N/A], [N/A], 550.54.15\n")
+    assert driver == "550.54.15"
+    assert [g.compute_capability for g in gpus] == ["6.1", "8.6", None]
+    assert gpus[2].memory_mib is None and gpus[2].uuid is None
+
+
+def test_query_capture_with_header() -> None:
+    fields = ("compute_cap", "compute_mode", "driver_version", "name", "index")
+    gpus, driver = parse_query_csv(data("query_csv_header_2gpu_mixed_570.86.15.csv"), fields)
+    assert driver == "570.86.15"
+    assert [(g.index, g.name, g.compute_capability) for g in gpus] == [
+        (0, "NVIDIA TITAN V", "7.0"), (1, "NVIDIA RTX 5880 Ada Generation", "8.9")]
+
+
+def test_query_capture_driver_only_wsl() -> None:
+    gpus, driver = parse_query_csv(data("query_csv_noheader_driver_version_wsl2_2gpu.txt"),
+                                   ("driver_version",))
+    assert driver == "572.60" and len(gpus) == 2
+
+
+def test_query_name_with_comma() -> None:
+    (gpu,), _ = parse_query_csv("0, Odd, Name, 8.0, 40960, GPU-1, 550.1\n")
+    assert gpu.name == "Odd, Name" and gpu.compute_capability == "8.0"
+
+
+def test_query_malformed_names_the_line() -> None:
+    with pytest.raises(ValueError, match="'what is this'"):
+        parse_query_csv("what is this\n")
+
+
+@pytest.mark.parametrize(
+    ("fixture", "driver", "cuda"),
+    [
+        ("table_single_rtx4080super_595.71.05_fedora44.txt", "595.71.05", "13.2"),
+        ("table_kmd_umd_header_rtx2080super_610.57.04.txt", "610.57.04", "13.3"),
+        ("table_8x_h100_sxm_565.57.01.txt", "565.57.01", "12.7"),
+        ("table_old_440.100_rtx2070_laptop.txt", "440.100", "10.2"),
+        ("table_wsl2_rtx3070_smi530.47_driver531.68.txt", "531.68", "12.1"),
+        ("table_wsl2_segfault_smi555.42.03_driver555.85.txt", "555.85", "12.5"),
+        ("table_windows_wddm_rtx2080super_591.86.txt", "591.86", "13.1"),
+        ("table_mig_h100_590.48.01.txt", "590.48.01", "13.1"),
+        ("version_610.57.04_kmd.txt", "610.57.04", "13.3"),
+        ("version_wsl2_smi555.42.03_driver555.85.txt", "555.85", "12.5"),
+        ("q_excerpt_610.57.04_rtx2080super.txt", "610.57.04", "13.3"),
+    ],
+    ids=lambda v: v.split("_")[0] + "-" + v.split("_")[-1] if "_" in v else v,
+)
+def test_versions_from_captures(fixture: str, driver: str, cuda: str) -> None:
+    assert parse_smi_versions(data(fixture)) == (driver, cuda)
+
+
+def test_errors_from_captures() -> None:
+    mismatch = parse_smi_error(data("error_nvml_driver_library_mismatch_550.144.txt"))
+    assert mismatch is not None and "mismatch" in mismatch and "550.144" in mismatch
+    down = parse_smi_error(data("error_couldnt_communicate_with_driver.txt"))
+    assert down is not None and "could not talk to the NVIDIA driver" in down
+    assert parse_smi_error("something else") is None
+
+
+def test_probe_single(tmp_path: Path) -> None:
+    exe = fake_smi(tmp_path, query=SINGLE, version=data("version_610.57.04_kmd.txt"))
+    res = probe_nvidia_smi(str(exe))
+    assert res.ok and res.warnings == ()
+    assert (res.driver_version, res.cuda_driver_version) == ("580.82.07", "13.3")
+    assert [g.name for g in res.gpus] == ["NVIDIA H200"]
+
+
+def test_probe_multi(tmp_path: Path) -> None:
+    exe = fake_smi(tmp_path, query=MULTI, version=data("version_wsl2_smi555.42.03_driver555.85.txt"))
+    res = probe_nvidia_smi(str(exe))
+    assert [g.compute_capability for g in res.gpus] == ["6.1", "8.6"]
+    assert res.cuda_driver_version == "12.5"
+
+
+def test_probe_old_smi_without_compute_cap(tmp_path: Path) -> None:
+    query = "0, NVIDIA GeForce GTX 1080, 8192, GPU-00000000-0000-0000-0000-000000000000, 470.256.02\n"
+    exe = fake_smi(tmp_path, query=query, no_compute_cap=True)
+    res = probe_nvidia_smi(str(exe))
+    assert res.ok and len(res.calls) == 3
+    assert res.gpus[0].compute_capability is None and res.gpus[0].memory_mib == 8192
+    assert any("compute_cap" in w for w in res.warnings)
+
+
+def test_probe_nonzero_exit(tmp_path: Path) -> None:
+    exe = fake_smi(tmp_path, error=data("error_nvml_driver_library_mismatch_550.144.txt"), rc=18)
+    res = probe_nvidia_smi(str(exe))
+    assert not res.ok and res.gpus == ()
+    assert "driver/library version mismatch" in res.warnings[0]
+
+
+def test_probe_unknown_failure_says_status(tmp_path: Path) -> None:
+    exe = fake_smi(tmp_path, error="boom\n", rc=4)
+    res = probe_nvidia_smi(str(exe))
+    assert "exited with status 4: boom" in res.warnings[0]
+
+
+def test_probe_hang_returns_within_timeout(tmp_path: Path) -> None:
+    exe = fake_smi(tmp_path, hang=True)
+    start = time.monotonic()
+    res = probe_nvidia_smi(str(exe), timeout=0.5)
+    assert time.monotonic() - start < 3
+    assert not res.ok and "did not answer within 0.5 s" in res.warnings[0]
+
+
+def test_find_nvidia_smi(tmp_path: Path) -> None:
+    assert find_nvidia_smi({"PATH": str(tmp_path)}) is None
+    exe = fake_smi(tmp_path / "bin", query=SINGLE)
+    assert find_nvidia_smi({"PATH": f"/nonexistent:{tmp_path / 'bin'}"}) == str(exe)

@@ -1,0 +1,177 @@
+"""The embedded matrix loads, its cache is current, and broken data is reported precisely."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from torchenv.errors import MatrixError
+from torchenv.matrix.loader import (
+    CACHE_FILE,
+    DATA_DIR,
+    build_cache,
+    load_embedded_documents,
+    load_matrix,
+    merge_overlay,
+)
+from torchenv.matrix.model import Matrix
+from torchenv.matrix.validate import build_matrix
+
+ORIGIN = {n: f"matrix/data/{n}" for n in
+          ("releases.yaml", "variants.yaml", "cuda.yaml", "rocm.yaml", "gpus.yaml")}
+
+
+@pytest.fixture(scope="module")
+def documents() -> dict[str, Any]:
+    docs, _ = load_embedded_documents()
+    return docs
+
+
+def test_cache_matches_the_yaml() -> None:
+    shipped = json.loads(CACHE_FILE.read_text())
+    assert shipped == build_cache(), "run 'torchenv matrix check --write-cache'"
+    _, used_cache = load_embedded_documents()
+    assert used_cache
+
+
+def test_a_stale_cache_is_ignored(tmp_path: Path) -> None:
+    for f in DATA_DIR.iterdir():
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    releases = tmp_path / "releases.yaml"
+    releases.write_text(releases.read_text() + "\n# edited\n")
+    _, used_cache = load_embedded_documents(tmp_path)
+    assert not used_cache
+    assert load_matrix(overlay=False, data_dir=tmp_path).releases
+
+
+def test_every_patch_release_from_2_0_to_2_15_is_present(matrix: Matrix) -> None:
+    versions = {r.torch for r in matrix.releases}
+    expected = {"2.0.0", "2.0.1", "2.1.0", "2.1.1", "2.1.2", "2.2.0", "2.2.1", "2.2.2", "2.3.0",
+                "2.3.1", "2.4.0", "2.4.1", "2.5.0", "2.5.1", "2.6.0", "2.7.0", "2.7.1", "2.8.0",
+                "2.9.0", "2.9.1", "2.10.0", "2.11.0", "2.12.0", "2.12.1", "2.13.0", "2.14.0",
+                "2.14.1", "2.15.0"}
+    assert expected <= versions
+
+
+def test_releases_are_newest_first(matrix: Matrix) -> None:
+    keys = [r.key for r in matrix.releases]
+    assert keys == sorted(keys, reverse=True)
+
+
+def test_every_cited_source_is_defined(matrix: Matrix) -> None:
+    for r in matrix.releases:
+        for sid in r.sources + tuple(s for v in r.variants for s in v.sources):
+            assert sid in matrix.sources, (r.torch, sid)
+
+
+def _expect_error(docs: dict[str, Any], message: str) -> None:
+    with pytest.raises(MatrixError) as info:
+        build_matrix(docs, origin=ORIGIN)
+    assert message in info.value.message, info.value.message
+
+
+def test_a_bad_arch_string_names_file_and_key_path(documents: dict[str, Any]) -> None:
+    docs = copy.deepcopy(documents)
+    sets = docs["variants.yaml"]["variant_sets"]
+    i, j = next((i, j) for i, s in enumerate(sets) for j, v in enumerate(s["variants"])
+                if isinstance(v.get("arch_list"), list))
+    sets[i]["variants"][j]["arch_list"][0] = "8.6x"
+    _expect_error(docs, f"matrix/data/variants.yaml: variant_sets[{i}].variants[{j}]"
+                  f".arch_list[0]: '8.6x' is not a compute capability")
+
+
+def test_a_variant_set_pointing_at_a_missing_release_is_rejected(documents: dict[str, Any]
+                                                                  ) -> None:
+    docs = copy.deepcopy(documents)
+    docs["variants.yaml"]["variant_sets"][0]["releases"].append("9.9.9")
+    _expect_error(docs, "torch 9.9.9 is not in releases.yaml")
+
+
+def test_duplicate_releases_are_rejected(documents: dict[str, Any]) -> None:
+    docs = copy.deepcopy(documents)
+    rel = docs["releases.yaml"]["releases"]
+    rel.insert(1, copy.deepcopy(rel[0]))
+    _expect_error(docs, "releases[1].torch")
+
+
+def test_unsorted_patch_dates_are_rejected(documents: dict[str, Any]) -> None:
+    docs = copy.deepcopy(documents)
+    rel = docs["releases.yaml"]["releases"]
+    i = next(i for i, r in enumerate(rel) if r["torch"] == "2.7.0")
+    rel[i]["released"] = "2030-01-01"
+    _expect_error(docs, f"releases[{i}].released")
+
+
+def test_unknown_variant_names_are_rejected(documents: dict[str, Any]) -> None:
+    docs = copy.deepcopy(documents)
+    docs["variants.yaml"]["variant_sets"][0]["variants"][0]["name"] = "cuda12"
+    _expect_error(docs, "'cuda12' is not a variant name")
+
+
+def test_an_undefined_source_is_rejected(documents: dict[str, Any]) -> None:
+    docs = copy.deepcopy(documents)
+    docs["releases.yaml"]["releases"][0]["sources"] = ["no-such-source"]
+    _expect_error(docs, "source 'no-such-source' is not defined")
+
+
+def test_a_fact_without_sources_is_rejected(documents: dict[str, Any]) -> None:
+    docs = copy.deepcopy(documents)
+    del docs["gpus.yaml"]["nvidia"][0]["sources"]
+    _expect_error(docs, "matrix/data/gpus.yaml: nvidia[0]: missing 'sources'")
+
+
+def test_wrong_schema_version_is_rejected(documents: dict[str, Any]) -> None:
+    docs = copy.deepcopy(documents)
+    docs["cuda.yaml"]["schema_version"] = 2
+    _expect_error(docs, "matrix/data/cuda.yaml: schema_version: is 2")
+
+
+def _overlay_release(matrix: Matrix) -> dict[str, Any]:
+    newest = matrix.releases[0]
+    return {"torch": "2.99.0", "released": "2099-01-01", "torchvision": None,
+            "torchaudio": None, "python": {"linux-x86_64": ["3.12"]},
+            "pypi_default": {"linux-x86_64": "cpu"}, "conda": {},
+            "sources": list(newest.sources)}
+
+
+def test_an_overlay_adds_releases(tmp_path: Path, matrix: Matrix) -> None:
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text(yaml.safe_dump({"schema_version": 1,
+                                       "releases": [_overlay_release(matrix)]}))
+    merged = load_matrix(overlay=overlay)
+    assert merged.overlay_error is None
+    assert merged.releases[0].torch == "2.99.0"
+    assert len(merged.releases) == len(matrix.releases) + 1
+
+
+def test_an_overlay_replaces_a_release_by_version(documents: dict[str, Any]) -> None:
+    replacement = copy.deepcopy(documents["releases.yaml"]["releases"][3])
+    replacement["note"] = "replaced"
+    merged = merge_overlay(documents, {"releases": [replacement]})
+    notes = [r.get("note") for r in merged["releases.yaml"]["releases"]
+             if r["torch"] == replacement["torch"]]
+    assert notes == ["replaced"]
+
+
+def test_a_broken_overlay_is_reported_and_ignored(tmp_path: Path, matrix: Matrix) -> None:
+    overlay = tmp_path / "overlay.yaml"
+    bad = _overlay_release(matrix)
+    bad["released"] = "yesterday"
+    overlay.write_text(yaml.safe_dump({"releases": [bad]}))
+    loaded = load_matrix(overlay=overlay)
+    assert loaded.overlay_error is not None and "'yesterday' is not an ISO date" in \
+        loaded.overlay_error
+    assert [r.torch for r in loaded.releases] == [r.torch for r in matrix.releases]
+
+
+def test_an_overlay_that_is_not_yaml_is_ignored(tmp_path: Path, matrix: Matrix) -> None:
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("releases: [unclosed\n")
+    loaded = load_matrix(overlay=overlay)
+    assert loaded.overlay_error is not None and "not valid YAML" in loaded.overlay_error
+    assert len(loaded.releases) == len(matrix.releases)
