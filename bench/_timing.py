@@ -9,7 +9,9 @@ around ``subprocess.run``.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -42,7 +44,10 @@ CHILD_CWD: Optional[str] = None
 def set_options(*, pyc: bool = True, cwd: Optional[str] = None) -> None:
     global USE_PYC, CHILD_CWD
     USE_PYC = pyc
-    CHILD_CWD = cwd if cwd is not None else tempfile.mkdtemp(prefix="torchenv-bench-cwd-")
+    if cwd is None:
+        cwd = tempfile.mkdtemp(prefix="torchenv-bench-cwd-")
+        atexit.register(shutil.rmtree, cwd, True)
+    CHILD_CWD = cwd
 
 
 def child_cwd() -> str:
@@ -88,7 +93,7 @@ def parse_args(description: str, argv: Optional[Sequence[str]] = None) -> argpar
 
 
 def time_once(argv: Sequence[str], env: Optional[Mapping[str, str]] = None) -> float:
-    """Wall milliseconds of one child run; raises if the child fails (exit status other than 0/3)."""
+    """Wall ms of one child run; raises if the child fails (exit status other than 0 or 3)."""
     t0 = time.perf_counter()
     proc = subprocess.run(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                           env=dict(env) if env is not None else bench_env(), cwd=child_cwd())

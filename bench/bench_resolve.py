@@ -1,6 +1,7 @@
 """Resolve benchmarks: ``resolve --json`` end to end, a full in-process sweep, peak RSS.
 
 Usage: .venv/bin/python bench/bench_resolve.py [--runs N] [--sweep-runs N] [--rss-runs N]
+                                              [--no-pyc] [--cwd DIR]
 
 Targets
   * ``python -m torchenv resolve --json`` and ``torchenv resolve --json`` (detection included):
@@ -26,15 +27,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _timing import (  # noqa: E402
-    DEFAULT_RUNS,
+from _timing import (
     PYTHON,
     TORCHENV,
+    add_common_args,
     alternate,
     bench_env,
+    child_cwd,
+    describe,
     median,
     print_table,
     row,
+    set_options,
 )
 
 RATIO_TARGET = 1.5
@@ -102,7 +106,7 @@ def run_sweep(matrix, platforms, pythons, profiles):  # type: ignore[no-untyped-
                     counts["plan"] += 1
                 except NoMatch:
                     counts["nomatch"] += 1
-                except Exception as exc:  # noqa: BLE001 - counted and reported, not hidden
+                except Exception as exc:
                     counts["error"] += 1
                     errors.setdefault(type(exc).__name__, f"{plat}/{py}/{hw}: {exc}")
     return (time.perf_counter() - t0) * 1000.0, counts, errors
@@ -142,7 +146,7 @@ def bench_sweep(sweep_runs: int) -> list:  # type: ignore[type-arg]
 
 def rss_kb(argv: list[str]) -> int:
     out = subprocess.run([PYTHON, "-c", RSS_WRAPPER, *argv], capture_output=True, text=True,
-                         env=bench_env(), check=True).stdout
+                         env=bench_env(), cwd=child_cwd(), check=True).stdout
     return int(out.strip().splitlines()[-1])
 
 
@@ -151,7 +155,7 @@ def time_v_kb(argv: list[str]) -> int | None:
     if not os.path.exists(tool):
         return None
     proc = subprocess.run([tool, "-v", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True, env=bench_env())
+                          text=True, env=bench_env(), cwd=child_cwd())
     m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
     return int(m.group(1)) if m else None
 
@@ -166,6 +170,7 @@ def bench_rss(rss_runs: int) -> list:  # type: ignore[type-arg]
     }
     rows = []
     for name, argv in cases.items():
+        rss_kb(argv)  # warm-up: fills the bytecode cache
         mb = [rss_kb(argv) / 1024.0 for _ in range(rss_runs)]
         tv = time_v_kb(argv)
         note = f"/usr/bin/time -v: {tv / 1024.0:.1f} MB" if tv is not None else ""
@@ -179,13 +184,13 @@ def bench_rss(rss_runs: int) -> list:  # type: ignore[type-arg]
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--runs", type=int, default=DEFAULT_RUNS,
-                   help=f"measured runs per end-to-end case (default {DEFAULT_RUNS})")
+    add_common_args(p)
     p.add_argument("--sweep-runs", type=int, default=5, help="in-process sweeps (default 5)")
     p.add_argument("--rss-runs", type=int, default=5, help="peak-RSS runs per case (default 5)")
     args = p.parse_args()
+    set_options(pyc=not args.no_pyc, cwd=args.cwd)
 
-    print(f"python: {PYTHON}\nruns per end-to-end case: {args.runs} (+1 warm-up), alternating")
+    print(f"{describe()}\nruns per end-to-end case: {args.runs} (+1 warm-up), alternating")
     cases = {
         "baseline: import packaging.version, yaml": [PYTHON, "-c", BASELINE_SRC],
         "python -m torchenv resolve --json": [PYTHON, "-m", "torchenv", "resolve", "--json"],

@@ -1,6 +1,6 @@
 """Startup benchmarks: loading the embedded matrix, ``torchenv --version``, ``matrix show --json``.
 
-Usage: .venv/bin/python bench/bench_startup.py [--runs N]
+Usage: .venv/bin/python bench/bench_startup.py [--runs N] [--no-pyc] [--cwd DIR]
 
 Targets
   * load_matrix(overlay=False) in a fresh process, minus a bare ``python -c pass``: <= 30 ms
@@ -17,12 +17,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _timing import (  # noqa: E402
+from _timing import (
     PYTHON,
     TORCHENV,
     alternate,
     bench_env,
     child_value,
+    describe,
     median,
     parse_args,
     print_table,
@@ -62,7 +63,7 @@ def main() -> int:
     env = bench_env()
 
     used_cache = bool(child_value([PYTHON, "-c", CACHE_SRC], env))
-    print(f"python: {PYTHON}\nruns per case: {runs} (+1 warm-up), alternating\n"
+    print(f"{describe()}\nruns per case: {runs} (+1 warm-up), alternating\n"
           f"embedded matrix served from verified cache.json: {used_cache}")
 
     cases = {

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from detection_helpers import clean_env, data, detect_json, fake_smi, make_exe, run_cli
 
-from torchenv.detection import _nvml, _rocm, detect as detect_mod
+from torchenv.detection import _nvml, _rocm
+from torchenv.detection import detect as detect_mod
 from torchenv.detection.detect import detect
 from torchenv.detection.overrides import Overrides
 from torchenv.detection.profile import HostProfile
@@ -53,10 +54,14 @@ def test_proc_then_nvidia_smi(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("no_nvml")
 def test_proc_only_warns_about_unknown_capability(tmp_path: Path) -> None:
     proc_tree(tmp_path)
+    info = tmp_path / "proc/driver/nvidia/gpus/0000:01:00.0"
+    info.mkdir(parents=True)
+    (info / "information").write_text("Model: \t\t NVIDIA H200\nDevice Minor: \t 0\n")
     profile = detect(root=tmp_path, environ={"PATH": ""})
-    assert profile.nvidia is not None and profile.nvidia.driver_version == "580.173.02"
-    assert any("compute capability unknown" in w or "--gpu" in w for w in profile.warnings) or \
-        profile.nvidia.gpus == ()
+    assert profile.nvidia is not None
+    assert profile.nvidia.driver_version == "580.173.02"
+    assert [g.name for g in profile.nvidia.gpus] == ["NVIDIA H200"]
+    assert any("compute capability unknown for GPU 0" in w for w in profile.warnings)
 
 
 @pytest.mark.usefixtures("no_nvml")
@@ -66,7 +71,8 @@ def test_wsl2_driver_from_nvidia_smi(tmp_path: Path) -> None:
     smi = fake_smi(tmp_path / "bin", query=SMI_QUERY.replace("580.173.02", "572.60"),
                    version=data("version_wsl2_smi555.42.03_driver555.85.txt"))
     profile = detect(root=tmp_path, environ={"PATH": f"{smi.parent}:/usr/bin:/bin"})
-    assert profile.wsl and profile.nvidia is not None
+    assert profile.wsl
+    assert profile.nvidia is not None
     assert (profile.nvidia.driver_version, profile.nvidia.source) == ("572.60", "nvidia-smi")
     assert "nvidia.wsl" in profile.sources
 
@@ -88,7 +94,8 @@ def test_a_crashing_probe_leaves_the_rest(tmp_path: Path, monkeypatch: pytest.Mo
     proc_tree(tmp_path)
     profile = detect(root=tmp_path, environ={"PATH": ""})
     assert any("ROCm probe failed" in w and "kaboom" in w for w in profile.warnings)
-    assert profile.nvidia is not None and profile.python.version
+    assert profile.nvidia is not None
+    assert profile.python.version
 
 
 def test_overrides_skip_the_probes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -102,10 +109,14 @@ def test_overrides_skip_the_probes(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     ov = Overrides(driver="550.54.15", gpus=("8.6",), rocm_archs=("gfx1100",))
     profile = detect(ov, root=tmp_path, environ={"PATH": f"{smi.parent}:/usr/bin:/bin"})
     assert not marker.exists()
-    assert profile.nvidia is not None and profile.nvidia.source == "override"
-    assert profile.rocm is not None and profile.rocm.gfx_targets == ("gfx1100",)
-    profile = detect(Overrides(no_gpu=True), root=tmp_path, environ={"PATH": f"{smi.parent}:/usr/bin:/bin"})
-    assert not marker.exists() and not profile.has_gpu
+    assert profile.nvidia is not None
+    assert profile.nvidia.source == "override"
+    assert profile.rocm is not None
+    assert profile.rocm.gfx_targets == ("gfx1100",)
+    profile = detect(Overrides(no_gpu=True), root=tmp_path,
+                     environ={"PATH": f"{smi.parent}:/usr/bin:/bin"})
+    assert not marker.exists()
+    assert not profile.has_gpu
 
 
 def test_cli_flags_skip_nvidia_smi(tmp_path: Path) -> None:
@@ -116,7 +127,8 @@ def test_cli_flags_skip_nvidia_smi(tmp_path: Path) -> None:
     assert not marker.exists()
     assert [g["compute_capability"] for g in doc["nvidia"]["gpus"]] == ["8.6", "8.0"]
     doc = detect_json(dict(env, TORCHENV_GPUS=""))
-    assert not marker.exists() and doc["nvidia"] is None
+    assert not marker.exists()
+    assert doc["nvidia"] is None
     detect_json(env)  # without overrides the fake is the probe that answers
     assert marker.exists()
 
@@ -133,7 +145,8 @@ def test_bad_input_exits_2_naming_the_value(args: list[str], env: dict[str, str]
                                             ) -> None:
     res = run_cli(["detect", "--json", *args], clean_env(**env))
     assert res.returncode == 2
-    assert named in res.stderr and res.stdout == ""
+    assert named in res.stderr
+    assert res.stdout == ""
 
 
 def test_cli_hang_returns_within_timeout(tmp_path: Path) -> None:
@@ -163,14 +176,16 @@ def test_cli_process_never_imports_torch_or_rich() -> None:
 
 def test_host_file_round_trip(tmp_path: Path, fake_nvml: Callable[..., Path]) -> None:
     env = clean_env(LD_LIBRARY_PATH=str(fake_nvml()), PATH="/usr/bin:/bin",
-                    FAKE_NVML_GPUS="NVIDIA GeForce GTX 1080:6.1:8192;NVIDIA GeForce RTX 3090:8.6:24576",
+                    FAKE_NVML_GPUS="NVIDIA GeForce GTX 1080:6.1:8192;"
+                    "NVIDIA GeForce RTX 3090:8.6:24576",
                     CUDA_VISIBLE_DEVICES="1")
     doc = detect_json(env)
     host = tmp_path / "host.json"
     host.write_text(json.dumps(doc))
     loaded = HostProfile.from_json(json.loads(host.read_text()))
     assert loaded.to_json() == doc
-    assert loaded.nvidia is not None and loaded.nvidia.visible == (1,)
+    assert loaded.nvidia is not None
+    assert loaded.nvidia.visible == (1,)
     again = detect_json(clean_env(PATH="/usr/bin:/bin"), "--host", str(host))
     assert again == doc
 
@@ -180,7 +195,8 @@ def test_console_summary(fake_nvml: Callable[..., Path]) -> None:
                     FAKE_NVML_GPUS="NVIDIA H200:9.0:143771", COLUMNS="120")
     res = run_cli(["detect"], env)
     assert res.returncode == 0, res.stderr
-    assert "NVIDIA H200" in res.stdout and "580.82.07" in res.stdout
+    assert "NVIDIA H200" in res.stdout
+    assert "580.82.07" in res.stdout
     assert "Python" in res.stdout
 
 

@@ -34,7 +34,8 @@ def test_query_multi_and_na_fields() -> None:
     gpus, driver = parse_query_csv(MULTI + "2, NVIDIA A100, [N/A], [N/A], [N/A], 550.54.15\n")
     assert driver == "550.54.15"
     assert [g.compute_capability for g in gpus] == ["6.1", "8.6", None]
-    assert gpus[2].memory_mib is None and gpus[2].uuid is None
+    assert gpus[2].memory_mib is None
+    assert gpus[2].uuid is None
 
 
 def test_query_capture_with_header() -> None:
@@ -48,12 +49,14 @@ def test_query_capture_with_header() -> None:
 def test_query_capture_driver_only_wsl() -> None:
     gpus, driver = parse_query_csv(data("query_csv_noheader_driver_version_wsl2_2gpu.txt"),
                                    ("driver_version",))
-    assert driver == "572.60" and len(gpus) == 2
+    assert driver == "572.60"
+    assert len(gpus) == 2
 
 
 def test_query_name_with_comma() -> None:
     (gpu,), _ = parse_query_csv("0, Odd, Name, 8.0, 40960, GPU-1, 550.1\n")
-    assert gpu.name == "Odd, Name" and gpu.compute_capability == "8.0"
+    assert gpu.name == "Odd, Name"
+    assert gpu.compute_capability == "8.0"
 
 
 def test_query_malformed_names_the_line() -> None:
@@ -84,40 +87,48 @@ def test_versions_from_captures(fixture: str, driver: str, cuda: str) -> None:
 
 def test_errors_from_captures() -> None:
     mismatch = parse_smi_error(data("error_nvml_driver_library_mismatch_550.144.txt"))
-    assert mismatch is not None and "mismatch" in mismatch and "550.144" in mismatch
+    assert mismatch is not None
+    assert "mismatch" in mismatch
+    assert "550.144" in mismatch
     down = parse_smi_error(data("error_couldnt_communicate_with_driver.txt"))
-    assert down is not None and "could not talk to the NVIDIA driver" in down
+    assert down is not None
+    assert "could not talk to the NVIDIA driver" in down
     assert parse_smi_error("something else") is None
 
 
 def test_probe_single(tmp_path: Path) -> None:
     exe = fake_smi(tmp_path, query=SINGLE, version=data("version_610.57.04_kmd.txt"))
     res = probe_nvidia_smi(str(exe))
-    assert res.ok and res.warnings == ()
+    assert res.ok
+    assert res.warnings == ()
     assert (res.driver_version, res.cuda_driver_version) == ("580.82.07", "13.3")
     assert [g.name for g in res.gpus] == ["NVIDIA H200"]
 
 
 def test_probe_multi(tmp_path: Path) -> None:
-    exe = fake_smi(tmp_path, query=MULTI, version=data("version_wsl2_smi555.42.03_driver555.85.txt"))
+    exe = fake_smi(tmp_path, query=MULTI,
+                   version=data("version_wsl2_smi555.42.03_driver555.85.txt"))
     res = probe_nvidia_smi(str(exe))
     assert [g.compute_capability for g in res.gpus] == ["6.1", "8.6"]
     assert res.cuda_driver_version == "12.5"
 
 
 def test_probe_old_smi_without_compute_cap(tmp_path: Path) -> None:
-    query = "0, NVIDIA GeForce GTX 1080, 8192, GPU-00000000-0000-0000-0000-000000000000, 470.256.02\n"
+    query = "0, NVIDIA GeForce GTX 1080, 8192, GPU-00000000-0000-0000-0000-0000000, 470.256.02\n"
     exe = fake_smi(tmp_path, query=query, no_compute_cap=True)
     res = probe_nvidia_smi(str(exe))
-    assert res.ok and len(res.calls) == 3
-    assert res.gpus[0].compute_capability is None and res.gpus[0].memory_mib == 8192
+    assert res.ok
+    assert len(res.calls) == 3
+    assert res.gpus[0].compute_capability is None
+    assert res.gpus[0].memory_mib == 8192
     assert any("compute_cap" in w for w in res.warnings)
 
 
 def test_probe_nonzero_exit(tmp_path: Path) -> None:
     exe = fake_smi(tmp_path, error=data("error_nvml_driver_library_mismatch_550.144.txt"), rc=18)
     res = probe_nvidia_smi(str(exe))
-    assert not res.ok and res.gpus == ()
+    assert not res.ok
+    assert res.gpus == ()
     assert "driver/library version mismatch" in res.warnings[0]
 
 
@@ -132,7 +143,8 @@ def test_probe_hang_returns_within_timeout(tmp_path: Path) -> None:
     start = time.monotonic()
     res = probe_nvidia_smi(str(exe), timeout=0.5)
     assert time.monotonic() - start < 3
-    assert not res.ok and "did not answer within 0.5 s" in res.warnings[0]
+    assert not res.ok
+    assert "did not answer within 0.5 s" in res.warnings[0]
 
 
 def test_find_nvidia_smi(tmp_path: Path) -> None:

@@ -68,7 +68,8 @@ def test_eight_a100(fake_nvml: Callable[..., Path]) -> None:
     nv = doc["nvidia"]
     assert [g["index"] for g in nv["gpus"]] == list(range(8))
     assert {g["compute_capability"] for g in nv["gpus"]} == {"8.0"}
-    assert nv["visible"] == [4, 5, 6, 7] and nv["cuda_visible_devices"] == "4,5,6,7"
+    assert nv["visible"] == [4, 5, 6, 7]
+    assert nv["cuda_visible_devices"] == "4,5,6,7"
 
 
 def test_version_mismatch_warns_and_next_probe_runs(fake_nvml: Callable[..., Path],
@@ -80,7 +81,8 @@ def test_version_mismatch_warns_and_next_probe_runs(fake_nvml: Callable[..., Pat
     assert any("driver/library version mismatch" in w and "reboot" in w
                for w in doc["warnings"])
     nv = doc["nvidia"]
-    assert nv["source"] == "nvidia-smi" and nv["gpus"][0]["compute_capability"] == "9.0"
+    assert nv["source"] == "nvidia-smi"
+    assert nv["gpus"][0]["compute_capability"] == "9.0"
     assert doc["sources"]["nvidia.gpus"] == "nvidia-smi --query-gpu"
 
 

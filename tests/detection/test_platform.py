@@ -76,14 +76,16 @@ def test_probe_on_fake_tree(tmp_path: Path) -> None:
 def test_probe_container_from_environment(tmp_path: Path) -> None:
     facts = probe_platform(tmp_path, {"APPTAINER_CONTAINER": "/x.sif"}, system="Linux",
                            machine="x86_64", confstr=lambda: "glibc 2.28")
-    assert facts.container == "apptainer" and not facts.wsl
+    assert facts.container == "apptainer"
+    assert not facts.wsl
 
 
 def test_probe_musl_via_loader(tmp_path: Path) -> None:
     lib = tmp_path / "lib"
     lib.mkdir()
     loader = lib / "ld-musl-x86_64.so.1"
-    loader.write_text("#!/bin/sh\necho 'musl libc (x86_64)' >&2\necho 'Version 1.2.5' >&2\nexit 1\n")
+    loader.write_text("#!/bin/sh\necho 'musl libc (x86_64)' >&2\n"
+                      "echo 'Version 1.2.5' >&2\nexit 1\n")
     loader.chmod(0o755)
     facts = probe_platform(tmp_path, {}, system="Linux", machine="x86_64", confstr=lambda: None)
     assert (facts.glibc, facts.musl) == (None, "1.2.5")

@@ -49,7 +49,8 @@ def fake_venv(root: Path, torch_version: str, version_py: str, uv: bool = False)
     (site,) = root.glob("lib/python*/site-packages")
     dist = site / f"torch-{torch_version}.dist-info"
     dist.mkdir()
-    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: torch\nVersion: {torch_version}\n")
+    (dist / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: torch\nVersion: {torch_version}\n")
     (dist / "INSTALLER").write_text("uv\n")
     (site / "torch").mkdir()
     (site / "torch/__init__.py").write_text("raise SystemExit('torch must not be imported')\n")
@@ -65,7 +66,9 @@ def test_other_interpreter_pypi_cuda_build(tmp_path: Path) -> None:
                    "__version__ = '2.7.1'\ncuda: Optional[str] = '12.6'\nhip = None\n", uv=True)
     facts = inspect_interpreter(str(py))
     info = python_info_from(facts)
-    assert info.env_kind == "uv" and info.executable and info.version.startswith("3.")
+    assert info.env_kind == "uv"
+    assert info.executable
+    assert info.version.startswith("3.")
     torch = torch_info_from(facts)
     assert torch is not None
     assert (torch.version, torch.variant, torch.cuda_version, torch.torchvision,

@@ -92,7 +92,8 @@ def test_probe_rocminfo_hang(tmp_path: Path) -> None:
     start = time.monotonic()
     facts = probe_rocm(tmp_path, {"PATH": str(tmp_path / "bin")}, timeout=0.5)
     assert time.monotonic() - start < 3
-    assert facts.gfx_targets == () and "did not finish" in facts.warnings[0]
+    assert facts.gfx_targets == ()
+    assert "did not finish" in facts.warnings[0]
 
 
 def test_hsa_override(tmp_path: Path) -> None:
@@ -104,4 +105,6 @@ def test_hsa_override(tmp_path: Path) -> None:
 
 def test_no_amd_at_all(tmp_path: Path) -> None:
     facts = probe_rocm(tmp_path, {"PATH": ""})
-    assert facts.gfx_targets == () and facts.version is None and facts.warnings == ()
+    assert facts.gfx_targets == ()
+    assert facts.version is None
+    assert facts.warnings == ()

@@ -3,16 +3,73 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import sys
 from typing import Any
+
+from torchenv.cli._common import add_json_flag
+from torchenv.errors import BadInput
 
 __all__ = ["register", "run"]
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("doctor", help="diagnose a broken install and print the fix")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("doctor", help="diagnose a broken install and print the fix",
+                       description="Diagnose the torch install of an interpreter; exit 1 when "
+                                   "an error-level finding exists.")
+    p.add_argument("--python", dest="python", metavar="PATH", default=None,
+                   help="the interpreter to inspect (default: this one)")
+    add_json_flag(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise NotImplementedError("doctor")
+    from torchenv.detection.detect import detect
+    from torchenv.doctor import diagnose, gather_installs, summarize
+    from torchenv.matrix import load_matrix
+
+    python = args.python or sys.executable
+    if os.sep in python:
+        python = os.path.abspath(python)
+    elif shutil.which(python):
+        python = shutil.which(python) or python
+    if not os.path.exists(python):
+        raise BadInput(f"--python: {python} does not exist",
+                       hint="pass the path of a Python interpreter")
+    env = dict(os.environ)
+    installs = gather_installs(python, env)
+    host = detect(None, python=python)
+    findings = diagnose(host, env, load_matrix(), installs)
+    errors = summarize(findings)["error"]
+    if args.json:
+        from torchenv.cli._common import emit_json
+
+        emit_json({"ok": errors == 0, "python": installs.python or python,
+                   "torch": host.torch.version if host.torch else
+                   next((d.version for d in installs.dists("torch")), None),
+                   "findings": [f.to_json() for f in findings]})
+    else:
+        _print(findings, installs.python or python)
+    return 1 if errors else 0
+
+
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def _print(findings: list[Any], python: str) -> None:
+    from rich.markup import escape
+
+    from torchenv.cli._common import console
+
+    out = console()
+    if not findings:
+        out.print(f"[green]No problems found[/] in {escape(python)}.")
+        return
+    for f in findings:
+        out.print(f"[{_STYLE[f.severity]}]{f.severity}[/]: [bold]{escape(f.title)}[/]")
+        out.print(f"  {escape(f.explanation)}")
+        if f.fix:
+            out.print(f"  fix: [bold]{escape(f.fix)}[/]")
+    counts = {s: sum(1 for f in findings if f.severity == s) for s in _STYLE}
+    out.print(", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n))

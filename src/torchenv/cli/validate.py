@@ -105,11 +105,10 @@ class _Progress:
     def update(self, event: ProgressEvent) -> None:
         if self._progress is None:
             return
-        kind, payload = event
-        if kind == "plan":
-            self._progress.update(self._task, total=len(payload))
-        elif kind == "start":
-            self._progress.update(self._task, description=f"running {payload}")
+        if event[0] == "plan":
+            self._progress.update(self._task, total=len(event[1]))
+        elif event[0] == "start":
+            self._progress.update(self._task, description=f"running {event[1]}")
         else:
             self._progress.advance(self._task)
 

@@ -70,7 +70,9 @@ def _gpu_kinds(host: HostProfile) -> set[str]:
         kinds.add("cuda")
     if host.rocm is not None and host.rocm.gfx_targets:
         kinds.add("rocm")
-    if host.xpu is not None and host.xpu.devices:
+    if host.xpu is not None and host.xpu.devices and host.xpu.level_zero:
+        # an Intel display device without the Level Zero runtime is usually an iGPU that the
+        # xpu build cannot use; it must not steer the choice
         kinds.add("xpu")
     return kinds
 

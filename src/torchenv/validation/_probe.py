@@ -270,7 +270,9 @@ def check_nn_module(ctx: Ctx) -> str:
     torch = ctx.torch
     nn = torch.nn
 
-    class Net(nn.Module):
+    module_base: Any = nn.Module
+
+    class Net(module_base):  # type: ignore[misc]
         def __init__(self) -> None:
             super().__init__()
             self.body = nn.Linear(8, 16)
@@ -450,7 +452,8 @@ def check_torchscript(ctx: Ctx) -> str:
     with open(path, "w", encoding="utf-8") as f:
         f.write(_SCRIPTED_SOURCE)
     spec = importlib.util.spec_from_file_location("torchenv_scripted", path)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     branchy = module.branchy
@@ -537,7 +540,7 @@ def check_cpp_extension(ctx: Ctx) -> str:
     if not _compiler():
         raise Skip("no C++ compiler (install g++ or set CXX)")
     torch = ctx.torch
-    from torch.utils import cpp_extension
+    cpp_extension: Any = importlib.import_module("torch.utils.cpp_extension")
 
     if not cpp_extension.is_ninja_available():
         raise Skip("ninja is not installed (pip install ninja)")
@@ -584,7 +587,7 @@ def check_perf(ctx: Ctx) -> str:
         b = torch.randn(n, n, device=dev, dtype=dtype)
         torch.set_float32_matmul_precision("high" if label == "tf32" else "highest")
         try:
-            seconds = timed(lambda a=a, b=b: a @ b, 10)
+            seconds = timed(lambda: a @ b, 10)  # noqa: B023 - called before the next loop
         finally:
             torch.set_float32_matmul_precision("highest")
         tflops[label] = round(2 * n ** 3 / seconds / 1e12, 1)

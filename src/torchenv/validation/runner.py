@@ -373,7 +373,7 @@ def _torchrun_argv(options: ValidationOptions, nproc: int, out_dir: Path, backen
         argv += ["--standalone"]
     if options.node_rank is not None:
         argv += ["--node-rank", str(options.node_rank)]
-    return argv + [str(DIST_WORKER), str(out_dir), backend, str(timeout)]
+    return [*argv, str(DIST_WORKER), str(out_dir), backend, str(timeout)]
 
 
 def _run_collectives(options: ValidationOptions, env: Mapping[str, str], scratch: Path,

@@ -1,0 +1,372 @@
+"""Diagnose an environment: pure rules over a HostProfile, the environment, the matrix and the
+installed distributions. Nothing here touches the outside world (see ``gather.py``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
+
+from torchenv.detection.profile import Gpu, HostProfile, TorchInfo
+from torchenv.matrix.model import Matrix, cuda_version_of, parse_version_tuple
+
+__all__ = [
+    "CondaRecord",
+    "Distribution",
+    "Finding",
+    "Installs",
+    "Severity",
+    "diagnose",
+    "summarize",
+    "torch_info",
+]
+
+Severity = Literal["error", "warning", "info"]
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+CUDA_LIB_PREFIXES = ("libcudart.so", "libcudnn.so", "libnccl.so", "libcublas.so")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: ``fix`` is a command (or None when no single command fixes it)."""
+
+    severity: Severity
+    code: str
+    title: str
+    explanation: str
+    fix: Optional[str] = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"severity": self.severity, "code": self.code, "title": self.title,
+                "explanation": self.explanation, "fix": self.fix}
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """An installed ``*.dist-info`` (or ``.egg-info``) as the target interpreter sees it."""
+
+    name: str
+    version: str
+    location: str
+    installer: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class CondaRecord:
+    """A ``conda-meta/*.json`` package record."""
+
+    name: str
+    version: str
+    channel: str
+    build: str = ""
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class Installs:
+    """What the gatherer found in the target interpreter and the environment."""
+
+    python: Optional[str] = None
+    distributions: tuple[Distribution, ...] = ()
+    conda: tuple[CondaRecord, ...] = ()
+    cuda_libs_on_ld_path: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def dists(self, name: str) -> tuple[Distribution, ...]:
+        return tuple(d for d in self.distributions if _norm(d.name) == name)
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _local(version: str) -> Optional[str]:
+    return version.split("+", 1)[1] if "+" in version else None
+
+
+def _public(version: str) -> str:
+    return version.split("+", 1)[0]
+
+
+def _vt(text: str) -> tuple[int, ...]:
+    try:
+        return parse_version_tuple(text)
+    except ValueError:
+        return tuple(int(p) for p in re.findall(r"\d+", text))
+
+
+def torch_info(host: HostProfile, installs: Installs, matrix: Matrix) -> Optional[TorchInfo]:
+    """The installed torch: the profile's when detection found it, else from the dist-info."""
+    if host.torch is not None:
+        return host.torch
+    dists = installs.dists("torch")
+    if not dists:
+        return None
+    version = dists[0].version
+    variant = _local(version)
+    if variant is None:
+        release = matrix.release(_public(version))
+        variant = release.pypi_default.get(host.platform) if release else None
+    vision, audio = installs.dists("torchvision"), installs.dists("torchaudio")
+    return TorchInfo(version=version, variant=variant,
+                     cuda_version=cuda_version_of(variant) if variant else None,
+                     location=dists[0].location,
+                     torchvision=vision[0].version if vision else None,
+                     torchaudio=audio[0].version if audio else None,
+                     installer=dists[0].installer)
+
+
+def _resolved_command(host: HostProfile, matrix: Matrix) -> Optional[str]:
+    """The pip command of the resolver's plan for this host, or None when there is none."""
+    try:
+        from torchenv.resolver import Request, resolve
+    except ImportError:
+        return None
+    try:
+        plan = resolve(Request(), host, matrix)
+        commands = getattr(plan, "commands", None)
+        if isinstance(commands, Mapping) and commands.get("pip"):
+            return str(commands["pip"])
+        from torchenv.installers.render import pip_command
+
+        return pip_command(plan, host.python.executable)
+    except Exception:  # Unsatisfiable, or a resolver/installer still being written
+        return None
+
+
+def _fix(host: HostProfile, matrix: Matrix, fallback: str) -> str:
+    return _resolved_command(host, matrix) or fallback
+
+
+def _arch_runs(entry: str, cc: str) -> bool:
+    """Whether one arch-list entry (``8.6``, ``sm_86``, ``9.0a``, ``12.0+PTX``, ``compute_90``)
+    runs a device of capability ``cc`` (see DESIGN.md rule 3)."""
+    text = entry.strip().lower()
+    ptx = text.endswith("+ptx") or text.startswith("compute_")
+    text = text.replace("+ptx", "").replace("compute_", "").replace("sm_", "")
+    specific = text.endswith(("a", "f"))
+    text = text.rstrip("af")
+    if "." in text:
+        major_s, minor_s = text.split(".", 1)
+    else:
+        major_s, minor_s = text[:-1], text[-1:]
+    try:
+        major, minor = int(major_s), int(minor_s)
+        d_major, d_minor = (int(p) for p in cc.replace("sm_", "").split(".")[:2])
+    except ValueError:
+        return False
+    if ptx:
+        return (d_major, d_minor) >= (major, minor)
+    if specific:
+        return (d_major, d_minor) == (major, minor)
+    return d_major == major and d_minor >= minor
+
+
+def _gpus(host: HostProfile) -> tuple[Gpu, ...]:
+    return host.nvidia.visible_gpus() if host.nvidia is not None else ()
+
+
+def diagnose(host: HostProfile, env: Mapping[str, str], matrix: Matrix,
+             installs: Installs = Installs()) -> list[Finding]:
+    """Every problem found, errors first."""
+    findings: list[Finding] = []
+    torch = torch_info(host, installs, matrix)
+    target = installs.python or host.python.executable or "python"
+    all_gpus = host.nvidia.gpus if host.nvidia is not None else ()
+
+    if torch is None:
+        findings.append(Finding(
+            "error", "torch-missing", f"torch is not installed in {target}",
+            "The interpreter cannot import torch; 'torchenv resolve' picks the build for this "
+            "machine.", _fix(host, matrix, "torchenv install")))
+
+    cpu_build = torch is not None and (torch.variant == "cpu"
+                                       or torch.version.endswith("+cpu"))
+    if torch is not None and cpu_build and all_gpus:
+        findings.append(Finding(
+            "error", "cpu-build-on-gpu-host",
+            f"torch {torch.version} is a CPU-only build on a host with an NVIDIA GPU",
+            f"The GPU ({all_gpus[0].name or 'GPU 0'}) is never used: torch.cuda.is_available() "
+            "is False with this build.",
+            _fix(host, matrix, "torchenv install  # 'torchenv resolve' shows the CUDA build")))
+
+    if torch is not None and not cpu_build:
+        findings += _arch_findings(host, matrix, torch)
+        findings += _driver_findings(host, matrix, torch)
+    if torch is not None:
+        findings += _pairing_findings(host, matrix, torch)
+    findings += _install_findings(installs, target)
+    findings += _env_findings(host, env, installs, torch, cpu_build)
+    for warning in host.warnings:
+        if re.search(r"mismatch", warning, re.I) and re.search(r"nvml|driver", warning, re.I):
+            findings.append(Finding(
+                "error", "nvml-mismatch", "NVIDIA driver/library version mismatch",
+                f"{warning.strip()} — the kernel module and the user-space driver differ, "
+                "usually after a driver upgrade without a reboot; CUDA cannot initialise.",
+                "sudo reboot"))
+            break
+    findings.sort(key=lambda f: _SEVERITY_ORDER[f.severity])
+    return findings
+
+
+def _arch_list(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> Optional[tuple[str, ...]]:
+    if torch.arch_list:
+        return torch.arch_list
+    release = matrix.release(torch.public_version)
+    variant = release.variant(torch.variant) if release and torch.variant else None
+    return variant.arch_list_for(host.platform) if variant else None
+
+
+def _arch_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> list[Finding]:
+    archs = _arch_list(host, matrix, torch)
+    if not archs or not torch.cuda_version:
+        return []
+    out = []
+    for gpu in _gpus(host):
+        cc = gpu.compute_capability
+        if cc and not any(_arch_runs(a, cc) for a in archs):
+            sm = "sm_" + cc.replace(".", "")
+            out.append(Finding(
+                "error", "gpu-arch-unsupported",
+                f"GPU {gpu.index} ({sm}, {gpu.name or 'unknown'}) is not in torch "
+                f"{torch.version}'s arch list",
+                f"This build was compiled for {' '.join(archs)}; kernels fail with 'no kernel "
+                f"image is available' ('{sm} is not compatible with the current PyTorch "
+                "installation').",
+                _fix(host, matrix, "torchenv resolve  # shows a build that covers this GPU")))
+    return out
+
+
+def _driver_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> list[Finding]:
+    cuda = torch.cuda_version or (cuda_version_of(torch.variant) if torch.variant else None)
+    driver = host.nvidia.driver_version if host.nvidia is not None else None
+    if not cuda or not driver:
+        return []
+    windows = host.platform.startswith("win")
+    toolkit = matrix.toolkit_floor(cuda)
+    compat = matrix.compat_floor(int(cuda.split(".")[0]))
+    toolkit_min = (toolkit.windows if windows else toolkit.linux) if toolkit else None
+    compat_min = (compat.windows if windows else compat.linux) if compat else None
+    if compat_min and _vt(driver) < _vt(compat_min):
+        return [Finding(
+            "error", "driver-too-old",
+            f"driver {driver} is too old for torch {torch.version} (CUDA {cuda})",
+            f"CUDA {cuda} needs driver ≥ {compat_min} (minor-version compatibility) and "
+            f"≥ {toolkit_min or '?'} for full support; torch.cuda.is_available() is False.",
+            _fix(host, matrix, f"upgrade the NVIDIA driver to ≥ {toolkit_min or compat_min}, "
+                 "or install an older CUDA build: torchenv resolve"))]
+    if toolkit_min and _vt(driver) < _vt(toolkit_min):
+        return [Finding(
+            "warning", "driver-below-toolkit",
+            f"driver {driver} is below CUDA {cuda}'s toolkit floor {toolkit_min}",
+            "It runs through minor-version compatibility: no PTX JIT, and some features need "
+            "the newer driver.",
+            f"upgrade the NVIDIA driver to ≥ {toolkit_min}")]
+    return []
+
+
+def _pairing_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> list[Finding]:
+    release = matrix.release(torch.public_version)
+    out = []
+    torch_local = _local(torch.version)
+    for name, installed, wanted in (
+        ("torchvision", torch.torchvision, release.torchvision if release else None),
+        ("torchaudio", torch.torchaudio, release.torchaudio if release else None),
+    ):
+        if not installed:
+            continue
+        variant = torch.variant or torch_local
+        index = f" --index-url https://download.pytorch.org/whl/{variant}" if variant else ""
+        pin = f"{name}=={wanted}" if wanted else name
+        fix = f"pip install --force-reinstall --no-deps {pin}{index}"
+        if wanted and _public(installed) != wanted:
+            out.append(Finding(
+                "error", f"{name}-unpaired",
+                f"{name} {installed} is not the release paired with torch {torch.version}",
+                f"torch {torch.public_version} pairs with {name} {wanted}; a mismatch fails at "
+                f"import or with 'torchvision::nms does not exist'.", fix))
+        elif _local(installed) != torch_local and (_local(installed) or torch_local):
+            out.append(Finding(
+                "error", f"{name}-variant",
+                f"{name} {installed} is from a different build variant than torch "
+                f"{torch.version}",
+                "Its compiled operators link against another CUDA/CPU build of torch.", fix))
+    return out
+
+
+def _install_findings(installs: Installs, target: str) -> list[Finding]:
+    out = []
+    torches = installs.dists("torch")
+    conda_torch = [r for r in installs.conda if r.name in ("pytorch", "torch")]
+    places = sorted({d.location for d in torches})
+    if len(places) > 1 or len(torches) > 1 or (torches and conda_torch):
+        listed = [f"{d.version} in {d.location} ({d.installer or 'unknown installer'})"
+                  for d in torches] + [f"{r.version} from conda ({r.channel}) in {r.path}"
+                                       for r in conda_torch]
+        out.append(Finding(
+            "error", "multiple-torch",
+            "several torch installs are visible to " + target,
+            "Which one imports depends on sys.path order: " + "; ".join(listed) + ".",
+            f"{target} -m pip uninstall -y torch  # repeat until none is left, then "
+            "'torchenv install'"))
+    legacy = [r for r in installs.conda
+              if r.channel.lower().rstrip("/").split("/")[-1] == "pytorch"]
+    if legacy:
+        names = " ".join(sorted({r.name for r in legacy}))
+        out.append(Finding(
+            "warning", "conda-pytorch-channel",
+            "conda packages from the retired 'pytorch' channel: " + names,
+            "The pytorch conda channel received no releases after 2.5; 'conda update' will not "
+            "move past it. Newer builds come from conda-forge (pytorch, pytorch-gpu with "
+            "cuda-version) or pip inside the environment.",
+            f"conda remove {names} && conda install -c conda-forge pytorch"))
+    return out
+
+
+def _env_findings(host: HostProfile, env: Mapping[str, str], installs: Installs,
+                  torch: Optional[TorchInfo], cpu_build: bool) -> list[Finding]:
+    out = []
+    shadowing = {d: libs for d, libs in installs.cuda_libs_on_ld_path.items() if libs}
+    if shadowing:
+        listed = "; ".join(f"{d}: {', '.join(libs)}" for d, libs in shadowing.items())
+        out.append(Finding(
+            "info" if cpu_build else "warning", "ld-library-path-cuda",
+            "LD_LIBRARY_PATH lists system CUDA libraries",
+            f"{listed}. They are loaded instead of the CUDA runtime, cuDNN and NCCL bundled "
+            "with the wheel, which gives 'undefined symbol' errors or version mismatches.",
+            "export LD_LIBRARY_PATH=" + ":".join(
+                p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p and p not in shadowing)
+            + "  # drop the CUDA directories"))
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    gpus = host.nvidia.gpus if host.nvidia is not None else ()
+    if cvd is not None and gpus:
+        ids = {str(g.index) for g in gpus} | {g.uuid for g in gpus if g.uuid}
+        wanted = [p.strip() for p in cvd.split(",") if p.strip()]
+        # CUDA stops at the first invalid entry
+        valid = []
+        for p in wanted:
+            if p in ids or any(g.uuid and p.startswith("GPU-") and g.uuid.startswith(p)
+                               for g in gpus):
+                valid.append(p)
+            else:
+                break
+        if not valid:
+            out.append(Finding(
+                "error", "cuda-visible-devices-hides-all",
+                f"CUDA_VISIBLE_DEVICES={cvd!r} hides every GPU",
+                f"This machine has {len(gpus)} GPU(s) ({', '.join(sorted(ids))}), but none is "
+                "named first in CUDA_VISIBLE_DEVICES, so torch sees no device.",
+                "unset CUDA_VISIBLE_DEVICES"))
+    if "CUDA_MEMORY_POOL" in env:
+        out.append(Finding(
+            "warning", "cuda-memory-pool",
+            "CUDA_MEMORY_POOL is set, but it is not a PyTorch setting",
+            "PyTorch's caching allocator is configured with PYTORCH_CUDA_ALLOC_CONF "
+            "(e.g. expandable_segments:True); CUDA_MEMORY_POOL is ignored.",
+            "unset CUDA_MEMORY_POOL  # use PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"))
+    del torch
+    return out
+
+
+def summarize(findings: Sequence[Finding]) -> dict[str, int]:
+    return {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")}

@@ -1,0 +1,108 @@
+"""The resolve/env/matrix commands as users run them: exit codes and the JSON contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+CONTRACT_KEYS = {"torch", "torchvision", "torchaudio", "variant", "index_url", "python",
+                 "platform", "commands", "warnings", "rejected", "matrix_version"}
+
+
+def test_resolve_json_follows_the_contract() -> None:
+    r = run_cli(["resolve", "--json", "--driver", "570.86.15", "--gpu", "8.6", "--python",
+                 "3.12", "--platform", "linux-x86_64", "--torch", "==2.7.1"])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert CONTRACT_KEYS <= set(doc)
+    assert (doc["torch"], doc["torchvision"], doc["torchaudio"]) == ("2.7.1", "0.22.1", "2.7.1")
+    assert doc["index_url"] is None and doc["variant"] == "cu126"
+    assert set(doc["commands"]) == {"pip", "uv", "conda", "pixi"}
+    assert all({"torch", "variant", "reason"} <= set(x) for x in doc["rejected"])
+
+
+def test_unsatisfiable_exits_3_with_a_null_torch_and_reasons() -> None:
+    r = run_cli(["resolve", "--json", "--driver", "390.116", "--gpu", "6.1", "--python", "3.12"])
+    assert r.returncode == 3
+    doc = json.loads(r.stdout)
+    assert doc["torch"] is None and doc["rejected"]
+    assert any("--variant cpu" in f for f in doc["fixes"])
+
+
+def test_unsatisfiable_on_the_terminal_prints_the_fixes() -> None:
+    r = run_cli(["resolve", "--driver", "390.116", "--gpu", "6.1", "--python", "3.12"])
+    assert r.returncode == 3
+    assert "upgrade the NVIDIA driver" in r.stderr and "--variant cpu" in r.stderr
+
+
+@pytest.mark.parametrize(("args", "env", "named"), [
+    (["--gpu", "8.x"], {}, "'8.x'"),
+    (["--driver", "abc"], {}, "'abc'"),
+    ([], {"TORCHENV_DRIVER_VERSION": "abc"}, "TORCHENV_DRIVER_VERSION: 'abc'"),
+    (["--torch", ">>2"], {}, "'>>2'"),
+    (["--variant", "cuda12"], {}, "'cuda12'"),
+    (["--platform", "solaris"], {}, "'solaris'"),
+    (["--python", "three"], {}, "'three'"),
+], ids=["gpu", "driver", "env-driver", "spec", "variant", "platform", "python"])
+def test_bad_input_exits_2_naming_the_value(args: list[str], env: dict[str, str],
+                                            named: str) -> None:
+    r = run_cli(["resolve", "--json", *args], env=env)
+    assert r.returncode == 2
+    assert named in r.stderr
+    assert r.stdout == ""
+
+
+def test_a_saved_host_profile_resolves_elsewhere(tmp_path: Path) -> None:
+    detect = run_cli(["detect", "--json", "--driver", "550.54.15", "--gpu", "9.0"])
+    assert detect.returncode == 0, detect.stderr
+    host = tmp_path / "node.json"
+    host.write_text(detect.stdout)
+    via_file = run_cli(["resolve", "--json", "--host", str(host)])
+    direct = run_cli(["resolve", "--json", "--driver", "550.54.15", "--gpu", "9.0"])
+    assert via_file.returncode == direct.returncode == 0
+    assert json.loads(via_file.stdout)["torch"] == json.loads(direct.stdout)["torch"]
+
+
+def test_a_malformed_host_file_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "node.json"
+    bad.write_text("{not json")
+    r = run_cli(["resolve", "--host", str(bad)])
+    assert r.returncode == 2 and "node.json" in r.stderr
+
+
+def test_pyproject_defaults_apply_and_flags_override_them(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.torchenv]\ntorch = "==2.6.*"\npython = "3.10"\nvariant = "cpu"\n')
+    r = run_cli(["resolve", "--json", "--no-gpu"], cwd=str(tmp_path))
+    doc = json.loads(r.stdout)
+    assert (doc["torch"], doc["python"], doc["variant"]) == ("2.6.0", "3.10", "cpu")
+    r = run_cli(["resolve", "--json", "--no-gpu", "--torch", "==2.5.1"], cwd=str(tmp_path))
+    assert json.loads(r.stdout)["torch"] == "2.5.1"
+
+
+def test_matrix_show_json_lists_every_release_newest_first() -> None:
+    r = run_cli(["matrix", "show", "--json"])
+    doc = json.loads(r.stdout)
+    assert doc["schema_version"] == 1 and doc["matrix_version"]
+    versions = [x["torch"] for x in doc["releases"]]
+    assert versions[0] == "2.15.0" and "2.0.0" in versions
+    first = doc["releases"][0]
+    assert {"torch", "torchvision", "torchaudio", "released", "python", "pypi_default",
+            "variants"} <= set(first)
+
+
+def test_matrix_check_passes() -> None:
+    r = run_cli(["matrix", "check", "--json"])
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["cache_current"] is True
+
+
+def test_matrix_check_rejects_a_broken_overlay(tmp_path: Path) -> None:
+    overlay = tmp_path / "o.yaml"
+    overlay.write_text("releases:\n  - torch: nope\n")
+    r = run_cli(["matrix", "check", "--overlay", str(overlay)])
+    assert r.returncode == 2 and "overlay ignored" in r.stderr
