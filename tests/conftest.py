@@ -18,11 +18,22 @@ def matrix() -> Matrix:
     return load_matrix(overlay=False)
 
 
-def run_cli(args: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None,
-            timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    args: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
     """``python -m torchenv ARGS`` in a child, with no user overlay and no TORCHENV_* leaking in."""
     child_env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHENV_")}
     child_env["TORCHENV_NO_OVERLAY"] = "1"
     child_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "torchenv", *args], capture_output=True,
-                          text=True, env=child_env, cwd=cwd, timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "torchenv", *args],
+        capture_output=True,
+        text=True,
+        env=child_env,
+        cwd=cwd,
+        timeout=timeout,
+        check=False,
+    )

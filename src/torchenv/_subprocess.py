@@ -41,7 +41,9 @@ class ProcessResult:
                 name = f"signal {-self.returncode}"
             return f"{self.argv[0]} was killed by {name}"
         last = (self.stderr.strip().splitlines() or [""])[-1]
-        return f"{self.argv[0]} exited with status {self.returncode}" + (f": {last}" if last else "")
+        return f"{self.argv[0]} exited with status {self.returncode}" + (
+            f": {last}" if last else ""
+        )
 
 
 def run_process(
@@ -71,7 +73,12 @@ def run_process(
         )
     except OSError as exc:
         return ProcessResult(
-            tuple(argv), None, "", "", time.monotonic() - start, error=f"cannot run {argv[0]}: {exc}"
+            tuple(argv),
+            None,
+            "",
+            "",
+            time.monotonic() - start,
+            error=f"cannot run {argv[0]}: {exc}",
         )
     try:
         out, err = proc.communicate(input=input_text, timeout=timeout)

@@ -13,8 +13,9 @@ def rel(matrix: Matrix, version: str) -> Release:
     return r
 
 
-def arch(matrix: Matrix, version: str, variant: str, platform: str = "linux-x86_64"
-         ) -> tuple[str, ...]:
+def arch(
+    matrix: Matrix, version: str, variant: str, platform: str = "linux-x86_64"
+) -> tuple[str, ...]:
     v = rel(matrix, version).variant(variant)
     assert v is not None, (version, variant)
     lst = v.arch_list_for(platform)
@@ -29,8 +30,9 @@ def test_cu121_of_torch_2_1_dropped_sm_37_while_cu118_kept_it(matrix: Matrix) ->
 
 def test_the_pytorch_conda_channel_ends_at_2_5(matrix: Matrix) -> None:
     assert rel(matrix, "2.5.1").conda.pytorch_channel is True
-    later = [r.torch for r in matrix.releases if r.key >= (2, 6) and
-             r.conda.pytorch_channel is not False]
+    later = [
+        r.torch for r in matrix.releases if r.key >= (2, 6) and r.conda.pytorch_channel is not False
+    ]
     assert later == []
 
 
@@ -56,10 +58,18 @@ def test_python_3_12_wheels_exist_since_2_2(matrix: Matrix) -> None:
     assert "3.12" in rel(matrix, "2.2.0").python["linux-x86_64"]
 
 
-@pytest.mark.parametrize(("version", "pypi_cuda"), [
-    ("2.0.1", "cu117"), ("2.1.0", "cu121"), ("2.5.1", "cu124"), ("2.7.1", "cu126"),
-    ("2.8.0", "cu128"), ("2.11.0", "cu130"),
-], ids=lambda x: str(x))
+@pytest.mark.parametrize(
+    ("version", "pypi_cuda"),
+    [
+        ("2.0.1", "cu117"),
+        ("2.1.0", "cu121"),
+        ("2.5.1", "cu124"),
+        ("2.7.1", "cu126"),
+        ("2.8.0", "cu128"),
+        ("2.11.0", "cu130"),
+    ],
+    ids=lambda x: str(x),
+)
 def test_the_pypi_build_for_linux_x86_64(matrix: Matrix, version: str, pypi_cuda: str) -> None:
     r = rel(matrix, version)
     assert r.pypi_default["linux-x86_64"] == pypi_cuda

@@ -22,8 +22,10 @@ from torchenv.matrix.loader import (
 from torchenv.matrix.model import Matrix
 from torchenv.matrix.validate import build_matrix
 
-ORIGIN = {n: f"matrix/data/{n}" for n in
-          ("releases.yaml", "variants.yaml", "cuda.yaml", "rocm.yaml", "gpus.yaml")}
+ORIGIN = {
+    n: f"matrix/data/{n}"
+    for n in ("releases.yaml", "variants.yaml", "cuda.yaml", "rocm.yaml", "gpus.yaml")
+}
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +53,36 @@ def test_a_stale_cache_is_ignored(tmp_path: Path) -> None:
 
 def test_every_patch_release_from_2_0_to_2_15_is_present(matrix: Matrix) -> None:
     versions = {r.torch for r in matrix.releases}
-    expected = {"2.0.0", "2.0.1", "2.1.0", "2.1.1", "2.1.2", "2.2.0", "2.2.1", "2.2.2", "2.3.0",
-                "2.3.1", "2.4.0", "2.4.1", "2.5.0", "2.5.1", "2.6.0", "2.7.0", "2.7.1", "2.8.0",
-                "2.9.0", "2.9.1", "2.10.0", "2.11.0", "2.12.0", "2.12.1", "2.13.0", "2.14.0",
-                "2.14.1", "2.15.0"}
+    expected = {
+        "2.0.0",
+        "2.0.1",
+        "2.1.0",
+        "2.1.1",
+        "2.1.2",
+        "2.2.0",
+        "2.2.1",
+        "2.2.2",
+        "2.3.0",
+        "2.3.1",
+        "2.4.0",
+        "2.4.1",
+        "2.5.0",
+        "2.5.1",
+        "2.6.0",
+        "2.7.0",
+        "2.7.1",
+        "2.8.0",
+        "2.9.0",
+        "2.9.1",
+        "2.10.0",
+        "2.11.0",
+        "2.12.0",
+        "2.12.1",
+        "2.13.0",
+        "2.14.0",
+        "2.14.1",
+        "2.15.0",
+    }
     assert expected <= versions
 
 
@@ -78,15 +106,21 @@ def _expect_error(docs: dict[str, Any], message: str) -> None:
 def test_a_bad_arch_string_names_file_and_key_path(documents: dict[str, Any]) -> None:
     docs = copy.deepcopy(documents)
     sets = docs["variants.yaml"]["variant_sets"]
-    i, j = next((i, j) for i, s in enumerate(sets) for j, v in enumerate(s["variants"])
-                if isinstance(v.get("arch_list"), list))
+    i, j = next(
+        (i, j)
+        for i, s in enumerate(sets)
+        for j, v in enumerate(s["variants"])
+        if isinstance(v.get("arch_list"), list)
+    )
     sets[i]["variants"][j]["arch_list"][0] = "8.6x"
-    _expect_error(docs, f"matrix/data/variants.yaml: variant_sets[{i}].variants[{j}]"
-                  f".arch_list[0]: '8.6x' is not a compute capability")
+    _expect_error(
+        docs,
+        f"matrix/data/variants.yaml: variant_sets[{i}].variants[{j}]"
+        f".arch_list[0]: '8.6x' is not a compute capability",
+    )
 
 
-def test_a_variant_set_pointing_at_a_missing_release_is_rejected(documents: dict[str, Any]
-                                                                  ) -> None:
+def test_a_variant_set_pointing_at_a_missing_release_is_rejected(documents: dict[str, Any]) -> None:
     docs = copy.deepcopy(documents)
     docs["variants.yaml"]["variant_sets"][0]["releases"].append("9.9.9")
     _expect_error(docs, "torch 9.9.9 is not in releases.yaml")
@@ -133,16 +167,23 @@ def test_wrong_schema_version_is_rejected(documents: dict[str, Any]) -> None:
 
 def _overlay_release(matrix: Matrix) -> dict[str, Any]:
     newest = matrix.releases[0]
-    return {"torch": "2.99.0", "released": "2099-01-01", "torchvision": None,
-            "torchaudio": None, "python": {"linux-x86_64": ["3.12"]},
-            "pypi_default": {"linux-x86_64": "cpu"}, "conda": {},
-            "sources": list(newest.sources)}
+    return {
+        "torch": "2.99.0",
+        "released": "2099-01-01",
+        "torchvision": None,
+        "torchaudio": None,
+        "python": {"linux-x86_64": ["3.12"]},
+        "pypi_default": {"linux-x86_64": "cpu"},
+        "conda": {},
+        "sources": list(newest.sources),
+    }
 
 
 def test_an_overlay_adds_releases(tmp_path: Path, matrix: Matrix) -> None:
     overlay = tmp_path / "overlay.yaml"
-    overlay.write_text(yaml.safe_dump({"schema_version": 1,
-                                       "releases": [_overlay_release(matrix)]}))
+    overlay.write_text(
+        yaml.safe_dump({"schema_version": 1, "releases": [_overlay_release(matrix)]})
+    )
     merged = load_matrix(overlay=overlay)
     assert merged.overlay_error is None
     assert merged.releases[0].torch == "2.99.0"
@@ -153,8 +194,11 @@ def test_an_overlay_replaces_a_release_by_version(documents: dict[str, Any]) -> 
     replacement = copy.deepcopy(documents["releases.yaml"]["releases"][3])
     replacement["note"] = "replaced"
     merged = merge_overlay(documents, {"releases": [replacement]})
-    notes = [r.get("note") for r in merged["releases.yaml"]["releases"]
-             if r["torch"] == replacement["torch"]]
+    notes = [
+        r.get("note")
+        for r in merged["releases.yaml"]["releases"]
+        if r["torch"] == replacement["torch"]
+    ]
     assert notes == ["replaced"]
 
 
@@ -164,8 +208,10 @@ def test_a_broken_overlay_is_reported_and_ignored(tmp_path: Path, matrix: Matrix
     bad["released"] = "yesterday"
     overlay.write_text(yaml.safe_dump({"releases": [bad]}))
     loaded = load_matrix(overlay=overlay)
-    assert loaded.overlay_error is not None and "'yesterday' is not an ISO date" in \
-        loaded.overlay_error
+    assert (
+        loaded.overlay_error is not None
+        and "'yesterday' is not an ISO date" in loaded.overlay_error
+    )
     assert [r.torch for r in loaded.releases] == [r.torch for r in matrix.releases]
 
 

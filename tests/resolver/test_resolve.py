@@ -21,57 +21,151 @@ from torchenv.resolver.rules import parse_arch
 BASE = HostProfile(platform="linux-x86_64", python=PythonInfo("3.12"), glibc="2.35")
 
 TABLE: list[tuple[str, dict[str, Any], dict[str, Any], Any]] = [
-    ('cpu-only linux 3.12', {}, {}, ('2.15.0', 'cpu', 'full')),
-    ('cpu-only linux 3.9', {'python': '3.9'}, {}, ('2.8.0', 'cpu', 'full')),
-    ('cpu-only linux 3.8', {'python': '3.8'}, {}, ('2.4.1', 'cpu', 'full')),
-    ('cpu-only 3.7', {'python': '3.7'}, {}, ('1.13.1', 'cpu', 'full')),
-    ('glibc 2.17 py3.10', {'glibc': '2.17', 'python': '3.10'}, {}, ('2.6.0', 'cpu', 'full')),
-    ('glibc 2.17 aarch64', {'glibc': '2.17', 'platform': 'linux-aarch64', 'python': '3.10'}, {}, ('2.5.1', 'cpu', 'full')),
-    ('macos arm64 3.12', {'platform': 'macos-arm64'}, {}, ('2.15.0', 'cpu', 'full')),
-    ('macos x86_64 3.11', {'platform': 'macos-x86_64', 'python': '3.11'}, {}, ('2.2.2', 'cpu', 'full')),
-    ('macos x86_64 3.12', {'platform': 'macos-x86_64', 'python': '3.12'}, {}, ('2.2.2', 'cpu', 'full')),
-    ('windows cpu 3.12', {'platform': 'win-amd64'}, {}, ('2.15.0', 'cpu', 'full')),
-    ('windows rtx4090 560', {'platform': 'win-amd64', 'driver': '560.94', 'gpus': ['8.9']}, {}, ('2.5.1', 'cu124', 'full')),
-    ('windows rtx5090 576', {'platform': 'win-amd64', 'driver': '576.02', 'gpus': ['12.0']}, {}, ('2.11.0', 'cu128', 'compat')),
-    ('aarch64 cpu', {'platform': 'linux-aarch64'}, {}, ('2.15.0', 'cpu', 'full')),
-    ('aarch64 gh200 580', {'platform': 'linux-aarch64', 'driver': '580.65.06', 'gpus': ['9.0']}, {}, ('2.15.0', 'cu132', 'compat')),
-    ('h200 580 cuda13.0', {'driver': '580.65.06', 'gpus': ['9.0']}, {}, ('2.15.0', 'cu132', 'compat')),
-    ('h100 550', {'driver': '550.54.15', 'gpus': ['9.0']}, {}, ('2.11.0', 'cu126', 'compat')),
-    ('a100x8 535', {'driver': '535.104.05', 'gpus': ['8.0', '8.0', '8.0', '8.0', '8.0', '8.0', '8.0', '8.0']}, {}, ('2.11.0', 'cu126', 'compat')),
-    ('rtx3090 525.60.13', {'driver': '525.60.13', 'gpus': ['8.6']}, {}, ('2.11.0', 'cu126', 'compat')),
-    ('rtx3090 520', {'driver': '520.61.05', 'gpus': ['8.6']}, {}, ('2.5.1', 'cu118', 'full')),
-    ('gtx1080 535', {'driver': '535.104.05', 'gpus': ['6.1']}, {}, ('2.11.0', 'cu126', 'compat')),
-    ('gtx1080+rtx3090 570', {'driver': '570.86.15', 'gpus': ['6.1', '8.6']}, {}, ('2.11.0', 'cu126', 'full')),
-    ('rtx5090 570', {'driver': '570.86.15', 'gpus': ['12.0']}, {}, ('2.11.0', 'cu128', 'full')),
-    ('rtx5090 550', {'driver': '550.54.15', 'gpus': ['12.0']}, {}, ('2.11.0', 'cu128', 'compat')),
-    ('b200 580', {'driver': '580.65.06', 'gpus': ['10.0']}, {}, ('2.15.0', 'cu132', 'compat')),
-    ('k80 470', {'driver': '470.82.01', 'gpus': ['3.7']}, {}, ('2.5.1', 'cu118', 'compat')),
-    ('k80 450', {'driver': '450.80.02', 'gpus': ['3.7']}, {}, ('2.5.1', 'cu118', 'compat')),
-    ('maxwell 5.2 580', {'driver': '580.65.06', 'gpus': ['5.2']}, {}, ('2.11.0', 'cu126', 'full')),
-    ('volta 7.0 580', {'driver': '580.65.06', 'gpus': ['7.0']}, {}, ('2.11.0', 'cu126', 'full')),
-    ('driver 390 pascal', {'driver': '390.116', 'gpus': ['6.1']}, {}, None),
-    ('free-threaded 3.13t h100 580', {'python': '3.13t', 'driver': '580.65.06', 'gpus': ['9.0']}, {}, ('2.12.0', 'cu130', 'full')),
-    ('free-threaded 3.14t cpu', {'python': '3.14t'}, {}, ('2.15.0', 'cpu', 'full')),
-    ('3.15 cpu', {'python': '3.15'}, {}, ('2.15.0', 'cpu', 'full')),
-    ('rocm gfx1100', {'rocm_archs': ['gfx1100']}, {}, ('2.15.0', 'rocm7.14', 'full')),
-    ('rocm gfx942', {'rocm_archs': ['gfx942']}, {}, ('2.15.0', 'rocm7.14', 'full')),
-    ('rocm gfx803', {'rocm_archs': ['gfx803']}, {}, None),
-    ('torch ==2.7.* on 3090 570', {'driver': '570.86.15', 'gpus': ['8.6']}, {'torch': '==2.7.*'}, ('2.7.1', 'cu126', 'full')),
-    ('torch 2.7.1 cu128 forced', {'driver': '570.86.15', 'gpus': ['8.6']}, {'torch': '==2.7.1', 'variant': 'cu128'}, ('2.7.1', 'cu128', 'compat')),
-    ('variant cpu on gpu host', {'driver': '570.86.15', 'gpus': ['8.6']}, {'variant': 'cpu'}, ('2.15.0', 'cpu', 'full')),
-    ('--cuda 11.8 on 3090 570', {'driver': '570.86.15', 'gpus': ['8.6']}, {'cuda': '11.8'}, ('2.5.1', 'cu118', 'full')),
-    ('torch <2.0 py3.12', {}, {'torch': '<2.0'}, None),
-    ('torch 2.4 cu124 driver 535', {'driver': '535.104.05', 'gpus': ['8.9']}, {'torch': '==2.4.*', 'variant': 'cu124'}, ('2.4.1', 'cu124', 'compat')),
-    ('no-gpu flag', {'driver': '570.86.15', 'gpus': ['8.6'], 'no_gpu': True}, {}, ('2.15.0', 'cpu', 'full')),
-    ('xpu variant forced no device', {}, {'variant': 'xpu'}, ('2.15.0', 'xpu', 'compat')),
-    ('rtx4090 + py3.8 torch<2.5', {'python': '3.8', 'driver': '550.54.15', 'gpus': ['8.9']}, {'torch': '<2.5'}, ('2.4.1', 'cu121', 'full')),
+    ("cpu-only linux 3.12", {}, {}, ("2.15.0", "cpu", "full")),
+    ("cpu-only linux 3.9", {"python": "3.9"}, {}, ("2.8.0", "cpu", "full")),
+    ("cpu-only linux 3.8", {"python": "3.8"}, {}, ("2.4.1", "cpu", "full")),
+    ("cpu-only 3.7", {"python": "3.7"}, {}, ("1.13.1", "cpu", "full")),
+    ("glibc 2.17 py3.10", {"glibc": "2.17", "python": "3.10"}, {}, ("2.6.0", "cpu", "full")),
+    (
+        "glibc 2.17 aarch64",
+        {"glibc": "2.17", "platform": "linux-aarch64", "python": "3.10"},
+        {},
+        ("2.5.1", "cpu", "full"),
+    ),
+    ("macos arm64 3.12", {"platform": "macos-arm64"}, {}, ("2.15.0", "cpu", "full")),
+    (
+        "macos x86_64 3.11",
+        {"platform": "macos-x86_64", "python": "3.11"},
+        {},
+        ("2.2.2", "cpu", "full"),
+    ),
+    (
+        "macos x86_64 3.12",
+        {"platform": "macos-x86_64", "python": "3.12"},
+        {},
+        ("2.2.2", "cpu", "full"),
+    ),
+    ("windows cpu 3.12", {"platform": "win-amd64"}, {}, ("2.15.0", "cpu", "full")),
+    (
+        "windows rtx4090 560",
+        {"platform": "win-amd64", "driver": "560.94", "gpus": ["8.9"]},
+        {},
+        ("2.5.1", "cu124", "full"),
+    ),
+    (
+        "windows rtx5090 576",
+        {"platform": "win-amd64", "driver": "576.02", "gpus": ["12.0"]},
+        {},
+        ("2.11.0", "cu128", "compat"),
+    ),
+    ("aarch64 cpu", {"platform": "linux-aarch64"}, {}, ("2.15.0", "cpu", "full")),
+    (
+        "aarch64 gh200 580",
+        {"platform": "linux-aarch64", "driver": "580.65.06", "gpus": ["9.0"]},
+        {},
+        ("2.15.0", "cu132", "compat"),
+    ),
+    (
+        "h200 580 cuda13.0",
+        {"driver": "580.65.06", "gpus": ["9.0"]},
+        {},
+        ("2.15.0", "cu132", "compat"),
+    ),
+    ("h100 550", {"driver": "550.54.15", "gpus": ["9.0"]}, {}, ("2.11.0", "cu126", "compat")),
+    (
+        "a100x8 535",
+        {"driver": "535.104.05", "gpus": ["8.0", "8.0", "8.0", "8.0", "8.0", "8.0", "8.0", "8.0"]},
+        {},
+        ("2.11.0", "cu126", "compat"),
+    ),
+    (
+        "rtx3090 525.60.13",
+        {"driver": "525.60.13", "gpus": ["8.6"]},
+        {},
+        ("2.11.0", "cu126", "compat"),
+    ),
+    ("rtx3090 520", {"driver": "520.61.05", "gpus": ["8.6"]}, {}, ("2.5.1", "cu118", "full")),
+    ("gtx1080 535", {"driver": "535.104.05", "gpus": ["6.1"]}, {}, ("2.11.0", "cu126", "compat")),
+    (
+        "gtx1080+rtx3090 570",
+        {"driver": "570.86.15", "gpus": ["6.1", "8.6"]},
+        {},
+        ("2.11.0", "cu126", "full"),
+    ),
+    ("rtx5090 570", {"driver": "570.86.15", "gpus": ["12.0"]}, {}, ("2.11.0", "cu128", "full")),
+    ("rtx5090 550", {"driver": "550.54.15", "gpus": ["12.0"]}, {}, ("2.11.0", "cu128", "compat")),
+    ("b200 580", {"driver": "580.65.06", "gpus": ["10.0"]}, {}, ("2.15.0", "cu132", "compat")),
+    ("k80 470", {"driver": "470.82.01", "gpus": ["3.7"]}, {}, ("2.5.1", "cu118", "compat")),
+    ("k80 450", {"driver": "450.80.02", "gpus": ["3.7"]}, {}, ("2.5.1", "cu118", "compat")),
+    ("maxwell 5.2 580", {"driver": "580.65.06", "gpus": ["5.2"]}, {}, ("2.11.0", "cu126", "full")),
+    ("volta 7.0 580", {"driver": "580.65.06", "gpus": ["7.0"]}, {}, ("2.11.0", "cu126", "full")),
+    ("driver 390 pascal", {"driver": "390.116", "gpus": ["6.1"]}, {}, None),
+    (
+        "free-threaded 3.13t h100 580",
+        {"python": "3.13t", "driver": "580.65.06", "gpus": ["9.0"]},
+        {},
+        ("2.12.0", "cu130", "full"),
+    ),
+    ("free-threaded 3.14t cpu", {"python": "3.14t"}, {}, ("2.15.0", "cpu", "full")),
+    ("3.15 cpu", {"python": "3.15"}, {}, ("2.15.0", "cpu", "full")),
+    ("rocm gfx1100", {"rocm_archs": ["gfx1100"]}, {}, ("2.15.0", "rocm7.14", "full")),
+    ("rocm gfx942", {"rocm_archs": ["gfx942"]}, {}, ("2.15.0", "rocm7.14", "full")),
+    ("rocm gfx803", {"rocm_archs": ["gfx803"]}, {}, None),
+    (
+        "torch ==2.7.* on 3090 570",
+        {"driver": "570.86.15", "gpus": ["8.6"]},
+        {"torch": "==2.7.*"},
+        ("2.7.1", "cu126", "full"),
+    ),
+    (
+        "torch 2.7.1 cu128 forced",
+        {"driver": "570.86.15", "gpus": ["8.6"]},
+        {"torch": "==2.7.1", "variant": "cu128"},
+        ("2.7.1", "cu128", "compat"),
+    ),
+    (
+        "variant cpu on gpu host",
+        {"driver": "570.86.15", "gpus": ["8.6"]},
+        {"variant": "cpu"},
+        ("2.15.0", "cpu", "full"),
+    ),
+    (
+        "--cuda 11.8 on 3090 570",
+        {"driver": "570.86.15", "gpus": ["8.6"]},
+        {"cuda": "11.8"},
+        ("2.5.1", "cu118", "full"),
+    ),
+    ("torch <2.0 py3.12", {}, {"torch": "<2.0"}, None),
+    (
+        "torch 2.4 cu124 driver 535",
+        {"driver": "535.104.05", "gpus": ["8.9"]},
+        {"torch": "==2.4.*", "variant": "cu124"},
+        ("2.4.1", "cu124", "compat"),
+    ),
+    (
+        "no-gpu flag",
+        {"driver": "570.86.15", "gpus": ["8.6"], "no_gpu": True},
+        {},
+        ("2.15.0", "cpu", "full"),
+    ),
+    ("xpu variant forced no device", {}, {"variant": "xpu"}, ("2.15.0", "xpu", "compat")),
+    (
+        "rtx4090 + py3.8 torch<2.5",
+        {"python": "3.8", "driver": "550.54.15", "gpus": ["8.9"]},
+        {"torch": "<2.5"},
+        ("2.4.1", "cu121", "full"),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("overrides", "request_args", "expected"),
-                         [row[1:] for row in TABLE], ids=[row[0] for row in TABLE])
-def test_resolution_table(matrix: Matrix, overrides: dict[str, Any],
-                          request_args: dict[str, Any], expected: Any) -> None:
+@pytest.mark.parametrize(
+    ("overrides", "request_args", "expected"),
+    [row[1:] for row in TABLE],
+    ids=[row[0] for row in TABLE],
+)
+def test_resolution_table(
+    matrix: Matrix, overrides: dict[str, Any], request_args: dict[str, Any], expected: Any
+) -> None:
     host = apply_overrides(BASE, Overrides.from_sources(**overrides))
     if expected is None:
         with pytest.raises(NoMatch) as info:
@@ -87,11 +181,14 @@ def test_the_table_is_big_enough() -> None:
     assert len(TABLE) >= 40
 
 
-def _host(driver: str, *ccs: str, platform: str = "linux-x86_64", py: str = "3.12"
-          ) -> HostProfile:
+def _host(driver: str, *ccs: str, platform: str = "linux-x86_64", py: str = "3.12") -> HostProfile:
     gpus = tuple(Gpu(index=i, compute_capability=c) for i, c in enumerate(ccs))
-    return HostProfile(platform=platform, python=PythonInfo(py), glibc="2.39",
-                       nvidia=NvidiaInfo(driver, None, "test", gpus))
+    return HostProfile(
+        platform=platform,
+        python=PythonInfo(py),
+        glibc="2.39",
+        nvidia=NvidiaInfo(driver, None, "test", gpus),
+    )
 
 
 def _known_cuda(matrix: Matrix) -> list[tuple[str, str, str, str]]:
@@ -119,8 +216,11 @@ def test_every_confirmed_sass_target_resolves_with_a_new_driver(matrix: Matrix) 
         for entry in v.arch_list_for(plat) or ():
             a = parse_arch(entry)
             cc = f"{a.major}.{a.minor}"
-            plan = resolve(Request(torch=f"=={torch}", variant=variant),
-                           _host("999.99", cc, platform=plat, py=py), matrix)
+            plan = resolve(
+                Request(torch=f"=={torch}", variant=variant),
+                _host("999.99", cc, platform=plat, py=py),
+                matrix,
+            )
             assert (plan.torch, plan.variant) == (torch, variant)
             checked += 1
     assert checked > 50
@@ -130,13 +230,18 @@ def test_a_gpu_older_than_every_entry_is_always_rejected(matrix: Matrix) -> None
     for torch, variant, plat, py in _known_cuda(matrix):
         v = matrix.release(torch).variant(variant)  # type: ignore[union-attr]
         assert v is not None
-        lowest = min((parse_arch(e).major, parse_arch(e).minor) for e in v.arch_list_for(plat) or ())
+        lowest = min(
+            (parse_arch(e).major, parse_arch(e).minor) for e in v.arch_list_for(plat) or ()
+        )
         if lowest[1] != 0 or lowest[0] <= 3:
             continue  # only X.0 floors have a real older device: .0
         older = f"{lowest[0] - 1}.0"
         with pytest.raises(NoMatch) as info:
-            resolve(Request(torch=f"=={torch}", variant=variant),
-                    _host("999.99", older, platform=plat, py=py), matrix)
+            resolve(
+                Request(torch=f"=={torch}", variant=variant),
+                _host("999.99", older, platform=plat, py=py),
+                matrix,
+            )
         assert any(r.category == "arch" for r in info.value.rejected)
 
 
@@ -166,8 +271,11 @@ def test_torchvision_and_torchaudio_follow_the_pairing(matrix: Matrix) -> None:
 def test_an_index_build_is_pinned_with_its_local_tag(matrix: Matrix) -> None:
     plan = resolve(Request(torch="==2.7.1", variant="cu128"), _host("570.86.15", "8.6"), matrix)
     assert plan.index_url == "https://download.pytorch.org/whl/cu128"
-    assert plan.requirements() == ["torch==2.7.1+cu128", "torchvision==0.22.1+cu128",
-                                   "torchaudio==2.7.1+cu128"]
+    assert plan.requirements() == [
+        "torch==2.7.1+cu128",
+        "torchvision==0.22.1+cu128",
+        "torchaudio==2.7.1+cu128",
+    ]
 
 
 def test_the_pypi_build_needs_no_index(matrix: Matrix) -> None:
@@ -177,8 +285,9 @@ def test_the_pypi_build_needs_no_index(matrix: Matrix) -> None:
 
 
 def test_the_index_base_replaces_the_pytorch_host(matrix: Matrix) -> None:
-    plan = resolve(Request(torch="==2.7.1", variant="cpu", index_base="http://mirror/whl/"),
-                   BASE, matrix)
+    plan = resolve(
+        Request(torch="==2.7.1", variant="cpu", index_base="http://mirror/whl/"), BASE, matrix
+    )
     assert plan.index_url == "http://mirror/whl/cpu"
 
 

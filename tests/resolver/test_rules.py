@@ -9,31 +9,45 @@ from torchenv.matrix.model import Matrix
 from torchenv.resolver.rules import check_driver, check_gpu_arch, parse_arch, runs_on
 
 
-@pytest.mark.parametrize(("entry", "cc", "jit_ok", "expected"), [
-    ("8.0", "8.6", True, True),        # SASS runs on a newer minor of the same major
-    ("8.6", "8.0", True, False),       # ... not on an older minor
-    ("8.0", "9.0", True, False),       # ... and never across majors
-    ("9.0+PTX", "12.0", True, True),   # PTX runs forward through the JIT
-    ("9.0+PTX", "12.0", False, False),  # ... which needs the toolkit-level driver
-    ("9.0+PTX", "8.6", True, False),   # PTX never runs backward
-    ("9.0a", "9.0", True, True),       # arch-specific targets run on exactly that arch
-    ("10.0a", "10.3", True, False),
-    ("12.0", "12.1", True, True),
-], ids=lambda x: str(x))
+@pytest.mark.parametrize(
+    ("entry", "cc", "jit_ok", "expected"),
+    [
+        ("8.0", "8.6", True, True),  # SASS runs on a newer minor of the same major
+        ("8.6", "8.0", True, False),  # ... not on an older minor
+        ("8.0", "9.0", True, False),  # ... and never across majors
+        ("9.0+PTX", "12.0", True, True),  # PTX runs forward through the JIT
+        ("9.0+PTX", "12.0", False, False),  # ... which needs the toolkit-level driver
+        ("9.0+PTX", "8.6", True, False),  # PTX never runs backward
+        ("9.0a", "9.0", True, True),  # arch-specific targets run on exactly that arch
+        ("10.0a", "10.3", True, False),
+        ("12.0", "12.1", True, True),
+    ],
+    ids=lambda x: str(x),
+)
 def test_runs_on(entry: str, cc: str, jit_ok: bool, expected: bool) -> None:
     assert runs_on(parse_arch(entry), cc, jit_ok=jit_ok) is expected
 
 
-def host(driver: str | None, *ccs: str, platform: str = "linux-x86_64", cuda: str | None = None,
-         visible: tuple[int, ...] | None = None, wsl: bool = False) -> HostProfile:
+def host(
+    driver: str | None,
+    *ccs: str,
+    platform: str = "linux-x86_64",
+    cuda: str | None = None,
+    visible: tuple[int, ...] | None = None,
+    wsl: bool = False,
+) -> HostProfile:
     gpus = tuple(Gpu(index=i, compute_capability=c, name=f"GPU{i}") for i, c in enumerate(ccs))
-    return HostProfile(platform=platform, python=PythonInfo("3.12"), glibc="2.35", wsl=wsl,
-                       nvidia=NvidiaInfo(driver, cuda, "test", gpus, visible=visible))
+    return HostProfile(
+        platform=platform,
+        python=PythonInfo("3.12"),
+        glibc="2.35",
+        wsl=wsl,
+        nvidia=NvidiaInfo(driver, cuda, "test", gpus, visible=visible),
+    )
 
 
 def test_every_visible_gpu_must_be_covered() -> None:
-    reason = check_gpu_arch(host("570.86", "8.6", "6.1"), ["7.5", "8.0", "8.6", "9.0"],
-                            jit_ok=True)
+    reason = check_gpu_arch(host("570.86", "8.6", "6.1"), ["7.5", "8.0", "8.6", "9.0"], jit_ok=True)
     assert reason == "GPU 1 (sm_61, GPU1) not in arch list 7.5–9.0"
 
 

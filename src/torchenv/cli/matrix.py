@@ -23,16 +23,21 @@ def register(sub: Any) -> None:
 
     show = msub.add_parser("show", help="list releases (one row per torch patch release)")
     show.add_argument("--torch", metavar="SPEC", help="only releases matching this specifier")
-    show.add_argument("--release", metavar="VERSION",
-                      help="every fact of one release, with its sources")
+    show.add_argument(
+        "--release", metavar="VERSION", help="every fact of one release, with its sources"
+    )
     add_json_flag(show)
     show.set_defaults(func=run_show)
 
     check = msub.add_parser("check", help="validate the matrix data and its cross-checks")
-    check.add_argument("--overlay", metavar="FILE",
-                       help="check this overlay merged with the embedded matrix")
-    check.add_argument("--write-cache", action="store_true",
-                       help="rebuild the embedded cache.json from the YAML (maintainers)")
+    check.add_argument(
+        "--overlay", metavar="FILE", help="check this overlay merged with the embedded matrix"
+    )
+    check.add_argument(
+        "--write-cache",
+        action="store_true",
+        help="rebuild the embedded cache.json from the YAML (maintainers)",
+    )
     add_json_flag(check)
     check.set_defaults(func=run_check)
 
@@ -51,8 +56,10 @@ def run_show(args: argparse.Namespace) -> int:
     if args.release:
         rel = matrix.release(args.release)
         if rel is None:
-            raise BadInput(f"--release: torch {args.release} is not in the matrix",
-                           hint="see 'torchenv matrix show' for the releases it knows")
+            raise BadInput(
+                f"--release: torch {args.release} is not in the matrix",
+                hint="see 'torchenv matrix show' for the releases it knows",
+            )
         if args.json:
             emit_json(matrix_to_json(matrix, [rel], with_sources=True))
         else:
@@ -91,10 +98,13 @@ def run_check(args: argparse.Namespace) -> int:
     if matrix.overlay_error:
         problems.append(f"overlay ignored: {matrix.overlay_error}")
     if not cached:
-        problems.append("cache.json does not match the YAML (run 'torchenv matrix check "
-                        "--write-cache'); the YAML is parsed on every start until then")
-    unverified = [f"{r.torch} {v.name}" for r in matrix.releases for v in r.variants
-                  if v.status != "verified"]
+        problems.append(
+            "cache.json does not match the YAML (run 'torchenv matrix check "
+            "--write-cache'); the YAML is parsed on every start until then"
+        )
+    unverified = [
+        f"{r.torch} {v.name}" for r in matrix.releases for v in r.variants if v.status != "verified"
+    ]
     summary = {
         "ok": not matrix.overlay_error,
         "matrix_version": matrix.matrix_version,
@@ -107,12 +117,18 @@ def run_check(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(summary)
     else:
-        print(f"matrix {matrix.matrix_version}: {summary['releases']} releases, "
-              f"{summary['variants']} release variants, all checks passed"
-              if summary["ok"] else "matrix check failed")
+        print(
+            f"matrix {matrix.matrix_version}: {summary['releases']} releases, "
+            f"{summary['variants']} release variants, all checks passed"
+            if summary["ok"]
+            else "matrix check failed"
+        )
         if unverified:
-            print(f"{len(unverified)} release variants are unverified (existence or arch list): "
-                  + ", ".join(unverified[:8]) + (" …" if len(unverified) > 8 else ""))
+            print(
+                f"{len(unverified)} release variants are unverified (existence or arch list): "
+                + ", ".join(unverified[:8])
+                + (" …" if len(unverified) > 8 else "")
+            )
         for p in problems:
             print(f"warning: {p}", file=sys.stderr)
     return 0 if summary["ok"] else 2

@@ -29,8 +29,11 @@ def register(sub: Any) -> None:
     )
     add_target_flags(p)
     add_json_flag(p)
-    p.add_argument("--explain", action="store_true",
-                   help="also list every rejected candidate with its reason, grouped")
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="also list every rejected candidate with its reason, grouped",
+    )
     p.set_defaults(func=run_resolve)
 
     e = sub.add_parser(
@@ -39,12 +42,20 @@ def register(sub: Any) -> None:
         description="Render the resolved build as an environment file. Without -o the file "
         "goes to stdout. Files are written atomically and never overwritten without --force.",
     )
-    e.add_argument("--format", required=True, metavar="FMT",
-                   help="environment.yml, requirements, pyproject or pixi")
+    e.add_argument(
+        "--format",
+        required=True,
+        metavar="FMT",
+        help="environment.yml, requirements, pyproject or pixi",
+    )
     e.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     e.add_argument("--force", action="store_true", help="overwrite an existing FILE")
-    e.add_argument("--conda-channel", choices=("conda-forge", "pytorch"), default="conda-forge",
-                   help="environment.yml: 'pytorch' uses the frozen pytorch channel (≤ 2.5)")
+    e.add_argument(
+        "--conda-channel",
+        choices=("conda-forge", "pytorch"),
+        default="conda-forge",
+        help="environment.yml: 'pytorch' uses the frozen pytorch channel (≤ 2.5)",
+    )
     add_target_flags(e)
     add_json_flag(e)
     e.set_defaults(func=run_env)
@@ -58,10 +69,19 @@ def register(sub: Any) -> None:
     i.add_argument("--installer", choices=("pip", "uv"), default="pip")
     i.add_argument("--dry-run", action="store_true", help="print the command, run nothing")
     i.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
-    i.add_argument("--python-exe", dest="python_exe", metavar="PATH",
-                   help="install into this interpreter (default: the current one)")
-    i.add_argument("--timeout", type=float, default=3600.0, metavar="S",
-                   help="give up after S seconds (default 3600)")
+    i.add_argument(
+        "--python-exe",
+        dest="python_exe",
+        metavar="PATH",
+        help="install into this interpreter (default: the current one)",
+    )
+    i.add_argument(
+        "--timeout",
+        type=float,
+        default=3600.0,
+        metavar="S",
+        help="give up after S seconds (default 3600)",
+    )
     add_target_flags(i)
     add_json_flag(i)
     i.set_defaults(func=run_install)
@@ -90,13 +110,16 @@ def _project_defaults(cwd: Path) -> dict[str, str]:
     for key in ("torch", "python", "variant"):
         if key in section:
             if not isinstance(section[key], str):
-                raise BadInput(f"{path}: [tool.torchenv] {key} must be a string, "
-                               f"got {section[key]!r}")
+                raise BadInput(
+                    f"{path}: [tool.torchenv] {key} must be a string, got {section[key]!r}"
+                )
             out[key] = section[key]
     unknown = set(section) - {"torch", "python", "variant"}
     if unknown:
-        raise BadInput(f"{path}: [tool.torchenv] has unknown key {sorted(unknown)[0]!r}",
-                       hint="known keys: torch, python, variant")
+        raise BadInput(
+            f"{path}: [tool.torchenv] has unknown key {sorted(unknown)[0]!r}",
+            hint="known keys: torch, python, variant",
+        )
     return out
 
 
@@ -104,8 +127,11 @@ def _request(args: argparse.Namespace) -> Request:
     from torchenv.resolver.request import Request
 
     defaults = _project_defaults(Path.cwd())
-    if getattr(args, "target_python", None) is None and "python" in defaults \
-            and not getattr(args, "host", None):
+    if (
+        getattr(args, "target_python", None) is None
+        and "python" in defaults
+        and not getattr(args, "host", None)
+    ):
         args.target_python = defaults["python"]
     return Request(
         torch=args.torch or defaults.get("torch"),
@@ -117,8 +143,9 @@ def _request(args: argparse.Namespace) -> Request:
     )
 
 
-def _decide(args: argparse.Namespace, python_exe: str | None = None
-            ) -> tuple[Plan, HostProfile, Matrix]:
+def _decide(
+    args: argparse.Namespace, python_exe: str | None = None
+) -> tuple[Plan, HostProfile, Matrix]:
     from torchenv.matrix.loader import load_matrix
     from torchenv.resolver.resolve import resolve
 
@@ -126,8 +153,7 @@ def _decide(args: argparse.Namespace, python_exe: str | None = None
     host = host_from_args(args, python_executable=python_exe)
     matrix = load_matrix()
     if matrix.overlay_error:
-        print(f"torchenv: warning: matrix overlay ignored: {matrix.overlay_error}",
-              file=sys.stderr)
+        print(f"torchenv: warning: matrix overlay ignored: {matrix.overlay_error}", file=sys.stderr)
     return resolve(request, host, matrix), host, matrix
 
 
@@ -161,13 +187,18 @@ def run_env(args: argparse.Namespace) -> int:
     from torchenv.installers.render import FORMATS, render_file
 
     fmt = args.format
-    aliases = {"conda": "environment.yml", "environment": "environment.yml",
-               "requirements.txt": "requirements", "pyproject.toml": "pyproject",
-               "pixi.toml": "pixi"}
+    aliases = {
+        "conda": "environment.yml",
+        "environment": "environment.yml",
+        "requirements.txt": "requirements",
+        "pyproject.toml": "pyproject",
+        "pixi.toml": "pixi",
+    }
     fmt = aliases.get(fmt, fmt)
     if fmt not in FORMATS:
-        raise BadInput(f"--format: {args.format!r} is not a format",
-                       hint="use " + ", ".join(FORMATS))
+        raise BadInput(
+            f"--format: {args.format!r} is not a format", hint="use " + ", ".join(FORMATS)
+        )
     plan, _, _ = _decide(args)
     text = render_file(plan, fmt, pytorch_channel=args.conda_channel == "pytorch")
     if args.output:
@@ -177,8 +208,9 @@ def run_env(args: argparse.Namespace) -> int:
         if args.json:
             emit_json({"written": args.output, "format": fmt, "plan": plan.to_json()})
         else:
-            print(f"wrote {args.output} ({fmt}: torch {plan.torch} {plan.variant})",
-                  file=sys.stderr)
+            print(
+                f"wrote {args.output} ({fmt}: torch {plan.torch} {plan.variant})", file=sys.stderr
+            )
     elif args.json:
         emit_json({"format": fmt, "content": text, "plan": plan.to_json()})
     else:
@@ -194,8 +226,11 @@ def run_install(args: argparse.Namespace) -> int:
 
     python = args.python_exe or sys.executable
     plan, host, _ = _decide(args, python_exe=args.python_exe)
-    command = (pip_command(plan, python=python) if args.installer == "pip"
-               else uv_command(plan, python=python))
+    command = (
+        pip_command(plan, python=python)
+        if args.installer == "pip"
+        else uv_command(plan, python=python)
+    )
     notes = []
     installed = host.torch
     if installed is not None:
@@ -203,29 +238,35 @@ def run_install(args: argparse.Namespace) -> int:
         if installed.public_version == plan.torch and (installed.variant or "") in (want, ""):
             notes.append(f"torch {installed.version} is already installed")
         else:
-            notes.append(f"torch {installed.version}"
-                         + (f" ({installed.variant})" if installed.variant else "")
-                         + f" is installed and will be replaced by {plan.torch} {plan.variant}")
+            notes.append(
+                f"torch {installed.version}"
+                + (f" ({installed.variant})" if installed.variant else "")
+                + f" is installed and will be replaced by {plan.torch} {plan.variant}"
+            )
             if installed.public_version == plan.torch and plan.local_tag is None:
                 # same version, other variant: `torch==X` is already satisfied by `X+cpu`,
                 # so the installer must be told to replace it
-                command += (" --force-reinstall" if args.installer == "pip"
-                            else " --reinstall-package torch")
+                command += (
+                    " --force-reinstall"
+                    if args.installer == "pip"
+                    else " --reinstall-package torch"
+                )
     out = sys.stderr
     for n in notes:
         print(n, file=out)
     if args.dry_run:
         if args.json:
-            emit_json({"command": command, "ran": False, "notes": notes,
-                       "plan": plan.to_json()})
+            emit_json({"command": command, "ran": False, "notes": notes, "plan": plan.to_json()})
         else:
             print(command)
         return 0
     print(f"$ {command}", file=out)
     if not args.yes:
         if not sys.stdin.isatty():
-            raise BadInput("no terminal to ask for confirmation",
-                           hint="pass --yes to install without asking, or --dry-run")
+            raise BadInput(
+                "no terminal to ask for confirmation",
+                hint="pass --yes to install without asking, or --dry-run",
+            )
         answer = input("Run it? [y/N] ").strip().lower()
         if answer not in ("y", "yes"):
             print("nothing installed", file=out)
@@ -233,8 +274,15 @@ def run_install(args: argparse.Namespace) -> int:
     result = run_process(shlex.split(command), timeout=args.timeout)
     sys.stderr.write(result.stdout[-4000:] + result.stderr[-4000:])
     if args.json:
-        emit_json({"command": command, "ran": True, "returncode": result.returncode,
-                   "notes": notes, "plan": plan.to_json()})
+        emit_json(
+            {
+                "command": command,
+                "ran": True,
+                "returncode": result.returncode,
+                "notes": notes,
+                "plan": plan.to_json(),
+            }
+        )
     if not result.ok:
         print(f"torchenv: error: {result.describe_failure()}", file=out)
         return 1

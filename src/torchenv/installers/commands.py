@@ -20,7 +20,7 @@ DEFAULT_INDEX_BASE = "https://download.pytorch.org/whl"
 def index_url_for(variant: str, base: str | None = None) -> str:
     """The wheel index of ``variant``: ``https://download.pytorch.org/whl/cu128``.
 
-    ``base`` (or ``TORCHENV_INDEX_BASE``) replaces the PyTorch host, for mirrors and air-gapped sites.
+    ``base`` (or ``TORCHENV_INDEX_BASE``) replaces the PyTorch host (mirrors, air-gapped sites).
     """
     root = base or os.environ.get("TORCHENV_INDEX_BASE") or DEFAULT_INDEX_BASE
     return f"{root.rstrip('/')}/{variant}"
@@ -47,7 +47,7 @@ def pip_install_command(
     *,
     python: str | None = None,
 ) -> str:
-    """``pip install torch==2.7.1 ... --index-url URL`` (``python -m pip`` when ``python`` given)."""
+    """``pip install torch==2.7.1 ... --index-url URL`` (or ``python -m pip``)."""
     head = [python, "-m", "pip", "install"] if python else ["pip", "install"]
     return quote_command([*head, *requirements, *_index_flags(index_url, extra_index_url)])
 

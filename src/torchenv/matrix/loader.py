@@ -69,7 +69,7 @@ def read_yaml(path: Path, text: str | bytes | None = None) -> Any:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         raw = path.read_bytes() if text is None else text
-        return yaml.load(raw, Loader=loader)  # noqa: S506 - a safe loader
+        return yaml.load(raw, Loader=loader)
     except OSError as exc:
         raise MatrixError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:
@@ -95,7 +95,7 @@ def embedded_digest(data_dir: Path = DATA_DIR) -> str:
 
 
 def build_cache(data_dir: Path = DATA_DIR) -> dict[str, Any]:
-    """The cache document for the YAML in ``data_dir`` (written by ``matrix check --write-cache``)."""
+    """The cache document for the YAML in ``data_dir`` (``matrix check --write-cache``)."""
     docs = {name: read_yaml(data_dir / name) for name in DATA_FILES}
     return {"digest": embedded_digest(data_dir), "documents": docs}
 
@@ -171,7 +171,7 @@ def _freeze(value: Any) -> Any:
 
 def load_matrix(
     *,
-    overlay: Path | None | bool = True,
+    overlay: Path | bool | None = True,
     data_dir: Path = DATA_DIR,
 ) -> Matrix:
     """The embedded matrix, merged with the user overlay.

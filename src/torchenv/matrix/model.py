@@ -84,7 +84,7 @@ class Source:
 
 @dataclass(frozen=True)
 class Variant:
-    """One build of a release on the PyTorch wheel index: ``cpu``, ``cu128``, ``rocm6.3``, ``xpu``."""
+    """A build of a release on the wheel index: ``cpu``, ``cu128``, ``rocm6.3``, ``xpu``."""
 
     name: str
     platforms: tuple[str, ...]

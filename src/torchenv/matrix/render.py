@@ -20,8 +20,10 @@ def select(matrix: Matrix, spec_text: str | None) -> list[Release]:
     spec: Any = torch_specifier(spec_text)
     chosen = [r for r in matrix.releases if spec.contains(r.torch, prereleases=True)]
     if not chosen:
-        raise BadInput(f"--torch: no release in the matrix matches {spec_text!r}",
-                       hint="see 'torchenv matrix show' for the releases it knows")
+        raise BadInput(
+            f"--torch: no release in the matrix matches {spec_text!r}",
+            hint="see 'torchenv matrix show' for the releases it knows",
+        )
     return chosen
 
 
@@ -34,8 +36,9 @@ def release_to_json(r: Release, *, with_sources: bool = False) -> dict[str, Any]
             "arch_list": list(v.arch_list) if v.arch_list is not None else None,
         }
         if v.arch_list_by_platform:
-            entry["arch_list_by_platform"] = {k: list(a) if a is not None else None
-                                              for k, a in v.arch_list_by_platform.items()}
+            entry["arch_list_by_platform"] = {
+                k: list(a) if a is not None else None for k, a in v.arch_list_by_platform.items()
+            }
         if v.python:
             entry["python"] = {k: list(t) for k, t in v.python.items()}
         entry.update(cudnn=v.cudnn, nccl=v.nccl, status=v.status)
@@ -52,8 +55,7 @@ def release_to_json(r: Release, *, with_sources: bool = False) -> dict[str, Any]
         "pypi_default": dict(r.pypi_default),
         "manylinux": dict(r.manylinux),
         "variants": variants,
-        "conda": {"pytorch_channel": r.conda.pytorch_channel,
-                  "conda_forge": r.conda.conda_forge},
+        "conda": {"pytorch_channel": r.conda.pytorch_channel, "conda_forge": r.conda.conda_forge},
     }
     if with_sources:
         doc["sources"] = list(r.sources)
@@ -61,8 +63,9 @@ def release_to_json(r: Release, *, with_sources: bool = False) -> dict[str, Any]
     return doc
 
 
-def matrix_to_json(matrix: Matrix, releases: Sequence[Release], *, with_sources: bool = False
-                   ) -> dict[str, Any]:
+def matrix_to_json(
+    matrix: Matrix, releases: Sequence[Release], *, with_sources: bool = False
+) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "matrix_version": matrix.matrix_version,
         "schema_version": matrix.schema_version,
@@ -90,10 +93,19 @@ def render_table(matrix: Matrix, releases: Sequence[Release]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"torchenv matrix {matrix.matrix_version}", header_style="bold",
-                  show_lines=False)
-    for col in ("torch", "released", "vision", "audio", "Python (linux-x86_64)",
-                "PyPI (Linux)", "variants", "conda"):
+    table = Table(
+        title=f"torchenv matrix {matrix.matrix_version}", header_style="bold", show_lines=False
+    )
+    for col in (
+        "torch",
+        "released",
+        "vision",
+        "audio",
+        "Python (linux-x86_64)",
+        "PyPI (Linux)",
+        "variants",
+        "conda",
+    ):
         table.add_column(col, overflow="fold")
     for r in releases:
         pypi = r.pypi_default.get("linux-x86_64", "–")
@@ -106,37 +118,54 @@ def render_table(matrix: Matrix, releases: Sequence[Release]) -> None:
             conda.append("pytorch")
         if r.conda.conda_forge is True:
             conda.append("conda-forge")
-        table.add_row(r.torch, r.released, r.torchvision or "–", r.torchaudio or "–",
-                      _py_range(r.python.get("linux-x86_64", ())), pypi, variants,
-                      ", ".join(conda) or "–")
+        table.add_row(
+            r.torch,
+            r.released,
+            r.torchvision or "–",
+            r.torchaudio or "–",
+            _py_range(r.python.get("linux-x86_64", ())),
+            pypi,
+            variants,
+            ", ".join(conda) or "–",
+        )
     console = Console(highlight=False)
     console.print(table)
-    console.print("? = arch list not confirmed. 'torchenv matrix show --release X' shows every "
-                  "fact of a release with its sources.")
+    console.print(
+        "? = arch list not confirmed. 'torchenv matrix show --release X' shows every "
+        "fact of a release with its sources."
+    )
 
 
 def release_detail(matrix: Matrix, r: Release) -> None:
     from rich.console import Console
 
     out = Console(highlight=False)
-    out.print(f"[bold]torch {r.torch}[/bold]  released {r.released}  torchvision "
-              f"{r.torchvision or '–'}  torchaudio {r.torchaudio or '–'}")
+    out.print(
+        f"[bold]torch {r.torch}[/bold]  released {r.released}  torchvision "
+        f"{r.torchvision or '–'}  torchaudio {r.torchaudio or '–'}"
+    )
     for plat in PLATFORMS:
         if plat in r.python:
-            out.print(f"  {plat:<14} Python {', '.join(r.python[plat])}"
-                      + (f"  PyPI build {r.pypi_default[plat]}" if plat in r.pypi_default else "")
-                      + (f"  glibc ≥ {r.manylinux[plat]}" if plat in r.manylinux else ""))
+            out.print(
+                f"  {plat:<14} Python {', '.join(r.python[plat])}"
+                + (f"  PyPI build {r.pypi_default[plat]}" if plat in r.pypi_default else "")
+                + (f"  glibc ≥ {r.manylinux[plat]}" if plat in r.manylinux else "")
+            )
     for v in r.variants:
         arch = ", ".join(v.arch_list) if v.arch_list else "unknown"
-        out.print(f"  [bold]{v.name}[/bold] on {', '.join(v.platforms)}: arch {arch}"
-                  + (f"; cuDNN {v.cudnn}" if v.cudnn else "") + (f"; NCCL {v.nccl}" if v.nccl else "")
-                  + (f" [{v.status}]" if v.status != "verified" else ""))
+        out.print(
+            f"  [bold]{v.name}[/bold] on {', '.join(v.platforms)}: arch {arch}"
+            + (f"; cuDNN {v.cudnn}" if v.cudnn else "")
+            + (f"; NCCL {v.nccl}" if v.nccl else "")
+            + (f" [{v.status}]" if v.status != "verified" else "")
+        )
         for plat, lst in v.arch_list_by_platform.items():
             out.print(f"      {plat}: {', '.join(lst) if lst is not None else 'unknown'}")
         if v.note:
             out.print(f"      note: {v.note}", soft_wrap=True)
-    out.print(f"  conda: pytorch channel {r.conda.pytorch_channel}, conda-forge "
-              f"{r.conda.conda_forge}")
+    out.print(
+        f"  conda: pytorch channel {r.conda.pytorch_channel}, conda-forge {r.conda.conda_forge}"
+    )
     if r.note:
         out.print(f"  note: {r.note}", soft_wrap=True)
     for sid in r.sources:

@@ -66,8 +66,9 @@ class _Ctx:
             raise self.fail(path, f"expected a list, got {_show(value)}")
         return value
 
-    def string(self, value: Any, path: str, pattern: re.Pattern[str] | None = None,
-               what: str = "a string") -> str:
+    def string(
+        self, value: Any, path: str, pattern: re.Pattern[str] | None = None, what: str = "a string"
+    ) -> str:
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise self.fail(path, f"expected {what}, got {_show(value)}")
         text = str(value)
@@ -75,8 +76,9 @@ class _Ctx:
             raise self.fail(path, f"{text!r} is not {what}")
         return text
 
-    def opt_string(self, value: Any, path: str, pattern: re.Pattern[str] | None = None,
-                   what: str = "a string") -> str | None:
+    def opt_string(
+        self, value: Any, path: str, pattern: re.Pattern[str] | None = None, what: str = "a string"
+    ) -> str | None:
         if value is None or value == "unknown":
             return None
         return self.string(value, path, pattern, what)
@@ -97,8 +99,10 @@ class _Ctx:
         raw = entry.get("sources")
         if raw is None:
             raise self.fail(path, "missing 'sources': every fact must name its source")
-        ids = tuple(self.string(s, f"{path}.sources[{i}]") for i, s in
-                    enumerate(self.seq(raw, f"{path}.sources")))
+        ids = tuple(
+            self.string(s, f"{path}.sources[{i}]")
+            for i, s in enumerate(self.seq(raw, f"{path}.sources"))
+        )
         if not ids:
             raise self.fail(f"{path}.sources", "empty: every fact must name its source")
         for i, sid in enumerate(ids):
@@ -111,14 +115,18 @@ class _Ctx:
             return result
         for plat, v in self.mapping(value, path).items():
             if plat not in PLATFORMS:
-                raise self.fail(f"{path}.{plat}", f"unknown platform {plat!r}; expected one of "
-                                + ", ".join(PLATFORMS))
+                raise self.fail(
+                    f"{path}.{plat}",
+                    f"unknown platform {plat!r}; expected one of " + ", ".join(PLATFORMS),
+                )
             result[plat] = item(v, f"{path}.{plat}")
         return result
 
     def python_list(self, value: Any, path: str) -> tuple[str, ...]:
-        tags = tuple(self.string(v, f"{path}[{i}]", _PY_RE, "a Python version like '3.12' or "
-                                 "'3.13t'") for i, v in enumerate(self.seq(value, path)))
+        tags = tuple(
+            self.string(v, f"{path}[{i}]", _PY_RE, "a Python version like '3.12' or '3.13t'")
+            for i, v in enumerate(self.seq(value, path))
+        )
         if len(set(tags)) != len(tags):
             raise self.fail(path, "lists a Python version twice")
         return tags
@@ -131,8 +139,11 @@ class _Ctx:
         for i, a in enumerate(items):
             text = self.string(a, f"{path}[{i}]")
             if not ARCH_RE.match(text):
-                raise self.fail(f"{path}[{i}]", f"{text!r} is not a compute capability "
-                                "(expected like '8.6', '9.0a' or '12.0+PTX')")
+                raise self.fail(
+                    f"{path}[{i}]",
+                    f"{text!r} is not a compute capability "
+                    "(expected like '8.6', '9.0a' or '12.0+PTX')",
+                )
             out.append(text)
         if len(set(out)) != len(out):
             raise self.fail(path, "lists an architecture twice")
@@ -151,18 +162,22 @@ def _header(ctx: _Ctx, doc: Any) -> tuple[Mapping[str, Any], int, str, list[Sour
     d = ctx.mapping(doc, "")
     schema = d.get("schema_version")
     if schema != SCHEMA_VERSION:
-        raise ctx.fail("schema_version", f"is {_show(schema)}; this torchenv reads "
-                       f"schema_version {SCHEMA_VERSION}")
+        raise ctx.fail(
+            "schema_version",
+            f"is {_show(schema)}; this torchenv reads schema_version {SCHEMA_VERSION}",
+        )
     version = ctx.string(d.get("matrix_version"), "matrix_version", _DATE_RE, "an ISO date")
     srcs = []
     for i, s in enumerate(ctx.seq(d.get("sources") or [], "sources")):
         p = f"sources[{i}]"
         s = ctx.mapping(s, p)
-        srcs.append(Source(
-            id=ctx.string(s.get("id"), f"{p}.id", _SOURCE_ID_RE, "a source id ([a-z0-9-])"),
-            title=ctx.string(s.get("title"), f"{p}.title"),
-            url=ctx.string(s.get("url"), f"{p}.url"),
-        ))
+        srcs.append(
+            Source(
+                id=ctx.string(s.get("id"), f"{p}.id", _SOURCE_ID_RE, "a source id ([a-z0-9-])"),
+                title=ctx.string(s.get("title"), f"{p}.title"),
+                url=ctx.string(s.get("url"), f"{p}.url"),
+            )
+        )
     return d, schema, version, srcs
 
 
@@ -177,8 +192,9 @@ def _variant(ctx: _Ctx, raw: Any, path: str) -> Variant:
         if p not in PLATFORMS:
             raise ctx.fail(f"{path}.platforms[{i}]", f"unknown platform {p!r}")
     arch = ctx.arch_list(v.get("arch_list"), f"{path}.arch_list")
-    by_plat = ctx.platform_map(v.get("arch_list_by_platform"), f"{path}.arch_list_by_platform",
-                               ctx.arch_list)
+    by_plat = ctx.platform_map(
+        v.get("arch_list_by_platform"), f"{path}.arch_list_by_platform", ctx.arch_list
+    )
     if kind != "cuda" and (arch or by_plat):
         raise ctx.fail(f"{path}.arch_list", f"only CUDA variants carry an arch list ({name})")
     status = ctx.string(v.get("status", "verified"), f"{path}.status")
@@ -229,47 +245,65 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
         r = ctx.mapping(raw, path)
         torch = ctx.string(r.get("torch"), f"{path}.torch", _VERSION_RE, "a release version")
         if torch in seen:
-            raise ctx.fail(f"{path}.torch", f"{torch} is listed twice (also releases[{seen[torch]}])")
+            raise ctx.fail(
+                f"{path}.torch", f"{torch} is listed twice (also releases[{seen[torch]}])"
+            )
         seen[torch] = i
         conda = ctx.mapping(r.get("conda") or {}, f"{path}.conda")
-        pypi_default = ctx.platform_map(r.get("pypi_default"), f"{path}.pypi_default",
-                                        lambda x, p: ctx.string(x, p))
+        pypi_default = ctx.platform_map(
+            r.get("pypi_default"), f"{path}.pypi_default", lambda x, p: ctx.string(x, p)
+        )
         for plat, vname in pypi_default.items():
             if variant_kind(vname) is None:
                 raise ctx.fail(f"{path}.pypi_default.{plat}", f"{vname!r} is not a variant name")
-        parsed.append(dict(
-            torch=torch,
-            released=ctx.string(r.get("released"), f"{path}.released", _DATE_RE, "an ISO date"),
-            torchvision=ctx.opt_string(r.get("torchvision"), f"{path}.torchvision", _VERSION_RE,
-                                       "a version"),
-            torchaudio=ctx.opt_string(r.get("torchaudio"), f"{path}.torchaudio", _VERSION_RE,
-                                      "a version"),
-            python=ctx.platform_map(r.get("python"), f"{path}.python", ctx.python_list),
-            manylinux=ctx.platform_map(r.get("manylinux"), f"{path}.manylinux",
-                                       lambda x, p: ctx.string(x, p, re.compile(r"^2\.\d+$"),
-                                                               "a glibc version like '2.28'")),
-            pypi_default=pypi_default,
-            conda=CondaAvailability(
-                pytorch_channel=ctx.tribool(conda.get("pytorch_channel", "unknown"),
-                                            f"{path}.conda.pytorch_channel"),
-                conda_forge=ctx.tribool(conda.get("conda_forge", "unknown"),
-                                        f"{path}.conda.conda_forge"),
-            ),
-            sources=ctx.sources(r, path),
-            note=r.get("note"),
-            variants=[],
-        ))
+        parsed.append(
+            dict(  # noqa: C408 - keyword form mirrors the Release fields
+                torch=torch,
+                released=ctx.string(r.get("released"), f"{path}.released", _DATE_RE, "an ISO date"),
+                torchvision=ctx.opt_string(
+                    r.get("torchvision"), f"{path}.torchvision", _VERSION_RE, "a version"
+                ),
+                torchaudio=ctx.opt_string(
+                    r.get("torchaudio"), f"{path}.torchaudio", _VERSION_RE, "a version"
+                ),
+                python=ctx.platform_map(r.get("python"), f"{path}.python", ctx.python_list),
+                manylinux=ctx.platform_map(
+                    r.get("manylinux"),
+                    f"{path}.manylinux",
+                    lambda x, p: ctx.string(
+                        x, p, re.compile(r"^2\.\d+$"), "a glibc version like '2.28'"
+                    ),
+                ),
+                pypi_default=pypi_default,
+                conda=CondaAvailability(
+                    pytorch_channel=ctx.tribool(
+                        conda.get("pytorch_channel", "unknown"), f"{path}.conda.pytorch_channel"
+                    ),
+                    conda_forge=ctx.tribool(
+                        conda.get("conda_forge", "unknown"), f"{path}.conda.conda_forge"
+                    ),
+                ),
+                sources=ctx.sources(r, path),
+                note=r.get("note"),
+                variants=[],
+            )
+        )
     # newest first; within a minor, later patches carry later dates; each minor's first
     # release comes after the previous minor's first release (old-minor patches may ship later)
     for i in range(1, len(parsed)):
         a, b = parsed[i - 1], parsed[i]
         if parse_version_tuple(a["torch"]) <= parse_version_tuple(b["torch"]):
-            raise ctx.fail(f"releases[{i}].torch", f"{b['torch']} comes after {a['torch']}: "
-                           "releases must be listed newest first")
+            raise ctx.fail(
+                f"releases[{i}].torch",
+                f"{b['torch']} comes after {a['torch']}: releases must be listed newest first",
+            )
         same_minor = a["torch"].split(".")[:2] == b["torch"].split(".")[:2]
         if same_minor and a["released"] < b["released"]:
-            raise ctx.fail(f"releases[{i}].released", f"{b['torch']} released {b['released']}, "
-                           f"after the later patch {a['torch']} ({a['released']})")
+            raise ctx.fail(
+                f"releases[{i}].released",
+                f"{b['torch']} released {b['released']}, "
+                f"after the later patch {a['torch']} ({a['released']})",
+            )
     firsts: dict[tuple[int, ...], str] = {}
     for p in parsed:
         key = parse_version_tuple(p["torch"])[:2]
@@ -277,11 +311,17 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
     ordered = sorted(firsts.items())
     for (older, d_old), (newer, d_new) in zip(ordered, ordered[1:]):
         if d_new < d_old:
-            idx = next(i for i, p in enumerate(parsed)
-                       if parse_version_tuple(p["torch"])[:2] == newer and p["released"] == d_new)
-            raise ctx.fail(f"releases[{idx}].released", f"{parsed[idx]['torch']} released "
-                           f"{d_new}, before the older minor {'.'.join(map(str, older))} "
-                           f"({d_old})")
+            idx = next(
+                i
+                for i, p in enumerate(parsed)
+                if parse_version_tuple(p["torch"])[:2] == newer and p["released"] == d_new
+            )
+            raise ctx.fail(
+                f"releases[{idx}].released",
+                f"{parsed[idx]['torch']} released "
+                f"{d_new}, before the older minor {'.'.join(map(str, older))} "
+                f"({d_old})",
+            )
 
     # variants.yaml
     vctx = ctxs["variants.yaml"]
@@ -290,10 +330,14 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
     for i, raw in enumerate(vctx.seq(vdoc.get("variant_sets"), "variant_sets")):
         path = f"variant_sets[{i}]"
         vs = vctx.mapping(raw, path)
-        rel_list = [vctx.string(t, f"{path}.releases[{j}]") for j, t in
-                    enumerate(vctx.seq(vs.get("releases"), f"{path}.releases"))]
-        variants = [_variant(vctx, v, f"{path}.variants[{j}]")
-                    for j, v in enumerate(vctx.seq(vs.get("variants"), f"{path}.variants"))]
+        rel_list = [
+            vctx.string(t, f"{path}.releases[{j}]")
+            for j, t in enumerate(vctx.seq(vs.get("releases"), f"{path}.releases"))
+        ]
+        variants = [
+            _variant(vctx, v, f"{path}.variants[{j}]")
+            for j, v in enumerate(vctx.seq(vs.get("variants"), f"{path}.variants"))
+        ]
         names = [v.name for v in variants]
         if len(set(names)) != len(names):
             raise vctx.fail(f"{path}.variants", "lists a variant twice")
@@ -303,8 +347,10 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
             target = by_torch[t]["variants"]
             for v in variants:
                 if any(existing.name == v.name for existing in target):
-                    raise vctx.fail(f"{path}.releases[{j}]",
-                                    f"torch {t} gets variant {v.name} from two variant sets")
+                    raise vctx.fail(
+                        f"{path}.releases[{j}]",
+                        f"torch {t} gets variant {v.name} from two variant sets",
+                    )
                 target.append(v)
 
     releases = []
@@ -312,8 +358,10 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
         rel = Release(**{**p, "variants": tuple(p["variants"])})
         for plat, vname in rel.pypi_default.items():
             if vname != "cpu" and rel.variant(vname) is None and rel.variants:
-                raise ctx.fail(f"releases[{i}].pypi_default.{plat}",
-                               f"{vname} is not among the variants of torch {rel.torch}")
+                raise ctx.fail(
+                    f"releases[{i}].pypi_default.{plat}",
+                    f"{vname} is not among the variants of torch {rel.torch}",
+                )
         releases.append(rel)
 
     # cuda.yaml
@@ -324,33 +372,47 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
     driver = (_DRIVER_RE, "a driver version like '550.54.15'")
     for i, raw in enumerate(cctx.seq(cdoc.get("toolkit_floors"), "toolkit_floors")):
         path = f"toolkit_floors[{i}]"
-        t = cctx.mapping(raw, path)
-        cuda = cctx.string(t.get("cuda"), f"{path}.cuda", re.compile(r"^\d+\.\d+$"),
-                           "a CUDA version like '12.8'")
+        entry = cctx.mapping(raw, path)
+        cuda = cctx.string(
+            entry.get("cuda"),
+            f"{path}.cuda",
+            re.compile(r"^\d+\.\d+$"),
+            "a CUDA version like '12.8'",
+        )
         if cuda in seen_cuda:
             raise cctx.fail(f"{path}.cuda", f"CUDA {cuda} is listed twice")
         seen_cuda.add(cuda)
-        toolkit.append(ToolkitFloor(
-            cuda=cuda,
-            linux=cctx.opt_string(t.get("linux"), f"{path}.linux", *driver),
-            windows=cctx.opt_string(t.get("windows"), f"{path}.windows", *driver),
-            sources=cctx.sources(t, path), note=t.get("note"),
-            newest_arch=cctx.opt_string(t.get("newest_arch"), f"{path}.newest_arch", ARCH_RE,
-                                        "a compute capability like '9.0'"),
-        ))
+        toolkit.append(
+            ToolkitFloor(
+                cuda=cuda,
+                linux=cctx.opt_string(entry.get("linux"), f"{path}.linux", *driver),
+                windows=cctx.opt_string(entry.get("windows"), f"{path}.windows", *driver),
+                sources=cctx.sources(entry, path),
+                note=entry.get("note"),
+                newest_arch=cctx.opt_string(
+                    entry.get("newest_arch"),
+                    f"{path}.newest_arch",
+                    ARCH_RE,
+                    "a compute capability like '9.0'",
+                ),
+            )
+        )
     compat = []
     for i, raw in enumerate(cctx.seq(cdoc.get("compat_floors"), "compat_floors")):
         path = f"compat_floors[{i}]"
-        t = cctx.mapping(raw, path)
-        major = t.get("major")
+        entry = cctx.mapping(raw, path)
+        major = entry.get("major")
         if not isinstance(major, int) or isinstance(major, bool):
             raise cctx.fail(f"{path}.major", f"expected a CUDA major version, got {_show(major)}")
-        compat.append(CompatFloor(
-            major=major,
-            linux=cctx.opt_string(t.get("linux"), f"{path}.linux", *driver),
-            windows=cctx.opt_string(t.get("windows"), f"{path}.windows", *driver),
-            sources=cctx.sources(t, path), note=t.get("note"),
-        ))
+        compat.append(
+            CompatFloor(
+                major=major,
+                linux=cctx.opt_string(entry.get("linux"), f"{path}.linux", *driver),
+                windows=cctx.opt_string(entry.get("windows"), f"{path}.windows", *driver),
+                sources=cctx.sources(entry, path),
+                note=entry.get("note"),
+            )
+        )
 
     # rocm.yaml
     rctx = ctxs["rocm.yaml"]
@@ -362,15 +424,26 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
         name = rctx.string(r.get("name"), f"{path}.name")
         if variant_kind(name) != "rocm":
             raise rctx.fail(f"{path}.name", f"{name!r} is not a ROCm variant name")
-        gfx = tuple(rctx.string(g, f"{path}.gfx[{j}]", _GFX_RE, "a gfx target like 'gfx90a'")
-                    for j, g in enumerate(rctx.seq(r.get("gfx"), f"{path}.gfx")))
-        torch_list = tuple(rctx.string(t, f"{path}.torch[{j}]") for j, t in
-                           enumerate(rctx.seq(r.get("torch") or [], f"{path}.torch")))
+        gfx = tuple(
+            rctx.string(g, f"{path}.gfx[{j}]", _GFX_RE, "a gfx target like 'gfx90a'")
+            for j, g in enumerate(rctx.seq(r.get("gfx"), f"{path}.gfx"))
+        )
+        torch_list = tuple(
+            rctx.string(t, f"{path}.torch[{j}]")
+            for j, t in enumerate(rctx.seq(r.get("torch") or [], f"{path}.torch"))
+        )
         for j, t in enumerate(torch_list):
             if t not in by_torch:
                 raise rctx.fail(f"{path}.torch[{j}]", f"torch {t} is not in releases.yaml")
-        rocm.append(RocmTargets(name=name, gfx=gfx, torch=torch_list,
-                                sources=rctx.sources(r, path), note=r.get("note")))
+        rocm.append(
+            RocmTargets(
+                name=name,
+                gfx=gfx,
+                torch=torch_list,
+                sources=rctx.sources(r, path),
+                note=r.get("note"),
+            )
+        )
 
     # gpus.yaml
     gctx = ctxs["gpus.yaml"]
@@ -379,41 +452,53 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
     for i, raw in enumerate(gctx.seq(gdoc.get("nvidia") or [], "nvidia")):
         path = f"nvidia[{i}]"
         g = gctx.mapping(raw, path)
-        cc = gctx.string(g.get("compute_capability"), f"{path}.compute_capability", ARCH_RE,
-                         "a compute capability like '8.6'")
-        nvidia.append(NvidiaGpu(
-            name=gctx.string(g.get("name"), f"{path}.name"),
-            compute_capability=cc,
-            architecture=gctx.string(g.get("architecture"), f"{path}.architecture"),
-            segment=gctx.string(g.get("segment", "unknown"), f"{path}.segment"),
-            aliases=tuple(str(a) for a in gctx.seq(g.get("aliases") or [], f"{path}.aliases")),
-            fp16_tflops=gctx.number(g.get("fp16_tflops"), f"{path}.fp16_tflops"),
-            bf16_tflops=gctx.number(g.get("bf16_tflops"), f"{path}.bf16_tflops"),
-            memory_bandwidth_gbs=gctx.number(g.get("memory_bandwidth_gbs"),
-                                             f"{path}.memory_bandwidth_gbs"),
-            sources=gctx.sources(g, path), note=g.get("note"),
-        ))
+        cc = gctx.string(
+            g.get("compute_capability"),
+            f"{path}.compute_capability",
+            ARCH_RE,
+            "a compute capability like '8.6'",
+        )
+        nvidia.append(
+            NvidiaGpu(
+                name=gctx.string(g.get("name"), f"{path}.name"),
+                compute_capability=cc,
+                architecture=gctx.string(g.get("architecture"), f"{path}.architecture"),
+                segment=gctx.string(g.get("segment", "unknown"), f"{path}.segment"),
+                aliases=tuple(str(a) for a in gctx.seq(g.get("aliases") or [], f"{path}.aliases")),
+                fp16_tflops=gctx.number(g.get("fp16_tflops"), f"{path}.fp16_tflops"),
+                bf16_tflops=gctx.number(g.get("bf16_tflops"), f"{path}.bf16_tflops"),
+                memory_bandwidth_gbs=gctx.number(
+                    g.get("memory_bandwidth_gbs"), f"{path}.memory_bandwidth_gbs"
+                ),
+                sources=gctx.sources(g, path),
+                note=g.get("note"),
+            )
+        )
     amd = []
     for i, raw in enumerate(gctx.seq(gdoc.get("amd") or [], "amd")):
         path = f"amd[{i}]"
         g = gctx.mapping(raw, path)
-        amd.append(AmdGpu(
-            name=gctx.string(g.get("name"), f"{path}.name"),
-            gfx=gctx.string(g.get("gfx"), f"{path}.gfx", _GFX_RE, "a gfx target"),
-            architecture=gctx.string(g.get("architecture"), f"{path}.architecture"),
-            aliases=tuple(str(a) for a in gctx.seq(g.get("aliases") or [], f"{path}.aliases")),
-            fp16_tflops=gctx.number(g.get("fp16_tflops"), f"{path}.fp16_tflops"),
-            bf16_tflops=gctx.number(g.get("bf16_tflops"), f"{path}.bf16_tflops"),
-            memory_bandwidth_gbs=gctx.number(g.get("memory_bandwidth_gbs"),
-                                             f"{path}.memory_bandwidth_gbs"),
-            sources=gctx.sources(g, path), note=g.get("note"),
-        ))
+        amd.append(
+            AmdGpu(
+                name=gctx.string(g.get("name"), f"{path}.name"),
+                gfx=gctx.string(g.get("gfx"), f"{path}.gfx", _GFX_RE, "a gfx target"),
+                architecture=gctx.string(g.get("architecture"), f"{path}.architecture"),
+                aliases=tuple(str(a) for a in gctx.seq(g.get("aliases") or [], f"{path}.aliases")),
+                fp16_tflops=gctx.number(g.get("fp16_tflops"), f"{path}.fp16_tflops"),
+                bf16_tflops=gctx.number(g.get("bf16_tflops"), f"{path}.bf16_tflops"),
+                memory_bandwidth_gbs=gctx.number(
+                    g.get("memory_bandwidth_gbs"), f"{path}.memory_bandwidth_gbs"
+                ),
+                sources=gctx.sources(g, path),
+                note=g.get("note"),
+            )
+        )
     names = [g.name.lower() for g in nvidia] + [g.name.lower() for g in amd]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
         raise gctx.fail("", f"GPU listed twice: {sorted(dupes)[0]!r}")
 
-    for name, c in ctxs.items():
+    for c in ctxs.values():
         for path, sid in c.cited:
             if sid not in sources:
                 raise c.fail(path, f"source {sid!r} is not defined in any file's 'sources' list")

@@ -20,8 +20,12 @@ class Rejection:
     category: str = "other"
 
     def to_json(self) -> dict[str, str]:
-        return {"torch": self.torch, "variant": self.variant, "reason": self.reason,
-                "category": self.category}
+        return {
+            "torch": self.torch,
+            "variant": self.variant,
+            "reason": self.reason,
+            "category": self.category,
+        }
 
 
 @dataclass(frozen=True)
@@ -63,8 +67,11 @@ class Plan:
 
     def pin(self, package: str) -> str | None:
         """``torch==2.7.1+cu128`` style requirement for ``package``; None when not installed."""
-        version = {"torch": self.torch, "torchvision": self.torchvision,
-                   "torchaudio": self.torchaudio}[package]
+        version = {
+            "torch": self.torch,
+            "torchvision": self.torchvision,
+            "torchaudio": self.torchaudio,
+        }[package]
         if version is None:
             return None
         tag = f"+{self.local_tag}" if self.local_tag else ""

@@ -14,8 +14,12 @@ __all__ = ["group_rejections", "render_no_match", "render_plan"]
 def group_rejections(rejected: tuple[Rejection, ...]) -> dict[str, list[str]]:
     """Reasons grouped by kind, each line ``torch variant: reason`` (for ``--explain``)."""
     titles = {
-        "python": "Python / platform", "platform": "Python / platform", "glibc": "glibc",
-        "driver": "driver", "arch": "GPU architecture", "no-gpu": "no matching GPU",
+        "python": "Python / platform",
+        "platform": "Python / platform",
+        "glibc": "glibc",
+        "driver": "driver",
+        "arch": "GPU architecture",
+        "no-gpu": "no matching GPU",
         "cpu-on-gpu-host": "CPU builds on a GPU host",
     }
     groups: dict[str, list[str]] = defaultdict(list)
@@ -24,16 +28,22 @@ def group_rejections(rejected: tuple[Rejection, ...]) -> dict[str, list[str]]:
     return dict(groups)
 
 
-def render_plan(plan: Plan, host: HostProfile, commands: Mapping[str, str], *,
-                explain: bool = False) -> None:
+def render_plan(
+    plan: Plan, host: HostProfile, commands: Mapping[str, str], *, explain: bool = False
+) -> None:
     from rich.console import Console
 
     out = Console(highlight=False)
-    extras = ", ".join(f"{n} {v}" for n, v in (("torchvision", plan.torchvision),
-                                               ("torchaudio", plan.torchaudio)) if v)
-    out.print(f"[bold green]torch {plan.torch}[/bold green] [bold]{plan.variant}[/bold]"
-              + (f"  ({extras})" if extras else "")
-              + f"  for {plan.platform}, Python {plan.python}")
+    extras = ", ".join(
+        f"{n} {v}"
+        for n, v in (("torchvision", plan.torchvision), ("torchaudio", plan.torchaudio))
+        if v
+    )
+    out.print(
+        f"[bold green]torch {plan.torch}[/bold green] [bold]{plan.variant}[/bold]"
+        + (f"  ({extras})" if extras else "")
+        + f"  for {plan.platform}, Python {plan.python}"
+    )
     out.print("[bold]Why[/bold]")
     for r in plan.reasons:
         out.print(f"  • {r}")
@@ -49,7 +59,9 @@ def render_plan(plan: Plan, host: HostProfile, commands: Mapping[str, str], *,
     if explain:
         _render_rejections(out, plan.rejected)
     elif plan.rejected:
-        out.print(f"[dim]{len(plan.rejected)} other candidates rejected; --explain lists them[/dim]")
+        out.print(
+            f"[dim]{len(plan.rejected)} other candidates rejected; --explain lists them[/dim]"
+        )
 
 
 def _render_rejections(out: object, rejected: tuple[Rejection, ...]) -> None:

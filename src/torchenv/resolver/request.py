@@ -29,13 +29,19 @@ class Request:
         if self.torch is not None:
             _parse_specifier(self.torch)
         if self.variant != "auto" and variant_kind(self.variant) is None:
-            raise BadInput(f"--variant: {self.variant!r} is not a variant",
-                           hint="use auto, cpu, cuXYZ (e.g. cu128), rocmX.Y (e.g. rocm6.3) or xpu")
+            raise BadInput(
+                f"--variant: {self.variant!r} is not a variant",
+                hint="use auto, cpu, cuXYZ (e.g. cu128), rocmX.Y (e.g. rocm6.3) or xpu",
+            )
         if self.cuda is not None and not _CUDA_RE.match(self.cuda):
-            raise BadInput(f"--cuda: {self.cuda!r} is not a CUDA version",
-                           hint="give major.minor, e.g. 12.8")
-        if self.cuda is not None and self.variant not in ("auto",) and \
-                variant_kind(self.variant) != "cuda":
+            raise BadInput(
+                f"--cuda: {self.cuda!r} is not a CUDA version", hint="give major.minor, e.g. 12.8"
+            )
+        if (
+            self.cuda is not None
+            and self.variant not in ("auto",)
+            and variant_kind(self.variant) != "cuda"
+        ):
             raise BadInput(f"--cuda {self.cuda} contradicts --variant {self.variant}")
 
     @property
@@ -52,8 +58,10 @@ def _parse_specifier(text: str) -> object:
     try:
         return SpecifierSet(spec)
     except InvalidSpecifier as exc:
-        raise BadInput(f"--torch: {text!r} is not a version specifier",
-                       hint="use PEP 440, e.g. '==2.7.*', '>=2.5,<2.9' or 2.7.1") from exc
+        raise BadInput(
+            f"--torch: {text!r} is not a version specifier",
+            hint="use PEP 440, e.g. '==2.7.*', '>=2.5,<2.9' or 2.7.1",
+        ) from exc
 
 
 def torch_specifier(text: str | None) -> object | None:

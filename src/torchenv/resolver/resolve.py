@@ -28,7 +28,7 @@ from torchenv.resolver.plan import Alternative, Plan, Rejection
 from torchenv.resolver.request import Request, torch_specifier
 from torchenv.resolver.rules import arch_range, check_driver, check_gpu_arch, ptx_only_gpus
 
-__all__ = ["Candidate", "NoMatch", "resolve", "evaluate"]
+__all__ = ["Candidate", "NoMatch", "evaluate", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,14 @@ class Candidate:
 class NoMatch(Unsatisfiable):
     """Unsatisfiable with the evidence: every rejection and the suggested fixes."""
 
-    def __init__(self, message: str, hint: str | None, rejected: tuple[Rejection, ...],
-                 fixes: tuple[str, ...], matrix_version: str) -> None:
+    def __init__(
+        self,
+        message: str,
+        hint: str | None,
+        rejected: tuple[Rejection, ...],
+        fixes: tuple[str, ...],
+        matrix_version: str,
+    ) -> None:
         super().__init__(message, hint)
         self.rejected = rejected
         self.fixes = fixes
@@ -56,9 +62,17 @@ class NoMatch(Unsatisfiable):
 
     def to_json(self, host: HostProfile) -> dict[str, Any]:
         return {
-            "torch": None, "torchvision": None, "torchaudio": None, "variant": None,
-            "index_url": None, "python": host.python.version, "platform": host.platform,
-            "commands": {}, "warnings": [], "error": self.message, "fixes": list(self.fixes),
+            "torch": None,
+            "torchvision": None,
+            "torchaudio": None,
+            "variant": None,
+            "index_url": None,
+            "python": host.python.version,
+            "platform": host.platform,
+            "commands": {},
+            "warnings": [],
+            "error": self.message,
+            "fixes": list(self.fixes),
             "rejected": [r.to_json() for r in self.rejected],
             "matrix_version": self.matrix_version,
         }
@@ -88,13 +102,24 @@ def _variants_for(release: Release, platform: str) -> list[tuple[Variant, bool]]
             seen.add(v.name)
     if default is not None and default not in seen and platform in release.python:
         listed = release.variant(default)
-        out.append((listed or Variant(name=default, platforms=(platform,), status="unverified",
-                                      sources=release.sources), True))
+        out.append(
+            (
+                listed
+                or Variant(
+                    name=default,
+                    platforms=(platform,),
+                    status="unverified",
+                    sources=release.sources,
+                ),
+                True,
+            )
+        )
     return out
 
 
-def evaluate(request: Request, host: HostProfile, matrix: Matrix
-             ) -> tuple[list[Candidate], list[Rejection]]:
+def evaluate(
+    request: Request, host: HostProfile, matrix: Matrix
+) -> tuple[list[Candidate], list[Rejection]]:
     """Every candidate checked against every rule: (compatible, rejected)."""
     spec: Any = torch_specifier(request.torch)
     kinds = _gpu_kinds(host)
@@ -128,12 +153,20 @@ def evaluate(request: Request, host: HostProfile, matrix: Matrix
             floor = rel.manylinux.get(platform)
             if platform.startswith("linux") and floor:
                 if host.musl and not host.glibc:
-                    reject(rel, name, f"musl libc {host.musl}: the wheels need glibc ≥ {floor}",
-                           "glibc")
+                    reject(
+                        rel,
+                        name,
+                        f"musl libc {host.musl}: the wheels need glibc ≥ {floor}",
+                        "glibc",
+                    )
                     continue
                 if host.glibc and parse_version_tuple(host.glibc) < parse_version_tuple(floor):
-                    reject(rel, name, f"glibc {host.glibc} is older than the wheels' "
-                           f"manylinux floor {floor}", "glibc")
+                    reject(
+                        rel,
+                        name,
+                        f"glibc {host.glibc} is older than the wheels' manylinux floor {floor}",
+                        "glibc",
+                    )
                     continue
             warnings: list[str] = []
             full = True
@@ -146,8 +179,10 @@ def evaluate(request: Request, host: HostProfile, matrix: Matrix
                 assert cuda is not None
                 if "cuda" not in kinds:
                     if request.explicit_variant:
-                        warnings.append(f"no NVIDIA GPU found: {name} was asked for explicitly "
-                                        "and will run on the CPU here")
+                        warnings.append(
+                            f"no NVIDIA GPU found: {name} was asked for explicitly "
+                            "and will run on the CPU here"
+                        )
                         full = False
                     else:
                         reject(rel, name, "no NVIDIA GPU or driver", "no-gpu")
@@ -166,10 +201,13 @@ def evaluate(request: Request, host: HostProfile, matrix: Matrix
                         reject(rel, name, too_new, "arch")
                         continue
                     if arch is None:
-                        if host.nvidia and any(g.compute_capability for g in
-                                               host.nvidia.visible_gpus()):
-                            warnings.append(f"the arch list of torch {rel.torch} {name} on "
-                                            f"{platform} is not confirmed; GPU support unchecked")
+                        if host.nvidia and any(
+                            g.compute_capability for g in host.nvidia.visible_gpus()
+                        ):
+                            warnings.append(
+                                f"the arch list of torch {rel.torch} {name} on "
+                                f"{platform} is not confirmed; GPU support unchecked"
+                            )
                             full = False
                             arch_known = False
                     else:
@@ -181,13 +219,18 @@ def evaluate(request: Request, host: HostProfile, matrix: Matrix
                         if jit:
                             ptx_only = True
                             full = False
-                            warnings.append(f"{', '.join(jit)} not compiled for in {name}: runs "
-                                            "only by JIT-compiling PTX (slow first start, some "
-                                            "kernels may be missing)")
-                    if host.nvidia and any(g.compute_capability is None
-                                           for g in host.nvidia.visible_gpus()):
-                        warnings.append("the compute capability of some GPU is unknown; "
-                                        "architecture not checked for it")
+                            warnings.append(
+                                f"{', '.join(jit)} not compiled for in {name}: runs "
+                                "only by JIT-compiling PTX (slow first start, some "
+                                "kernels may be missing)"
+                            )
+                    if host.nvidia and any(
+                        g.compute_capability is None for g in host.nvidia.visible_gpus()
+                    ):
+                        warnings.append(
+                            "the compute capability of some GPU is unknown; "
+                            "architecture not checked for it"
+                        )
             elif kind == "rocm":
                 if "rocm" not in kinds:
                     if request.explicit_variant:
@@ -200,28 +243,48 @@ def evaluate(request: Request, host: HostProfile, matrix: Matrix
                     assert host.rocm is not None
                     targets = matrix.rocm_targets(name, rel.torch)
                     if targets is None:
-                        warnings.append(f"the gfx targets of {name} are not known; "
-                                        "GPU support unchecked")
+                        warnings.append(
+                            f"the gfx targets of {name} are not known; GPU support unchecked"
+                        )
                         full = False
                     else:
                         missing = [g for g in host.rocm.gfx_targets if g not in targets.gfx]
                         if missing:
-                            reject(rel, name, f"GPU target {missing[0]} not in {name}'s list "
-                                   f"({', '.join(targets.gfx)})", "arch")
+                            reject(
+                                rel,
+                                name,
+                                f"GPU target {missing[0]} not in {name}'s list "
+                                f"({', '.join(targets.gfx)})",
+                                "arch",
+                            )
                             continue
-            elif kind == "xpu":
-                if "xpu" not in kinds:
-                    if request.explicit_variant:
-                        warnings.append("no Intel GPU found: xpu was asked for explicitly")
-                        full = False
-                    else:
-                        reject(rel, name, "no Intel GPU", "no-gpu")
-                        continue
-            if variant.status != "verified" and kind == "cuda" and variant.arch_list is None \
-                    and not any("arch list" in w for w in warnings) and "cuda" in kinds:
+            elif kind == "xpu" and "xpu" not in kinds:
+                if not request.explicit_variant:
+                    reject(rel, name, "no Intel GPU with the Level Zero runtime", "no-gpu")
+                    continue
+                warnings.append("no Intel GPU found: xpu was asked for explicitly")
                 full = False
-            ok.append(Candidate(rel, variant, from_pypi, gpu_build, full, tuple(warnings),
-                                driver_full, arch_known, ptx_only))
+            if (
+                variant.status != "verified"
+                and kind == "cuda"
+                and variant.arch_list is None
+                and not any("arch list" in w for w in warnings)
+                and "cuda" in kinds
+            ):
+                full = False
+            ok.append(
+                Candidate(
+                    rel,
+                    variant,
+                    from_pypi,
+                    gpu_build,
+                    full,
+                    tuple(warnings),
+                    driver_full,
+                    arch_known,
+                    ptx_only,
+                )
+            )
     return ok, rejected
 
 
@@ -239,8 +302,10 @@ def _beyond_toolkit(host: HostProfile, matrix: Matrix, cuda: str) -> str | None:
         cc = gpu.compute_capability
         if cc and parse_version_tuple(cc.rstrip("af")) > newest:
             sm = "sm_" + cc.rstrip("af").replace(".", "")
-            return (f"GPU {gpu.index} ({sm}) is newer than anything CUDA {cuda} compiles for "
-                    f"(newest sm_{floor.newest_arch.replace('.', '')})")
+            return (
+                f"GPU {gpu.index} ({sm}) is newer than anything CUDA {cuda} compiles for "
+                f"(newest sm_{floor.newest_arch.replace('.', '')})"
+            )
     return None
 
 
@@ -250,6 +315,7 @@ def _rank_key(c: Candidate, strict_gpu: bool, prefer_gpu: bool) -> tuple[Any, ..
     # within a release: PyPI+full, then full by newest CUDA; then builds whose arch list is
     # unconfirmed (PyPI's first); last, minor-version-compatibility builds by closest CUDA
     newest_first = tuple(-x for x in cuda_key)
+    sub: tuple[int, ...]
     if c.full and c.from_pypi:
         tier, sub = 0, (0,)
     elif c.full:
@@ -276,9 +342,14 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
         cpu_only = [c for c in compatible if not c.gpu_build]
         if not gpu_ok:
             for c in cpu_only:
-                rejected.append(Rejection(c.release.torch, c.variant.name,
-                                          "CPU build: not chosen on a GPU host without "
-                                          "--variant cpu", "cpu-on-gpu-host"))
+                rejected.append(
+                    Rejection(
+                        c.release.torch,
+                        c.variant.name,
+                        "CPU build: not chosen on a GPU host without --variant cpu",
+                        "cpu-on-gpu-host",
+                    )
+                )
             compatible = []
     if not compatible:
         raise _no_match(request, host, matrix, rejected)
@@ -291,15 +362,19 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
     if "xpu" in kinds_present and variant.kind == "cpu" and not request.explicit_variant:
         warnings.append("an Intel GPU is present but no xpu build fits; using the CPU build")
     if host.nvidia is not None and host.nvidia.visible == () and variant.kind == "cuda":
-        warnings.append("CUDA_VISIBLE_DEVICES hides every GPU: torch will see none until it "
-                        "is unset or lists a GPU")
+        warnings.append(
+            "CUDA_VISIBLE_DEVICES hides every GPU: torch will see none until it "
+            "is unset or lists a GPU"
+        )
     torchvision = rel.torchvision
     torchaudio = rel.torchaudio
     if not request.with_torchvision:
         torchvision = None
     elif torchvision is None:
-        warnings.append(f"no torchvision release pairs with torch {rel.torch}; left out "
-                        "(--torch with an older release brings it, --no-torchvision silences this)")
+        warnings.append(
+            f"no torchvision release pairs with torch {rel.torch}; left out "
+            "(--torch with an older release brings it, --no-torchvision silences this)"
+        )
     if not request.with_torchaudio:
         torchaudio = None
     elif torchaudio is None:
@@ -312,9 +387,10 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
     accelerator = {"cuda": "cuda", "rocm": "rocm", "xpu": "xpu"}.get(variant.kind, "cpu")
     if variant.kind == "cpu" and host.platform == "macos-arm64":
         accelerator = "mps"
-    alternatives = tuple(Alternative(c.release.torch, c.variant.name,
-                                     "full" if c.full else "compat", c.warnings)
-                         for c in compatible[1:6])
+    alternatives = tuple(
+        Alternative(c.release.torch, c.variant.name, "full" if c.full else "compat", c.warnings)
+        for c in compatible[1:6]
+    )
     return Plan(
         torch=rel.torch,
         torchvision=torchvision,
@@ -346,13 +422,17 @@ def _reasons(c: Candidate, host: HostProfile, request: Request) -> list[str]:
     if v.kind == "cuda" and host.nvidia is not None:
         nv = host.nvidia
         drv = nv.driver_version or f"CUDA {nv.cuda_driver_version}"
-        out.append(f"driver {drv} supports CUDA {v.cuda_version}"
-                   + ("" if c.full else " through minor-version compatibility"))
+        out.append(
+            f"driver {drv} supports CUDA {v.cuda_version}"
+            + ("" if c.full else " through minor-version compatibility")
+        )
         arch = v.arch_list_for(host.platform)
         gpus = nv.visible_gpus()
         if arch and gpus:
-            out.append(f"every visible GPU ({', '.join(g.compute_capability or '?' for g in gpus)}"
-                       f") is in its arch list {arch_range(arch)}")
+            out.append(
+                f"every visible GPU ({', '.join(g.compute_capability or '?' for g in gpus)}"
+                f") is in its arch list {arch_range(arch)}"
+            )
     elif v.kind == "rocm" and host.rocm is not None:
         out.append(f"{v.name} is built for {', '.join(host.rocm.gfx_targets)}")
     elif v.kind == "cpu":
@@ -360,17 +440,20 @@ def _reasons(c: Candidate, host: HostProfile, request: Request) -> list[str]:
             out.append("the macOS arm64 build uses the GPU through MPS")
         elif not _gpu_kinds(host):
             out.append("no NVIDIA, AMD or Intel GPU was found, so the CPU build is the right one")
-    out.append(f"torch {c.release.torch} is the newest release with a wheel for Python "
-               f"{host.python.version} on {host.platform} that fits"
-               if not request.torch else
-               f"torch {c.release.torch} is the newest release matching {request.torch!r} that fits")
+    out.append(
+        f"torch {c.release.torch} is the newest release with a wheel for Python "
+        f"{host.python.version} on {host.platform} that fits"
+        if not request.torch
+        else f"torch {c.release.torch} is the newest release matching {request.torch!r} that fits"
+    )
     if c.from_pypi:
         out.append(f"PyPI's own {host.platform} build is {v.name}, so no extra index is needed")
     return out
 
 
-def _no_match(request: Request, host: HostProfile, matrix: Matrix,
-              rejected: list[Rejection]) -> NoMatch:
+def _no_match(
+    request: Request, host: HostProfile, matrix: Matrix, rejected: list[Rejection]
+) -> NoMatch:
     fixes: list[str] = []
     kinds = _gpu_kinds(host)
     # the smallest driver upgrade that unlocks the newest build rejected only for the driver
@@ -378,15 +461,24 @@ def _no_match(request: Request, host: HostProfile, matrix: Matrix,
     if driver_rej and host.nvidia is not None:
         upgraded = _min_driver_that_works(request, host, matrix)
         if upgraded:
-            fixes.append(f"upgrade the NVIDIA driver to ≥ {upgraded[0]} to use torch "
-                         f"{upgraded[1]} {upgraded[2]}")
+            fixes.append(
+                f"upgrade the NVIDIA driver to ≥ {upgraded[0]} to use torch "
+                f"{upgraded[1]} {upgraded[2]}"
+            )
     if request.torch or request.explicit_variant or request.cuda:
         try:
-            alt = resolve(Request(with_torchvision=request.with_torchvision,
-                                  with_torchaudio=request.with_torchaudio,
-                                  index_base=request.index_base), host, matrix)
-            fixes.append(f"without the constraints, torch {alt.torch} {alt.variant} fits this "
-                         "machine")
+            alt = resolve(
+                Request(
+                    with_torchvision=request.with_torchvision,
+                    with_torchaudio=request.with_torchaudio,
+                    index_base=request.index_base,
+                ),
+                host,
+                matrix,
+            )
+            fixes.append(
+                f"without the constraints, torch {alt.torch} {alt.variant} fits this machine"
+            )
         except Unsatisfiable:
             pass
     if kinds & {"cuda", "rocm"}:
@@ -394,27 +486,39 @@ def _no_match(request: Request, host: HostProfile, matrix: Matrix,
         older = [r for r in rejected if r.category != "arch"]
         del older
         if newest_arch:
-            fixes.append("an older torch may still support this GPU: try --torch '<"
-                         f"{newest_arch[-1].torch}'" if not request.torch else
-                         "an older torch may support this GPU")
+            fixes.append(
+                f"an older torch may still support this GPU: try --torch '<{newest_arch[-1].torch}'"
+                if not request.torch
+                else "an older torch may support this GPU"
+            )
     if request.variant != "cpu":
         fixes.append("--variant cpu installs the CPU build explicitly")
     py_rej = [r for r in rejected if r.category == "python"]
     if py_rej and len(py_rej) == len(rejected):
-        fixes.append(f"no release fits Python {host.python.version}: use another Python "
-                     "(see 'torchenv matrix show')")
+        fixes.append(
+            f"no release fits Python {host.python.version}: use another Python "
+            "(see 'torchenv matrix show')"
+        )
     what = "GPU build" if kinds & {"cuda", "rocm"} and request.variant != "cpu" else "build"
     constraint = f" matching {request.torch!r}" if request.torch else ""
-    message = (f"no {what} of torch{constraint} fits this machine ({host.platform}, "
-               f"Python {host.python.version}" + (f", driver {host.nvidia.driver_version}"
-                                                  if host.nvidia and host.nvidia.driver_version
-                                                  else "") + ")")
-    return NoMatch(message, fixes[0] if fixes else None, tuple(rejected), tuple(fixes),
-                   matrix.matrix_version)
+    message = (
+        f"no {what} of torch{constraint} fits this machine ({host.platform}, "
+        f"Python {host.python.version}"
+        + (
+            f", driver {host.nvidia.driver_version}"
+            if host.nvidia and host.nvidia.driver_version
+            else ""
+        )
+        + ")"
+    )
+    return NoMatch(
+        message, fixes[0] if fixes else None, tuple(rejected), tuple(fixes), matrix.matrix_version
+    )
 
 
-def _min_driver_that_works(request: Request, host: HostProfile, matrix: Matrix
-                           ) -> tuple[str, str, str] | None:
+def _min_driver_that_works(
+    request: Request, host: HostProfile, matrix: Matrix
+) -> tuple[str, str, str] | None:
     """(driver, torch, variant): the lowest floor that would make some GPU build fit."""
     from torchenv.resolver.rules import driver_floors
 
@@ -434,16 +538,22 @@ def _min_driver_that_works(request: Request, host: HostProfile, matrix: Matrix
             trial_nv = replace(host.nvidia, driver_version=floor, cuda_driver_version=None)
             trial = host.with_changes(nvidia=trial_nv)
             try:
-                ok, _ = evaluate(Request(torch=f"=={rel.torch}", variant=v.name,
-                                         index_base=request.index_base), trial, matrix)
+                ok, _ = evaluate(
+                    Request(torch=f"=={rel.torch}", variant=v.name, index_base=request.index_base),
+                    trial,
+                    matrix,
+                )
             except Unsatisfiable:
                 continue
             if not ok:
                 continue
             key = parse_version_tuple(floor)
             # prefer the newest torch among the smallest upgrades
-            if best is None or key < best[0] or (key == best[0] and
-                                                 rel.key > parse_version_tuple(best[2])):
+            if (
+                best is None
+                or key < best[0]
+                or (key == best[0] and rel.key > parse_version_tuple(best[2]))
+            ):
                 best = (key, floor, rel.torch, v.name)
         if best is not None and request.torch is None:
             pass

@@ -16,20 +16,20 @@ from torchenv.matrix.validate import ARCH_RE
 
 __all__ = [
     "ArchEntry",
-    "ptx_only_gpus",
     "DriverVerdict",
     "arch_range",
     "check_driver",
     "check_gpu_arch",
     "driver_floors",
     "parse_arch",
+    "ptx_only_gpus",
     "runs_on",
 ]
 
 
 @dataclass(frozen=True)
 class ArchEntry:
-    """One compiled target: ``8.6`` (SASS), ``12.0+PTX`` (SASS and PTX), ``9.0a`` (arch-specific)."""
+    """One compiled target: ``8.6`` (SASS), ``12.0+PTX`` (SASS and PTX), ``9.0a`` (exact arch)."""
 
     major: int
     minor: int
@@ -69,7 +69,7 @@ def runs_on(entry: ArchEntry, cc: str, *, jit_ok: bool) -> bool:
 
 
 def ptx_only_gpus(host: HostProfile, arch_list: Sequence[str]) -> list[str]:
-    """Visible GPUs that the list covers only through PTX (no SASS for them): ``["GPU 0 (sm_120)"]``."""
+    """GPUs the list covers only through PTX, no SASS: ``["GPU 0 (sm_120)"]``."""
     if host.nvidia is None:
         return []
     entries = [parse_arch(a) for a in arch_list]
@@ -147,17 +147,29 @@ def check_driver(host: HostProfile, matrix: Matrix, cuda: str) -> DriverVerdict:
         if have_major == want_major:
             if compat and nv.driver_version and not _ge(nv.driver_version, compat):
                 return DriverVerdict(
-                    False, False,
+                    False,
+                    False,
                     f"driver {nv.driver_version} is below the CUDA {want_major}.x "
-                    f"compatibility floor {compat}", needed=toolkit or compat)
-            return DriverVerdict(True, False, warnings=(_compat_warning(nv.driver_version or
-                                 f"for CUDA {nv.cuda_driver_version}", cuda, toolkit),),
-                                 needed=toolkit)
+                    f"compatibility floor {compat}",
+                    needed=toolkit or compat,
+                )
+            return DriverVerdict(
+                True,
+                False,
+                warnings=(
+                    _compat_warning(
+                        nv.driver_version or f"for CUDA {nv.cuda_driver_version}", cuda, toolkit
+                    ),
+                ),
+                needed=toolkit,
+            )
         return DriverVerdict(
-            False, False,
+            False,
+            False,
             f"driver supports CUDA {nv.cuda_driver_version}, CUDA {cuda} needs "
             + (f"driver ≥ {compat}" if compat else f"a CUDA {want_major}.x driver"),
-            needed=compat or toolkit)
+            needed=compat or toolkit,
+        )
     driver = nv.driver_version
     assert driver is not None
     if toolkit and _ge(driver, toolkit):
@@ -166,18 +178,29 @@ def check_driver(host: HostProfile, matrix: Matrix, cuda: str) -> DriverVerdict:
         return DriverVerdict(False, False, f"no known driver floor for CUDA {cuda}")
     if not _ge(driver, compat):
         return DriverVerdict(
-            False, False,
+            False,
+            False,
             f"driver {driver} is below the CUDA {want_major}.x compatibility floor {compat}",
-            needed=toolkit or compat)
+            needed=toolkit or compat,
+        )
     if toolkit is None:
-        return DriverVerdict(True, False, warnings=(
-            f"the toolkit driver floor of CUDA {cuda} is not known; driver {driver} meets the "
-            f"CUDA {want_major}.x compatibility floor {compat}",), needed=None)
-    return DriverVerdict(True, False, warnings=(_compat_warning(driver, cuda, toolkit),),
-                         needed=toolkit)
+        return DriverVerdict(
+            True,
+            False,
+            warnings=(
+                f"the toolkit driver floor of CUDA {cuda} is not known; driver {driver} meets the "
+                f"CUDA {want_major}.x compatibility floor {compat}",
+            ),
+            needed=None,
+        )
+    return DriverVerdict(
+        True, False, warnings=(_compat_warning(driver, cuda, toolkit),), needed=toolkit
+    )
 
 
 def _compat_warning(driver: str, cuda: str, toolkit: str | None) -> str:
     floor = f" (≥ {toolkit})" if toolkit else ""
-    return (f"driver {driver} runs CUDA {cuda} only through minor-version compatibility: no PTX "
-            f"JIT and some features need the toolkit-level driver{floor}")
+    return (
+        f"driver {driver} runs CUDA {cuda} only through minor-version compatibility: no PTX "
+        f"JIT and some features need the toolkit-level driver{floor}"
+    )

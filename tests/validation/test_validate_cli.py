@@ -1,0 +1,182 @@
+"""``torchenv validate`` for real: the CPU torch in this venv, in child processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.validation.helpers import by_name, has_cuda_gpu, listing, load, run_cli
+
+HERE = Path(__file__).resolve().parent
+CPU_CHECKS = ("import_torch", "build", "matmul", "autograd", "nn_module", "amp")
+GPU_CHECKS = ("cuda_arch", "roundtrip", "memory")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One real quick-level run, shared: JSON on stdout, JUnit to a file, a private TMPDIR."""
+    base = tmp_path_factory.mktemp("quick")
+    tmpdir = base / "tmp"
+    tmpdir.mkdir()
+    junit = base / "report.xml"
+    proc = run_cli("validate", "--json", "--junit", str(junit), env={"TMPDIR": str(tmpdir)})
+    return {"proc": proc, "doc": load(proc.stdout), "junit": junit, "tmpdir": tmpdir}
+
+
+def test_quick_suite_passes_on_cpu(quick: dict[str, Any]) -> None:
+    assert quick["proc"].returncode == 0, quick["proc"].stderr
+    doc = quick["doc"]
+    assert doc["ok"] is True
+    assert doc["torch"].startswith("2.")
+    assert Path(doc["python"]).exists()
+    checks = by_name(doc)
+    for name in CPU_CHECKS:
+        assert checks[name]["status"] == "pass", checks[name]
+        assert checks[name]["device"] == ("cuda:0" if has_cuda_gpu() and name in
+                                          ("matmul", "autograd", "nn_module", "amp") else "cpu")
+
+
+@pytest.mark.skipif(has_cuda_gpu(), reason="this host has a GPU; see the gpu-marked test")
+def test_gpu_checks_skip_without_a_device(quick: dict[str, Any]) -> None:
+    checks = by_name(quick["doc"])
+    for name in GPU_CHECKS:
+        assert checks[name]["status"] == "skip"
+        assert checks[name]["reason"] == "no CUDA device"
+
+
+@pytest.mark.gpu
+def test_gpu_checks_pass_on_a_gpu(quick: dict[str, Any]) -> None:
+    if not has_cuda_gpu():
+        pytest.skip("no NVIDIA GPU on this host")
+    checks = by_name(quick["doc"])
+    for name in (*GPU_CHECKS, "matmul", "amp", "build"):
+        assert checks[name]["status"] == "pass", checks[name]
+    assert "tf32" in checks["matmul"]["detail"]
+
+
+def test_json_stdout_only_and_nothing_left_in_tmp(quick: dict[str, Any]) -> None:
+    assert quick["proc"].stdout.lstrip().startswith("{")
+    assert listing(quick["tmpdir"]) == []
+
+
+def test_junit_parses_back(quick: dict[str, Any]) -> None:
+    root = ET.parse(quick["junit"]).getroot()
+    assert root.tag == "testsuites"
+    suite = root.find("testsuite")
+    assert suite is not None
+    cases = suite.findall("testcase")
+    doc = quick["doc"]
+    assert [c.get("name") for c in cases] == [c["name"] for c in doc["checks"]]
+    skipped = [c for c in cases if c.find("skipped") is not None]
+    assert int(suite.get("skipped", "-1")) == len(skipped)
+    assert int(suite.get("failures", "-1")) == 0
+    assert int(suite.get("tests", "-1")) == len(cases)
+    for case in cases:
+        float(case.get("time", "x"))
+    assert not list(quick["junit"].parent.glob(".report.xml.*")), "no temp file left"
+
+
+def test_table_output_and_exit_status() -> None:
+    proc = run_cli("validate", env={"TORCHENV_VALIDATE_EXTRA_CHECKS": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert "matmul" in proc.stdout and "OK" in proc.stdout
+
+
+def test_planted_hang_and_abort_are_reported_and_the_suite_goes_on(tmp_path: Path) -> None:
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    proc = run_cli("validate", "--json", "--timeout", "5",
+                   env={"TORCHENV_VALIDATE_EXTRA_CHECKS": str(HERE / "_planted_checks.py"),
+                        "TMPDIR": str(tmpdir)})
+    assert proc.returncode == 1, proc.stderr
+    doc = load(proc.stdout)
+    checks = by_name(doc)
+    assert doc["ok"] is False
+    hang = checks["planted_hang"]
+    assert hang["status"] == "fail"
+    assert "did not finish within 5 s" in hang["error"]
+    assert 4.5 <= hang["seconds"] < 30
+    abort = checks["planted_abort"]
+    assert abort["status"] == "fail"
+    assert "SIGABRT" in abort["error"]
+    assert abort["hint"]
+    assert checks["planted_after"]["status"] == "pass"
+    assert "after a hang and a crash" in checks["planted_after"]["detail"]
+    for name in CPU_CHECKS:
+        assert checks[name]["status"] == "pass"
+    assert listing(tmpdir) == []
+
+
+@pytest.fixture(scope="module")
+def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("bare") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(target)], check=True)
+    return target / "bin" / "python"
+
+
+def test_missing_torch_is_one_clear_failure(bare_venv: Path) -> None:
+    proc = run_cli("validate", "--json", "--python", str(bare_venv))
+    assert proc.returncode == 1
+    doc = load(proc.stdout)
+    assert doc["torch"] is None
+    assert doc["ok"] is False
+    [check] = doc["checks"]
+    assert check["name"] == "import_torch"
+    assert check["status"] == "fail"
+    assert check["error"] == "torch is not installed in this interpreter"
+    assert "torchenv install" in check["hint"]
+    assert str(bare_venv) in check["hint"]
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_missing_torch_table(bare_venv: Path) -> None:
+    proc = run_cli("validate", "--python", str(bare_venv))
+    assert proc.returncode == 1
+    assert "torch is not installed" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--python", "/nonexistent/python"], "cannot run /nonexistent/python"),
+    (["--timeout", "0"], "--timeout"),
+    (["--nnodes", "2"], "--rdzv-endpoint"),
+], ids=["missing-interpreter", "zero-timeout", "nnodes-without-endpoint"])
+def test_bad_input_exits_2(args: list[str], message: str) -> None:
+    proc = run_cli("validate", *args)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_full_level_runs_gloo_through_torchrun(tmp_path: Path) -> None:
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    junit = tmp_path / "full.xml"
+    proc = run_cli("validate", "--level", "full", "--json", "--junit", str(junit),
+                   env={"TMPDIR": str(tmpdir), "TORCHENV_CACHE_DIR": str(tmp_path / "cache")},
+                   timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = load(proc.stdout)
+    checks = by_name(doc)
+    for name in ("gloo_allreduce", "gloo_broadcast", "gloo_allgather", "ddp_step",
+                 "torch_compile", "torchscript", "profiler"):
+        assert checks[name]["status"] == "pass", checks[name]
+    assert "2 ranks" in checks["gloo_allreduce"]["detail"]
+    assert "identical" in checks["ddp_step"]["detail"]
+    assert checks["cpp_extension"]["status"] in ("pass", "skip")
+    assert checks["onnx_export"]["status"] in ("pass", "skip")
+    if checks["onnx_export"]["status"] == "skip":
+        assert "onnx" in checks["onnx_export"]["reason"]
+    if not has_cuda_gpu():
+        for name in ("nccl_allreduce", "nccl_broadcast", "nccl_allgather",
+                     "nccl_bus_bandwidth", "cudnn_conv", "perf"):
+            assert checks[name] == {**checks[name], "status": "skip",
+                                    "reason": "no CUDA device"}
+    assert listing(tmpdir) == [], "torchrun/inductor left files in the temp dir"
+    assert ET.parse(junit).getroot().find("testsuite") is not None
