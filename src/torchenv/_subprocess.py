@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
 
 __all__ = ["ProcessResult", "run_process", "start_process", "stop_process"]
 
@@ -35,6 +37,8 @@ class ProcessResult:
         if self.timed_out:
             return f"{self.argv[0]} did not finish within {self.seconds:.1f} s"
         if self.returncode is not None and self.returncode < 0:
+            import signal
+
             try:
                 name = signal.Signals(-self.returncode).name
             except ValueError:
@@ -58,6 +62,8 @@ def run_process(
 
     On timeout the whole process group is killed, so grandchildren (torchrun workers) go too.
     """
+    import subprocess  # imported here: most commands never start a child
+
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -136,6 +142,8 @@ def stop_process(proc: subprocess.Popen[bytes], *, grace: float = 2.0) -> int | 
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:
+    import signal
+
     if os.name == "posix":
         try:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -26,8 +26,23 @@ Exit codes: 0 ok, 1 validation/doctor failures, 2 bad input, 3 nothing satisfies
 """
 
 
-def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    from torchenv.cli import detect, doctor, matrix, resolve, validate
+_MODULES = {
+    "detect": "detect",
+    "resolve": "resolve",
+    "env": "resolve",
+    "install": "resolve",
+    "validate": "validate",
+    "doctor": "doctor",
+    "matrix": "matrix",
+}
+
+
+def build_parser(prog: str | None = None, only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, or (``only``) one whose sole subcommands live in one CLI module.
+
+    Registering a single module keeps the other commands' imports off the startup path.
+    """
+    import importlib
 
     parser = argparse.ArgumentParser(
         prog=prog or "torchenv",
@@ -37,11 +52,9 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"torchenv {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    detect.register(sub)
-    resolve.register(sub)
-    validate.register(sub)
-    doctor.register(sub)
-    matrix.register(sub)
+    names = [_MODULES[only]] if only in _MODULES else list(dict.fromkeys(_MODULES.values()))
+    for name in names:
+        importlib.import_module(f"torchenv.cli.{name}").register(sub)
     return parser
 
 
@@ -51,7 +64,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     if args_list in (["--version"], ["-V"]):  # the fast path: no parser, no imports
         print(f"torchenv {__version__}")
         return 0
-    parser = build_parser(prog)
+    first = args_list[0] if args_list else None
+    wants_help = any(a in ("-h", "--help") for a in args_list[:1])
+    parser = build_parser(prog, only=None if wants_help else first)
     args = parser.parse_args(args_list)
     try:
         status: int = args.func(args)

@@ -90,8 +90,12 @@ def register(sub: Any) -> None:
 def _project_defaults(cwd: Path) -> dict[str, str]:
     """``[tool.torchenv]`` of ./pyproject.toml: torch, python, variant (flags override them)."""
     path = cwd / "pyproject.toml"
-    if not path.is_file():
+    try:
+        raw = path.read_bytes()
+    except OSError:
         return {}
+    if b"torchenv" not in raw:
+        return {}  # no [tool.torchenv]: skip the TOML parser
     try:
         if sys.version_info >= (3, 11):
             import tomllib
