@@ -1,9 +1,10 @@
 """Load the matrix: embedded YAML (through a verified JSON cache), plus the user overlay.
 
-The embedded data is five YAML files. Parsing YAML costs more than the rest of a ``resolve``, so
-the package ships ``cache.json`` holding the parsed documents together with a fingerprint of the YAML
-bytes (size and CRC-32 per file); the cache is used only when that digest matches the YAML on disk, otherwise the YAML is
-parsed. Either way the documents pass the same validation before the model is built.
+The embedded data is five YAML files. Parsing YAML costs more than the rest of a ``resolve``,
+so the package ships ``cache.json``: the parsed documents with a fingerprint of the YAML bytes
+(size and CRC-32 per file). The cache is used only when that fingerprint matches the YAML on
+disk, otherwise the YAML is parsed. Either way the documents pass the same validation before the
+model is built.
 """
 
 from __future__ import annotations
