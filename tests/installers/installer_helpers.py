@@ -16,8 +16,7 @@ PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 #: A Linux x86-64 workstation with an Ampere GPU and a CUDA 12.8 driver, on this interpreter's
 #: Python version (the stand-in wheels are tagged for this interpreter).
-LINUX_GPU = ["--driver", "570.86.15", "--gpu", "8.6", "--python", PY,
-             "--platform", "linux-x86_64"]
+LINUX_GPU = ["--driver", "570.86.15", "--gpu", "8.6", "--python", PY, "--platform", "linux-x86_64"]
 LINUX_CPU = ["--no-gpu", "--python", PY, "--platform", "linux-x86_64"]
 
 
@@ -27,9 +26,12 @@ def clean_env(**extra: str) -> dict[str, str]:
     This machine has pip find-links, extra index URLs and a constraint file in its pip config and
     environment, and proxies may be set; none of them may leak into a dry run.
     """
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PIP_", "UV_", "TORCHENV_", "CUDA_", "CONDA_", "VIRTUAL_ENV"))
-           and k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PIP_", "UV_", "TORCHENV_", "CUDA_", "CONDA_", "VIRTUAL_ENV"))
+        and k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+    }
     env["PIP_CONFIG_FILE"] = os.devnull
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     env["PIP_NO_INPUT"] = "1"
@@ -38,12 +40,18 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def torchenv(*args: str, cwd: Path, env: dict[str, str] | None = None,
-             check: int | None = 0) -> subprocess.CompletedProcess[str]:
+def torchenv(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, check: int | None = 0
+) -> subprocess.CompletedProcess[str]:
     """Run ``torchenv ARGS`` in a child process, the way a user would."""
-    proc = subprocess.run([sys.executable, "-m", "torchenv", *args], cwd=cwd,
-                          env=env if env is not None else clean_env(), capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchenv", *args],
+        cwd=cwd,
+        env=env if env is not None else clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if check is not None:
         assert proc.returncode == check, (args, proc.returncode, proc.stdout, proc.stderr)
     return proc

@@ -4,9 +4,9 @@ A session fixture builds tiny stand-in wheels (valid wheel zips, named like the 
 tagged for this interpreter so pip and uv accept them here) and serves them over HTTP on
 127.0.0.1 as PEP 503 simple indexes laid out like download.pytorch.org (``/whl/cu128/torch/``,
 ``/whl/cu126/...``, ``/whl/cpu/...``), plus a second "PyPI" index with the plain builds at
-``/pypi/simple/<name>/``. The commands come from ``torchenv resolve --json --index-base`` (the mirror
-override air-gapped sites use); only the program name is rewritten to this venv's pip / uv, and
-``--dry-run --report`` is added. The assertions are on what pip and uv say they would install:
+``/pypi/simple/<name>/``. The commands come from ``torchenv resolve --json --index-base`` (the
+mirror override air-gapped sites use); only the program name is rewritten to this venv's pip / uv,
+and ``--dry-run --report`` is added. The assertions are on what pip and uv say they would install:
 exactly the planned files, from the plan's index, nothing else.
 """
 
@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlparse
 
 import pytest
-from installer_helpers import LINUX_CPU, LINUX_GPU, clean_env, resolve_json, torchenv
+from installer_helpers import LINUX_CPU, LINUX_GPU, PY, clean_env, resolve_json, torchenv
 from packaging import tags
 
 from torchenv.installers.commands import index_url_for
@@ -69,21 +69,30 @@ def _b64_digest(data: bytes) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
-def build_wheel(dest: Path, name: str, version: str, tag: str,
-                requires: tuple[str, ...] = ()) -> Path:
+def build_wheel(
+    dest: Path, name: str, version: str, tag: str, requires: tuple[str, ...] = ()
+) -> Path:
     """A valid, tiny wheel: one module, METADATA, WHEEL and a RECORD with real hashes."""
     dist_info = f"{name}-{version}.dist-info"
-    metadata = (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-                f"Summary: torchenv test stand-in for {name}\n"
-                + "".join(f"Requires-Dist: {r}\n" for r in requires))
+    metadata = (
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+        f"Summary: torchenv test stand-in for {name}\n"
+        + "".join(f"Requires-Dist: {r}\n" for r in requires)
+    )
     files = {
         f"{name}/__init__.py": f'__version__ = "{version}"\n',
         f"{dist_info}/METADATA": metadata,
-        f"{dist_info}/WHEEL": ("Wheel-Version: 1.0\nGenerator: torchenv-tests\n"
-                               f"Root-Is-Purelib: false\nTag: {tag}\n"),
+        f"{dist_info}/WHEEL": (
+            f"Wheel-Version: 1.0\nGenerator: torchenv-tests\nRoot-Is-Purelib: false\nTag: {tag}\n"
+        ),
     }
-    record = "".join(f"{path},sha256={_b64_digest(text.encode())},{len(text.encode())}\n"
-                     for path, text in files.items()) + f"{dist_info}/RECORD,,\n"
+    record = (
+        "".join(
+            f"{path},sha256={_b64_digest(text.encode())},{len(text.encode())}\n"
+            for path, text in files.items()
+        )
+        + f"{dist_info}/RECORD,,\n"
+    )
     files[f"{dist_info}/RECORD"] = record
     path = dest / f"{name}-{version}-{tag}.whl"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -98,21 +107,30 @@ def write_project_page(project_dir: Path, wheels: list[Path]) -> None:
     """A PEP 503 project page: one anchor per file, with its sha256 in the fragment."""
     links = "".join(
         f'    <a href="{quote(w.name)}#sha256={hashlib.sha256(w.read_bytes()).hexdigest()}">'
-        f"{w.name}</a><br/>\n" for w in sorted(wheels))
+        f"{w.name}</a><br/>\n"
+        for w in sorted(wheels)
+    )
     (project_dir / "index.html").write_text(
         f"<!DOCTYPE html>\n<html>\n  <body>\n    <h1>Links for {project_dir.name}</h1>\n"
-        f"{links}  </body>\n</html>\n", encoding="utf-8")
+        f"{links}  </body>\n</html>\n",
+        encoding="utf-8",
+    )
 
 
 def write_root_page(index_dir: Path, projects: list[str]) -> None:
     links = "".join(f'    <a href="{p}/">{p}</a><br/>\n' for p in sorted(projects))
     (index_dir / "index.html").write_text(
-        f"<!DOCTYPE html>\n<html>\n  <body>\n{links}  </body>\n</html>\n", encoding="utf-8")
+        f"<!DOCTYPE html>\n<html>\n  <body>\n{links}  </body>\n</html>\n", encoding="utf-8"
+    )
 
 
-def build_index(index_dir: Path, tag: str, local: str | None,
-                only: tuple[str, ...] = ("torch", "torchvision", "torchaudio"),
-                audio_local: str | None = "same") -> dict[str, Path]:
+def build_index(
+    index_dir: Path,
+    tag: str,
+    local: str | None,
+    only: tuple[str, ...] = ("torch", "torchvision", "torchaudio"),
+    audio_local: str | None = "same",
+) -> dict[str, Path]:
     """One simple index with torch/torchvision/torchaudio of one build (``local`` tag or plain)."""
     suffix = f"+{local}" if local else ""
     out: dict[str, Path] = {}
@@ -161,8 +179,10 @@ class LocalIndex:
 
     def expected(self, index: str) -> dict[str, tuple[str, str]]:
         """name -> (file name, sha256) of the three wheels of ``index`` ("whl/cu128", "pypi")."""
-        return {name: (p.name, hashlib.sha256(p.read_bytes()).hexdigest())
-                for name, p in self.wheels[index].items()}
+        return {
+            name: (p.name, hashlib.sha256(p.read_bytes()).hexdigest())
+            for name, p in self.wheels[index].items()
+        }
 
     def mark(self) -> int:
         with self.lock:
@@ -182,8 +202,9 @@ def local_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex
         wheels[f"whl/{variant}"] = build_index(root / "whl" / variant, tag, variant)
     wheels["pypi"] = build_index(root / "pypi" / "simple", tag, None)
     # a mirror whose cu128 index lacks torchaudio+cu128 (it only has the cu126 one)
-    wheels["broken/cu128"] = build_index(root / "broken" / "cu128", tag, "cu128",
-                                         audio_local="cu126")
+    wheels["broken/cu128"] = build_index(
+        root / "broken" / "cu128", tag, "cu128", audio_local="cu126"
+    )
 
     # the same tree under a name with a space, for mirrors with awkward paths
     (root / "my mirror").symlink_to(root, target_is_directory=True)
@@ -198,8 +219,7 @@ def local_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex
 
     handler = functools.partial(Handler, directory=str(root))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, name="local-pytorch-index",
-                              daemon=True)
+    thread = threading.Thread(target=server.serve_forever, name="local-pytorch-index", daemon=True)
     thread.start()
     try:
         host, port = server.server_address[:2]
@@ -217,19 +237,36 @@ def as_argv(command: str, program: str) -> list[str]:
     """The generated command as argv, checking it is the plain ``<program> install ...`` form."""
     argv = shlex.split(command)
     head = program.split()
-    assert argv[:len(head) + 1] == [*head, "install"], command
-    return argv[len(head) + 1:]
+    assert argv[: len(head) + 1] == [*head, "install"], command
+    return argv[len(head) + 1 :]
 
 
-def pip_dry_run(command: str, tmp_path: Path, *extra: str
-                ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
+def pip_dry_run(
+    command: str, tmp_path: Path, *extra: str
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
     """The generated pip command, run by this venv's pip with ``--dry-run --report``."""
     report = tmp_path / "report.json"
-    argv = [sys.executable, "-m", "pip", "install", *as_argv(command, "pip"), *extra,
-            "--dry-run", "--report", str(report), "--ignore-installed", "--no-cache-dir",
-            "--isolated", "--disable-pip-version-check", "--no-input", "--timeout", "20"]
-    proc = subprocess.run(argv, env=clean_env(), capture_output=True, text=True, timeout=120,
-                          cwd=tmp_path)
+    argv = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        *as_argv(command, "pip"),
+        *extra,
+        "--dry-run",
+        "--report",
+        str(report),
+        "--ignore-installed",
+        "--no-cache-dir",
+        "--isolated",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--timeout",
+        "20",
+    ]
+    proc = subprocess.run(
+        argv, env=clean_env(), capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     data = json.loads(report.read_text(encoding="utf-8")) if report.exists() else None
     return proc, data
 
@@ -238,11 +275,24 @@ def uv_dry_run(command: str, tmp_path: Path, *extra: str) -> subprocess.Complete
     """The generated uv command, run by this venv's uv with ``--dry-run``."""
     if not UV.exists():  # pragma: no cover - uv is in the test extra
         pytest.skip(f"uv is not installed in {VENV_BIN} (pip install -e '.[test]')")
-    argv = [str(UV), "pip", "install", *as_argv(command, "uv pip"), *extra, "--dry-run",
-            "--python", sys.executable, "--no-cache", "--no-config", "--color", "never",
-            "--reinstall"]
-    return subprocess.run(argv, env=clean_env(), capture_output=True, text=True, timeout=120,
-                          cwd=tmp_path)
+    argv = [
+        str(UV),
+        "pip",
+        "install",
+        *as_argv(command, "uv pip"),
+        *extra,
+        "--dry-run",
+        "--python",
+        sys.executable,
+        "--no-cache",
+        "--no-config",
+        "--color",
+        "never",
+        "--reinstall",
+    ]
+    return subprocess.run(
+        argv, env=clean_env(), capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
 
 
 def installed_files(report: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
@@ -254,9 +304,11 @@ def installed_files(report: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
         filename = unquote(path.rsplit("/", 1)[1])
         project_page = url.rsplit("/", 1)[0]
         index = project_page.rsplit("/", 1)[0]
-        digest = item["download_info"]["archive_info"]["hashes"]["sha256"] \
-            if "hashes" in item["download_info"]["archive_info"] \
+        digest = (
+            item["download_info"]["archive_info"]["hashes"]["sha256"]
+            if "hashes" in item["download_info"]["archive_info"]
             else item["download_info"]["archive_info"]["hash"].split("=", 1)[1]
+        )
         out[item["metadata"]["name"]] = (filename, index, digest)
     return out
 
@@ -266,8 +318,12 @@ def uv_would_install(output: str) -> set[str]:
     return {m.group(1) for m in re.finditer(r"^ \+ (\S+==\S+)\s*$", output, re.MULTILINE)}
 
 
-def assert_exactly_planned(report: dict[str, Any] | None, plan: dict[str, Any],
-                           index_url: str, expected: dict[str, tuple[str, str]]) -> None:
+def assert_exactly_planned(
+    report: dict[str, Any] | None,
+    plan: dict[str, Any],
+    index_url: str,
+    expected: dict[str, tuple[str, str]],
+) -> None:
     assert report is not None, "pip wrote no report"
     got = installed_files(report)
     assert set(got) == {"torch", "torchvision", "torchaudio"}, got
@@ -293,17 +349,20 @@ PLANS = [
 
 
 def plan_for(flags: list[str], local_index: LocalIndex, cwd: Path) -> dict[str, Any]:
-    plan = resolve_json("--torch", f"=={TORCH}", *flags, "--index-base", local_index.base,
-                        cwd=cwd)
-    assert plan["torch"] == TORCH and plan["torchvision"] == VISION \
-        and plan["torchaudio"] == AUDIO
+    plan = resolve_json("--torch", f"=={TORCH}", *flags, "--index-base", local_index.base, cwd=cwd)
+    assert plan["torch"] == TORCH and plan["torchvision"] == VISION and plan["torchaudio"] == AUDIO
     return plan
 
 
 @pytest.mark.parametrize(("flags", "variant", "index"), PLANS)
-def test_pip_installs_exactly_the_planned_wheels(flags: list[str], variant: str, index: str,
-                                                 local_index: LocalIndex, cli_cwd: Path,
-                                                 tmp_path: Path) -> None:
+def test_pip_installs_exactly_the_planned_wheels(
+    flags: list[str],
+    variant: str,
+    index: str,
+    local_index: LocalIndex,
+    cli_cwd: Path,
+    tmp_path: Path,
+) -> None:
     plan = plan_for(flags, local_index, cli_cwd)
     assert plan["variant"] == variant
     command = plan["commands"]["pip"]
@@ -311,8 +370,11 @@ def test_pip_installs_exactly_the_planned_wheels(flags: list[str], variant: str,
         # PyPI's own build is the plan: no index flag at all, plain pins
         assert plan["index_url"] is None
         assert "--index-url" not in command and "--extra-index-url" not in command
-        assert plan["requirements"] == [f"torch=={TORCH}", f"torchvision=={VISION}",
-                                        f"torchaudio=={AUDIO}"]
+        assert plan["requirements"] == [
+            f"torch=={TORCH}",
+            f"torchvision=={VISION}",
+            f"torchaudio=={AUDIO}",
+        ]
         index_url = local_index.pypi
         extra = ("--index-url", index_url)  # stands in for the default index, pypi.org
     else:
@@ -331,8 +393,9 @@ def test_pip_installs_exactly_the_planned_wheels(flags: list[str], variant: str,
     assert not strays, strays
 
 
-def test_cu126_index_plan_installs_the_cu126_wheels(local_index: LocalIndex, cli_cwd: Path,
-                                                    tmp_path: Path) -> None:
+def test_cu126_index_plan_installs_the_cu126_wheels(
+    local_index: LocalIndex, cli_cwd: Path, tmp_path: Path
+) -> None:
     """A plan for the cu126 *index* (what a mirror of PyPI's build looks like).
 
     The resolver never emits it for 2.7.1 on linux-x86_64 (PyPI's build is cu126, so the
@@ -342,36 +405,71 @@ def test_cu126_index_plan_installs_the_cu126_wheels(local_index: LocalIndex, cli
     from torchenv.resolver.plan import Plan
 
     data = plan_for(LINUX_GPU, local_index, cli_cwd)
-    plan = Plan(torch=data["torch"], torchvision=data["torchvision"],
-                torchaudio=data["torchaudio"], variant="cu126",
-                index_url=index_url_for("cu126", local_index.base), python=data["python"],
-                platform=data["platform"], accelerator="cuda", level="full",
-                matrix_version=data["matrix_version"], local_tag="cu126", cuda="12.6")
+    plan = Plan(
+        torch=data["torch"],
+        torchvision=data["torchvision"],
+        torchaudio=data["torchaudio"],
+        variant="cu126",
+        index_url=index_url_for("cu126", local_index.base),
+        python=data["python"],
+        platform=data["platform"],
+        accelerator="cuda",
+        level="full",
+        matrix_version=data["matrix_version"],
+        local_tag="cu126",
+        cuda="12.6",
+    )
     command = pip_command(plan)
     proc, report = pip_dry_run(command, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert_exactly_planned(report, {"requirements": plan.requirements()},
-                           f"{local_index.base}/cu126", local_index.expected("whl/cu126"))
+    assert_exactly_planned(
+        report,
+        {"requirements": plan.requirements()},
+        f"{local_index.base}/cu126",
+        local_index.expected("whl/cu126"),
+    )
 
 
-def test_index_base_from_environment_variable(local_index: LocalIndex, cli_cwd: Path,
-                                              tmp_path: Path) -> None:
+def test_index_base_from_environment_variable(
+    local_index: LocalIndex, cli_cwd: Path, tmp_path: Path
+) -> None:
     """TORCHENV_INDEX_BASE does what --index-base does."""
-    plan = resolve_json("--torch", f"=={TORCH}", *LINUX_GPU, "--variant", "cu128", cwd=cli_cwd,
-                        env=clean_env(TORCHENV_INDEX_BASE=local_index.base + "/"))
+    plan = resolve_json(
+        "--torch",
+        f"=={TORCH}",
+        *LINUX_GPU,
+        "--variant",
+        "cu128",
+        cwd=cli_cwd,
+        env=clean_env(TORCHENV_INDEX_BASE=local_index.base + "/"),
+    )
     assert plan["index_url"] == f"{local_index.base}/cu128"
     proc, report = pip_dry_run(plan["commands"]["pip"], tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert_exactly_planned(report, plan, f"{local_index.base}/cu128",
-                           local_index.expected("whl/cu128"))
+    assert_exactly_planned(
+        report, plan, f"{local_index.base}/cu128", local_index.expected("whl/cu128")
+    )
 
 
-def test_install_dry_run_prints_a_runnable_pip_command(local_index: LocalIndex, cli_cwd: Path,
-                                                       tmp_path: Path) -> None:
+def test_install_dry_run_prints_a_runnable_pip_command(
+    local_index: LocalIndex, cli_cwd: Path, tmp_path: Path
+) -> None:
     """``torchenv install --dry-run`` prints ``<python> -m pip install ...`` for the plan."""
-    proc = torchenv("install", "--dry-run", "--json", "--torch", f"=={TORCH}", *LINUX_GPU,
-                    "--variant", "cu128", "--index-base", local_index.base,
-                    "--python-exe", sys.executable, cwd=cli_cwd)
+    proc = torchenv(
+        "install",
+        "--dry-run",
+        "--json",
+        "--torch",
+        f"=={TORCH}",
+        *LINUX_GPU,
+        "--variant",
+        "cu128",
+        "--index-base",
+        local_index.base,
+        "--python-exe",
+        sys.executable,
+        cwd=cli_cwd,
+    )
     out = json.loads(proc.stdout)
     assert out["ran"] is False
     argv = shlex.split(out["command"])
@@ -379,14 +477,20 @@ def test_install_dry_run_prints_a_runnable_pip_command(local_index: LocalIndex, 
     # the same command, with pip's own name: exactly the cu128 files
     proc2, report = pip_dry_run(shlex.join(["pip", *argv[3:]]), tmp_path)
     assert proc2.returncode == 0, proc2.stderr
-    assert_exactly_planned(report, out["plan"], f"{local_index.base}/cu128",
-                           local_index.expected("whl/cu128"))
+    assert_exactly_planned(
+        report, out["plan"], f"{local_index.base}/cu128", local_index.expected("whl/cu128")
+    )
 
 
 @pytest.mark.parametrize(("flags", "variant", "index"), [PLANS[0], PLANS[2], PLANS[3]])
-def test_uv_installs_exactly_the_planned_wheels(flags: list[str], variant: str, index: str,
-                                                local_index: LocalIndex, cli_cwd: Path,
-                                                tmp_path: Path) -> None:
+def test_uv_installs_exactly_the_planned_wheels(
+    flags: list[str],
+    variant: str,
+    index: str,
+    local_index: LocalIndex,
+    cli_cwd: Path,
+    tmp_path: Path,
+) -> None:
     plan = plan_for(flags, local_index, cli_cwd)
     command = plan["commands"]["uv"]
     if index == "pypi":
@@ -413,14 +517,23 @@ def test_uv_installs_exactly_the_planned_wheels(flags: list[str], variant: str, 
 
 
 def test_control_index_without_the_variant_wheel_makes_pip_fail(
-        local_index: LocalIndex, cli_cwd: Path, tmp_path: Path) -> None:
+    local_index: LocalIndex, cli_cwd: Path, tmp_path: Path
+) -> None:
     """A mirror whose cu128 index has only torchaudio+cu126: the pinned command must fail.
 
     This proves the assertions above can fail, and that the local-tag pins keep another
     variant's wheel out instead of silently taking it.
     """
-    plan = resolve_json("--torch", f"=={TORCH}", *LINUX_GPU, "--variant", "cu128",
-                        "--index-base", local_index.broken_base, cwd=cli_cwd)
+    plan = resolve_json(
+        "--torch",
+        f"=={TORCH}",
+        *LINUX_GPU,
+        "--variant",
+        "cu128",
+        "--index-base",
+        local_index.broken_base,
+        cwd=cli_cwd,
+    )
     proc, report = pip_dry_run(plan["commands"]["pip"], tmp_path)
     assert proc.returncode != 0
     assert report is None
@@ -432,22 +545,26 @@ def test_control_index_without_the_variant_wheel_makes_pip_fail(
     assert "torchaudio" in proc.stderr
 
 
-def test_control_checker_rejects_the_wrong_files(local_index: LocalIndex, cli_cwd: Path,
-                                                 tmp_path: Path) -> None:
+def test_control_checker_rejects_the_wrong_files(
+    local_index: LocalIndex, cli_cwd: Path, tmp_path: Path
+) -> None:
     """assert_exactly_planned is not vacuous: the cpu report does not pass as the cu128 plan."""
     cpu = plan_for([*LINUX_CPU, "--variant", "cpu"], local_index, cli_cwd)
     proc, report = pip_dry_run(cpu["commands"]["pip"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     with pytest.raises(AssertionError):
-        assert_exactly_planned(report, cpu, f"{local_index.base}/cu128",
-                               local_index.expected("whl/cu128"))
+        assert_exactly_planned(
+            report, cpu, f"{local_index.base}/cu128", local_index.expected("whl/cu128")
+        )
     with pytest.raises(AssertionError):
-        assert_exactly_planned(report, cpu, f"{local_index.base}/cpu",
-                               local_index.expected("whl/cu126"))
+        assert_exactly_planned(
+            report, cpu, f"{local_index.base}/cpu", local_index.expected("whl/cu126")
+        )
 
 
 def test_control_mixing_indexes_lets_another_variant_sneak_in(
-        local_index: LocalIndex, cli_cwd: Path, tmp_path: Path) -> None:
+    local_index: LocalIndex, cli_cwd: Path, tmp_path: Path
+) -> None:
     """Why the renderers never mix indexes: PyPI + an extra CPU index installs the +cpu build.
 
     ``2.7.1+cpu`` sorts above ``2.7.1`` and satisfies ``==2.7.1``, so adding
@@ -460,26 +577,28 @@ def test_control_mixing_indexes_lets_another_variant_sneak_in(
     assert proc.returncode == 0, proc.stderr
     assert report is not None
     got = installed_files(report)
-    assert {n: f for n, (f, _, _) in got.items()} == \
-        {n: f for n, (f, _) in local_index.expected("whl/cpu").items()}
+    assert {n: f for n, (f, _, _) in got.items()} == {
+        n: f for n, (f, _) in local_index.expected("whl/cpu").items()
+    }
     with pytest.raises(AssertionError):
         assert_exactly_planned(report, plan, local_index.pypi, local_index.expected("pypi"))
     # the unmixed command, same indexes otherwise, gets the planned plain wheels
-    proc, report = pip_dry_run(plan["commands"]["pip"], tmp_path, "--index-url",
-                               local_index.pypi)
+    proc, report = pip_dry_run(plan["commands"]["pip"], tmp_path, "--index-url", local_index.pypi)
     assert proc.returncode == 0, proc.stderr
     assert_exactly_planned(report, plan, local_index.pypi, local_index.expected("pypi"))
 
 
-def test_plan_pins_survive_a_mixed_index(local_index: LocalIndex, cli_cwd: Path,
-                                         tmp_path: Path) -> None:
+def test_plan_pins_survive_a_mixed_index(
+    local_index: LocalIndex, cli_cwd: Path, tmp_path: Path
+) -> None:
     """The local-tag pins of an index plan hold even if someone adds PyPI as an extra index."""
     plan = plan_for([*LINUX_GPU, "--variant", "cu128"], local_index, cli_cwd)
     mixed = plan["commands"]["pip"] + f" --extra-index-url {local_index.pypi}"
     proc, report = pip_dry_run(mixed, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert_exactly_planned(report, plan, f"{local_index.base}/cu128",
-                           local_index.expected("whl/cu128"))
+    assert_exactly_planned(
+        report, plan, f"{local_index.base}/cu128", local_index.expected("whl/cu128")
+    )
 
 
 def test_stand_in_index_is_self_consistent(local_index: LocalIndex) -> None:
@@ -503,39 +622,58 @@ def test_stand_in_index_is_self_consistent(local_index: LocalIndex) -> None:
 
 @pytest.mark.parametrize(("flags", "variant", "index"), [PLANS[0], PLANS[2]])
 def test_requirements_file_installs_exactly_the_planned_wheels(
-        flags: list[str], variant: str, index: str, local_index: LocalIndex, cli_cwd: Path,
-        tmp_path: Path) -> None:
+    flags: list[str],
+    variant: str,
+    index: str,
+    local_index: LocalIndex,
+    cli_cwd: Path,
+    tmp_path: Path,
+) -> None:
     """``torchenv env --format requirements -o FILE`` then ``pip install -r FILE``."""
     req = cli_cwd / "requirements.txt"
-    out = json.loads(torchenv("env", "--format", "requirements", "-o", str(req), "--json",
-                              "--torch", f"=={TORCH}", *flags, "--index-base", local_index.base,
-                              cwd=cli_cwd).stdout)
+    out = json.loads(
+        torchenv(
+            "env",
+            "--format",
+            "requirements",
+            "-o",
+            str(req),
+            "--json",
+            "--torch",
+            f"=={TORCH}",
+            *flags,
+            "--index-base",
+            local_index.base,
+            cwd=cli_cwd,
+        ).stdout
+    )
     proc, report = pip_dry_run(shlex.join(["pip", "install", "-r", str(req)]), tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert_exactly_planned(report, out["plan"], f"{local_index.base}/{variant}",
-                           local_index.expected(index))
+    assert_exactly_planned(
+        report, out["plan"], f"{local_index.base}/{variant}", local_index.expected(index)
+    )
 
 
 def test_command_with_a_space_in_the_index_base_installs_the_plan(
-        local_index: LocalIndex, cli_cwd: Path, tmp_path: Path) -> None:
+    local_index: LocalIndex, cli_cwd: Path, tmp_path: Path
+) -> None:
     """The quoted URL reaches pip as one argument and pip finds the planned files there."""
-    plan = resolve_json("--torch", f"=={TORCH}", *LINUX_GPU, "--variant", "cu128",
-                        "--index-base", local_index.spaced_base, cwd=cli_cwd)
+    plan = resolve_json(
+        "--torch",
+        f"=={TORCH}",
+        *LINUX_GPU,
+        "--variant",
+        "cu128",
+        "--index-base",
+        local_index.spaced_base,
+        cwd=cli_cwd,
+    )
     assert "'" in plan["commands"]["pip"]
     proc, report = pip_dry_run(plan["commands"]["pip"], tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert_exactly_planned(report, plan, f"{local_index.spaced_base}/cu128",
-                           local_index.expected("whl/cu128"))
-
-
-_UNQUOTED_INDEX_LINE = (
-    "src bug: render_requirements() and render_environment_yml()'s pip section write "
-    "'--index-url URL' unquoted; pip shlex-splits option lines of a requirements file, so an "
-    "--index-base containing a space ('http://host/my mirror/whl') becomes '--index-url "
-    "http://host/my' plus a stray argument, and pip looks in the wrong place (No matching "
-    "distribution found for torch==2.7.1+cu128). Fix: shlex.quote the URL (or percent-encode "
-    "it) in both renderers."
-)
+    assert_exactly_planned(
+        report, plan, f"{local_index.spaced_base}/cu128", local_index.expected("whl/cu128")
+    )
 
 
 def _pip_lines_of_environment_yml(text: str) -> list[str]:
@@ -547,47 +685,256 @@ def _pip_lines_of_environment_yml(text: str) -> list[str]:
 
 
 def test_environment_yml_pip_section_installs_exactly_the_planned_wheels(
-        local_index: LocalIndex, cli_cwd: Path, tmp_path: Path) -> None:
+    local_index: LocalIndex, cli_cwd: Path, tmp_path: Path
+) -> None:
     """conda hands the ``pip:`` entries to pip as a requirements file; do the same here."""
-    out = json.loads(torchenv("env", "--format", "environment.yml", "--json", "--torch",
-                              f"=={TORCH}", "--python", LINUX_GPU[5], "--platform",
-                              "linux-x86_64", "--rocm-arch", "gfx1100", "--index-base",
-                              local_index.base, cwd=cli_cwd).stdout)
+    out = json.loads(
+        torchenv(
+            "env",
+            "--format",
+            "environment.yml",
+            "--json",
+            "--torch",
+            f"=={TORCH}",
+            "--python",
+            PY,
+            "--platform",
+            "linux-x86_64",
+            "--rocm-arch",
+            "gfx1100",
+            "--index-base",
+            local_index.base,
+            cwd=cli_cwd,
+        ).stdout
+    )
     plan = out["plan"]
     assert plan["variant"] == "rocm6.2.4"
     req = tmp_path / "condaenv.requirements.txt"
-    req.write_text("\n".join(_pip_lines_of_environment_yml(out["content"])) + "\n",
-                   encoding="utf-8")
+    req.write_text(
+        "\n".join(_pip_lines_of_environment_yml(out["content"])) + "\n", encoding="utf-8"
+    )
     proc, report = pip_dry_run(shlex.join(["pip", "install", "-r", str(req)]), tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert_exactly_planned(report, plan, f"{local_index.base}/rocm6.2.4",
-                           local_index.expected("whl/rocm6.2.4"))
+    assert_exactly_planned(
+        report, plan, f"{local_index.base}/rocm6.2.4", local_index.expected("whl/rocm6.2.4")
+    )
 
 
-@pytest.mark.xfail(strict=True, reason=_UNQUOTED_INDEX_LINE)
 def test_environment_yml_pip_section_with_a_space_in_the_index_base(
-        local_index: LocalIndex, cli_cwd: Path, tmp_path: Path) -> None:
-    out = json.loads(torchenv("env", "--format", "environment.yml", "--json", "--torch",
-                              f"=={TORCH}", "--python", LINUX_GPU[5], "--platform",
-                              "linux-x86_64", "--rocm-arch", "gfx1100", "--index-base",
-                              local_index.spaced_base, cwd=cli_cwd).stdout)
+    local_index: LocalIndex, cli_cwd: Path, tmp_path: Path
+) -> None:
+    out = json.loads(
+        torchenv(
+            "env",
+            "--format",
+            "environment.yml",
+            "--json",
+            "--torch",
+            f"=={TORCH}",
+            "--python",
+            PY,
+            "--platform",
+            "linux-x86_64",
+            "--rocm-arch",
+            "gfx1100",
+            "--index-base",
+            local_index.spaced_base,
+            cwd=cli_cwd,
+        ).stdout
+    )
     req = tmp_path / "condaenv.requirements.txt"
-    req.write_text("\n".join(_pip_lines_of_environment_yml(out["content"])) + "\n",
-                   encoding="utf-8")
+    req.write_text(
+        "\n".join(_pip_lines_of_environment_yml(out["content"])) + "\n", encoding="utf-8"
+    )
     proc, report = pip_dry_run(shlex.join(["pip", "install", "-r", str(req)]), tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert_exactly_planned(report, out["plan"], f"{local_index.spaced_base}/rocm6.2.4",
-                           local_index.expected("whl/rocm6.2.4"))
+    assert_exactly_planned(
+        report,
+        out["plan"],
+        f"{local_index.spaced_base}/rocm6.2.4",
+        local_index.expected("whl/rocm6.2.4"),
+    )
 
 
-@pytest.mark.xfail(strict=True, reason=_UNQUOTED_INDEX_LINE)
 def test_requirements_file_with_a_space_in_the_index_base(
-        local_index: LocalIndex, cli_cwd: Path, tmp_path: Path) -> None:
+    local_index: LocalIndex, cli_cwd: Path, tmp_path: Path
+) -> None:
     req = cli_cwd / "requirements.txt"
-    out = json.loads(torchenv("env", "--format", "requirements", "-o", str(req), "--json",
-                              "--torch", f"=={TORCH}", *LINUX_GPU, "--variant", "cu128",
-                              "--index-base", local_index.spaced_base, cwd=cli_cwd).stdout)
+    out = json.loads(
+        torchenv(
+            "env",
+            "--format",
+            "requirements",
+            "-o",
+            str(req),
+            "--json",
+            "--torch",
+            f"=={TORCH}",
+            *LINUX_GPU,
+            "--variant",
+            "cu128",
+            "--index-base",
+            local_index.spaced_base,
+            cwd=cli_cwd,
+        ).stdout
+    )
     proc, report = pip_dry_run(shlex.join(["pip", "install", "-r", str(req)]), tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert_exactly_planned(report, out["plan"], f"{local_index.spaced_base}/cu128",
-                           local_index.expected("whl/cu128"))
+    assert_exactly_planned(
+        report, out["plan"], f"{local_index.spaced_base}/cu128", local_index.expected("whl/cu128")
+    )
+
+
+# --------------------------------------------------------------------------- a leftover +cpu build
+
+
+@pytest.fixture
+def cpu_torch_venv(local_index: LocalIndex, tmp_path: Path) -> Path:
+    """A fresh venv holding the stand-in torch 2.7.1+cpu: the classic leftover."""
+    if not UV.exists():  # pragma: no cover
+        pytest.skip("uv is not installed in the venv")
+    venv = tmp_path / "target-venv"
+    for argv in (
+        [
+            str(UV),
+            "venv",
+            str(venv),
+            "--python",
+            sys.executable,
+            "--no-config",
+            "--no-cache",
+            "--quiet",
+        ],
+        [
+            str(UV),
+            "pip",
+            "install",
+            "--python",
+            str(venv / "bin" / "python"),
+            f"torch=={TORCH}+cpu",
+            "--index-url",
+            f"{local_index.base}/cpu",
+            "--no-config",
+            "--no-cache",
+            "--quiet",
+        ],
+    ):
+        proc = subprocess.run(argv, env=clean_env(), capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+    return venv / "bin" / "python"
+
+
+def test_install_replaces_a_leftover_cpu_build(
+    local_index: LocalIndex, cpu_torch_venv: Path, cli_cwd: Path, tmp_path: Path
+) -> None:
+    """torch==2.7.1 is already satisfied by 2.7.1+cpu; the command must force the swap."""
+    out = json.loads(
+        torchenv(
+            "install",
+            "--dry-run",
+            "--json",
+            "--torch",
+            f"=={TORCH}",
+            *LINUX_GPU,
+            "--python-exe",
+            str(cpu_torch_venv),
+            cwd=cli_cwd,
+        ).stdout
+    )
+    assert out["plan"]["index_url"] is None  # PyPI's cu126 build
+    assert any("will be replaced" in n for n in out["notes"]), out["notes"]
+    argv = shlex.split(out["command"])
+    assert argv[:4] == [str(cpu_torch_venv), "-m", "pip", "install"]
+    assert "--force-reinstall" in argv
+
+    def dry_run(args: list[str]) -> dict[str, Any]:
+        report = tmp_path / "report.json"
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "--python",
+                str(cpu_torch_venv),
+                "install",
+                *args,
+                "--index-url",
+                local_index.pypi,
+                "--dry-run",
+                "--report",
+                str(report),
+                "--no-cache-dir",
+                "--isolated",
+                "--disable-pip-version-check",
+            ],
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        data: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
+        return data
+
+    # the command as printed (against the target interpreter, installed packages considered)
+    got = installed_files(dry_run(argv[4:]))
+    assert {n: f for n, (f, _, _) in got.items()} == {
+        n: f for n, (f, _) in local_index.expected("pypi").items()
+    }
+    # control: without --force-reinstall the +cpu torch stays
+    plain = [a for a in argv[4:] if a != "--force-reinstall"]
+    assert "torch" not in installed_files(dry_run(plain))
+
+
+def test_uv_install_replaces_a_leftover_cpu_build(
+    local_index: LocalIndex, cpu_torch_venv: Path, cli_cwd: Path, tmp_path: Path
+) -> None:
+    out = json.loads(
+        torchenv(
+            "install",
+            "--dry-run",
+            "--json",
+            "--installer",
+            "uv",
+            "--torch",
+            f"=={TORCH}",
+            *LINUX_GPU,
+            "--python-exe",
+            str(cpu_torch_venv),
+            cwd=cli_cwd,
+        ).stdout
+    )
+    argv = shlex.split(out["command"])
+    assert argv[:5] == ["uv", "pip", "install", "--python", str(cpu_torch_venv)]
+
+    def dry_run(args: list[str]) -> str:
+        proc = subprocess.run(
+            [
+                str(UV),
+                "pip",
+                "install",
+                *args,
+                "--index-url",
+                local_index.pypi,
+                "--dry-run",
+                "--no-cache",
+                "--no-config",
+                "--color",
+                "never",
+            ],
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stderr + proc.stdout
+
+    output = dry_run(argv[3:])
+    assert f"torch=={TORCH}" in uv_would_install(output), output
+    assert f" - torch=={TORCH}+cpu" in output
+    plain = argv[3:]
+    i = plain.index("--reinstall-package")
+    del plain[i : i + 2]
+    assert f"torch=={TORCH}" not in uv_would_install(dry_run(plain))

@@ -7,6 +7,7 @@ comment naming torchenv's version, the matrix version and the target it was reso
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Literal, get_args
 
 from torchenv import __version__
@@ -154,7 +155,9 @@ def render_environment_yml(
             )
             deps.append("pip")
             if plan.index_url:
-                pip_section.append(f"--index-url {plan.index_url}")
+                # conda hands these lines to pip as a requirements file, which pip splits
+                # like a shell: quote the URL
+                pip_section.append(f"--index-url {shlex.quote(plan.index_url)}")
             pip_section.extend(plan.requirements())
     out = "".join(lines)
     out += f"name: {name}\nchannels:\n" + "".join(f"  - {c}\n" for c in channels)
@@ -167,7 +170,7 @@ def render_environment_yml(
 def render_requirements(plan: Plan) -> str:
     out = _comment(header_lines(plan))
     if plan.index_url:
-        out += f"--index-url {plan.index_url}\n"
+        out += f"--index-url {shlex.quote(plan.index_url)}\n"  # pip splits option lines like sh
     return out + "".join(f"{r}\n" for r in plan.requirements())
 
 
