@@ -110,6 +110,8 @@ def start_process(
     :func:`stop_process`. stderr goes to ``stderr_path`` (so it can never fill a pipe) or is
     discarded. Raises OSError when the program cannot be started.
     """
+    import subprocess
+
     err = open(stderr_path, "ab") if stderr_path else subprocess.DEVNULL  # noqa: SIM115
     try:
         return subprocess.Popen(
@@ -127,18 +129,26 @@ def start_process(
 
 
 def stop_process(proc: subprocess.Popen[bytes], *, grace: float = 2.0) -> int | None:
-    """Close the child's stdin, wait up to ``grace`` seconds, then kill its process group."""
-    for stream in (proc.stdin, proc.stdout):
-        try:
-            if stream is not None:
-                stream.close()
-        except OSError:
-            pass
+    """Close the child's stdin, wait up to ``grace`` seconds, then kill its process group.
+
+    stdout is left open: a thread blocked reading it would deadlock a close; it sees EOF once
+    the child is gone and the caller closes it then.
+    """
+    import subprocess
+
     try:
-        return proc.wait(timeout=grace)
+        if proc.stdin is not None:
+            proc.stdin.close()
+    except OSError:
+        pass
+    try:
+        code = proc.wait(timeout=grace) if grace > 0 else None
     except subprocess.TimeoutExpired:
+        code = None
+    if code is None:
         _kill_group(proc)  # type: ignore[arg-type]
-        return proc.wait()
+        code = proc.wait()
+    return code
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

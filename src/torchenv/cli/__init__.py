@@ -50,7 +50,8 @@ def build_parser(prog: str | None = None, only: str | None = None) -> argparse.A
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"torchenv {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # an explicit prog keeps argparse from building a HelpFormatter (and importing shutil)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog=parser.prog)
     sub.required = True
     names = [_MODULES[only]] if only in _MODULES else list(dict.fromkeys(_MODULES.values()))
     for name in names:

@@ -18,7 +18,7 @@ def register(sub: Any) -> None:
         description="The versioned matrix of torch releases, variants, Python versions, "
         "architectures and driver floors that every decision is made from.",
     )
-    msub = p.add_subparsers(dest="matrix_command", metavar="ACTION")
+    msub = p.add_subparsers(dest="matrix_command", metavar="ACTION", prog=p.prog)
     msub.required = True
 
     show = msub.add_parser("show", help="list releases (one row per torch patch release)")

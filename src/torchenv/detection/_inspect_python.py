@@ -8,7 +8,6 @@ facts; parsing and interpretation happen in torchenv.detection._python_env.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from collections.abc import Mapping
@@ -42,24 +41,53 @@ def _env_kind(prefix: str, base_prefix: str, environ: Mapping[str, str]) -> tupl
     return "system", "no venv, conda or pixi marker"
 
 
+def _read_version(meta_dir: str) -> Optional[str]:
+    for fname in ("METADATA", "PKG-INFO"):
+        try:
+            with open(os.path.join(meta_dir, fname), encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    if line.startswith("Version:"):
+                        return line.split(":", 1)[1].strip()
+                    if not line.strip():
+                        break  # end of the headers
+        except OSError:
+            continue
+    return None
+
+
 def _package(name: str) -> Optional[dict[str, Any]]:
-    try:
-        from importlib import metadata
-    except ImportError:  # Python < 3.8
-        return None
-    try:
-        dist = metadata.distribution(name)
-    except Exception:
-        return None
-    info: dict[str, Any] = {"version": dist.version, "location": None, "installer": None}
-    with contextlib.suppress(Exception):
-        info["location"] = str(dist.locate_file(""))
-    try:
-        installer = dist.read_text("INSTALLER")
-        info["installer"] = installer.strip() if installer else None
-    except Exception:
-        pass
-    return info
+    """Version, location and installer of ``name``, the distribution Python would import.
+
+    Scans ``sys.path`` for ``<name>-<version>.dist-info`` (or ``.egg-info``) folders in order,
+    as importlib.metadata does, without importing it (that import alone costs more than the
+    rest of detection).
+    """
+    prefix = name.lower().replace("-", "_") + "-"
+    for entry in sys.path:
+        folder = entry or "."
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for child in names:
+            lower = child.lower()
+            if not (lower.startswith(prefix) or lower == name + ".egg-info"):
+                continue
+            if not lower.endswith((".dist-info", ".egg-info")):
+                continue
+            meta_dir = os.path.join(folder, child)
+            version = _read_version(meta_dir)
+            if version is None:
+                continue
+            installer = None
+            try:
+                with open(os.path.join(meta_dir, "INSTALLER"), encoding="utf-8") as f:
+                    installer = f.read().strip() or None
+            except OSError:
+                pass
+            return {"version": version, "location": os.path.abspath(folder),
+                    "installer": installer}
+    return None
 
 
 def _torch_version_py(location: Optional[str]) -> tuple[Optional[str], Optional[str]]:

@@ -165,6 +165,8 @@ class _Child:
     def stop(self, *, kill: bool = False) -> None:
         stop_process(self.proc, grace=0.0 if kill else 5.0)
         self._reader.join(timeout=5)
+        if self.proc.stdout is not None and not self._reader.is_alive():
+            self.proc.stdout.close()
 
 
 def _cache_root(env: Mapping[str, str]) -> Path:
