@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from torchenv._record import record
 
 if TYPE_CHECKING:
     import subprocess
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["ProcessResult", "run_process", "start_process", "stop_process"]
 
 
-@dataclass(frozen=True)
+@record
 class ProcessResult:
     """What a child process did. ``returncode`` is None when it timed out or could not start."""
 

@@ -8,10 +8,10 @@ name the driver that is *running* (which, after an upgrade without a reboot, is 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from torchenv._record import record
 from torchenv.detection.profile import Gpu
 
 __all__ = [
@@ -50,7 +50,7 @@ def parse_sys_module_version(text: str) -> Optional[str]:
     return m.group(1) if m else None
 
 
-@dataclass(frozen=True)
+@record
 class ProcGpu:
     """One GPU as ``/proc/driver/nvidia/gpus/<bus>/information`` describes it."""
 

@@ -10,9 +10,9 @@ import os
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Optional
 
+from torchenv._record import field, record
 from torchenv.detection.profile import Gpu
 
 __all__ = [
@@ -149,7 +149,7 @@ def find_nvidia_smi(environ: Mapping[str, str], *, wsl: bool = False) -> Optiona
     return None
 
 
-@dataclass(frozen=True)
+@record
 class SmiResult:
     gpus: tuple[Gpu, ...] = ()
     driver_version: Optional[str] = None

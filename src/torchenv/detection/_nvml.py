@@ -12,9 +12,9 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Optional, TypeVar
 
+from torchenv._record import record
 from torchenv.detection.profile import Gpu
 
 __all__ = ["NvmlResult", "cuda_version_from_int", "describe_init_error", "probe_nvml"]
@@ -58,7 +58,7 @@ def describe_init_error(code: int, text: str) -> Optional[str]:
     return f"NVML: initialisation failed ({text or f'error {code}'})"
 
 
-@dataclass(frozen=True)
+@record
 class NvmlResult:
     """What NVML said. ``ok`` is False when NVML could not be used at all."""
 

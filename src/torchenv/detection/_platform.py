@@ -9,9 +9,10 @@ import os
 import platform as _platform
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
+
+from torchenv._record import record
 
 __all__ = [
     "PlatformFacts",
@@ -98,7 +99,7 @@ def parse_cgroup_container(text: str) -> Optional[str]:
     return None
 
 
-@dataclass(frozen=True)
+@record
 class PlatformFacts:
     platform: str
     os: str

@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
+
+from torchenv._record import record
 
 __all__ = [
     "RocmFacts",
@@ -132,7 +133,7 @@ def parse_hsa_override(value: str) -> Optional[str]:
     return f"gfx{int(m.group(1))}{minor:x}{step:x}"
 
 
-@dataclass(frozen=True)
+@record
 class RocmFacts:
     version: Optional[str] = None
     gfx_targets: tuple[str, ...] = ()

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
+
+from torchenv._record import record
 
 __all__ = ["XpuFacts", "is_intel_gpu", "probe_xpu"]
 
@@ -28,7 +29,7 @@ def is_intel_gpu(vendor: str, pci_class: str) -> bool:
     return v == INTEL_VENDOR and (c >> 16) == 0x03
 
 
-@dataclass(frozen=True)
+@record
 class XpuFacts:
     devices: tuple[str, ...] = ()
     level_zero: bool = False

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Optional
 
+from torchenv._record import record
 from torchenv.errors import BadInput
 from torchenv.matrix.model import PLATFORMS
 
@@ -106,7 +106,7 @@ def normalize_rocm_arch(value: str, *, origin: str = "--rocm-arch") -> str:
     return text
 
 
-@dataclass(frozen=True)
+@record
 class Overrides:
     """Values that replace detection. ``gpus=()`` means "no NVIDIA GPU"; None means detect."""
 

@@ -7,9 +7,9 @@ The JSON form is the public ``torchenv detect --json`` document (see README.md),
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
+from torchenv._record import field, record, replace
 from torchenv.errors import BadInput
 
 __all__ = [
@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class Gpu:
     """One NVIDIA GPU. ``compute_capability`` is ``"8.6"``; None when no probe could tell."""
 
@@ -56,7 +56,7 @@ class Gpu:
         )
 
 
-@dataclass(frozen=True)
+@record
 class NvidiaInfo:
     """The NVIDIA driver and its GPUs.
 
@@ -100,7 +100,7 @@ class NvidiaInfo:
         )
 
 
-@dataclass(frozen=True)
+@record
 class RocmInfo:
     version: Optional[str]
     gfx_targets: tuple[str, ...] = ()
@@ -116,7 +116,7 @@ class RocmInfo:
                    source=str(d.get("source", "file")))
 
 
-@dataclass(frozen=True)
+@record
 class XpuInfo:
     devices: tuple[str, ...] = ()
     level_zero: bool = False
@@ -132,7 +132,7 @@ class XpuInfo:
                    source=str(d.get("source", "file")))
 
 
-@dataclass(frozen=True)
+@record
 class PythonInfo:
     """The interpreter being inspected. ``version`` is ``"3.12"`` or ``"3.13t"`` (free-threaded)."""
 
@@ -165,7 +165,7 @@ class PythonInfo:
         )
 
 
-@dataclass(frozen=True)
+@record
 class TorchInfo:
     """torch as installed in the inspected interpreter (read without importing it)."""
 
@@ -215,7 +215,7 @@ class TorchInfo:
         )
 
 
-@dataclass(frozen=True)
+@record
 class HostProfile:
     """Everything the resolver needs to know about a machine."""
 

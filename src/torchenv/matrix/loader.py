@@ -219,6 +219,6 @@ def _origins(data_dir: Path) -> dict[str, str]:
 
 
 def _with(matrix: Matrix, *, overlay: str, overlay_error: str | None) -> Matrix:
-    from dataclasses import replace
+    from torchenv._record import replace
 
     return replace(matrix, overlay=overlay, overlay_error=overlay_error)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Literal, Optional
+
+from torchenv._record import field, record
 
 __all__ = [
     "PLATFORMS",
@@ -73,7 +74,7 @@ def parse_version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("."))
 
 
-@dataclass(frozen=True)
+@record
 class Source:
     """Where facts come from."""
 
@@ -82,7 +83,7 @@ class Source:
     url: str
 
 
-@dataclass(frozen=True)
+@record
 class Variant:
     """A build of a release on the wheel index: ``cpu``, ``cu128``, ``rocm6.3``, ``xpu``."""
 
@@ -114,13 +115,13 @@ class Variant:
         return self.arch_list
 
 
-@dataclass(frozen=True)
+@record
 class CondaAvailability:
     pytorch_channel: bool | Literal["unknown"]
     conda_forge: bool | Literal["unknown"]
 
 
-@dataclass(frozen=True)
+@record
 class Release:
     """One torch patch release and everything known about its builds."""
 
@@ -135,6 +136,7 @@ class Release:
     conda: CondaAvailability
     sources: tuple[str, ...] = ()
     note: Optional[str] = None
+    unconfirmed: tuple[str, ...] = ()  # packages whose pairing is "unknown" in the data
 
     @property
     def key(self) -> tuple[int, ...]:
@@ -159,7 +161,7 @@ class Release:
         return ()
 
 
-@dataclass(frozen=True)
+@record
 class ToolkitFloor:
     """Minimum driver released with a CUDA toolkit minor."""
 
@@ -171,7 +173,7 @@ class ToolkitFloor:
     newest_arch: Optional[str] = None  # highest compute capability this toolkit emits SASS for
 
 
-@dataclass(frozen=True)
+@record
 class CompatFloor:
     """Minimum driver for CUDA minor-version compatibility within a major."""
 
@@ -182,7 +184,7 @@ class CompatFloor:
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@record
 class RocmTargets:
     name: str
     gfx: tuple[str, ...]
@@ -191,7 +193,7 @@ class RocmTargets:
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@record
 class NvidiaGpu:
     name: str
     compute_capability: str
@@ -205,7 +207,7 @@ class NvidiaGpu:
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@record
 class AmdGpu:
     name: str
     gfx: str
@@ -218,7 +220,7 @@ class AmdGpu:
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@record
 class Matrix:
     """The whole matrix: releases newest first, driver floors, ROCm targets, GPU catalog."""
 

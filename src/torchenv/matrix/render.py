@@ -57,6 +57,8 @@ def release_to_json(r: Release, *, with_sources: bool = False) -> dict[str, Any]
         "variants": variants,
         "conda": {"pytorch_channel": r.conda.pytorch_channel, "conda_forge": r.conda.conda_forge},
     }
+    if r.unconfirmed:
+        doc["unconfirmed"] = list(r.unconfirmed)  # null above means "not confirmed" for these
     if with_sources:
         doc["sources"] = list(r.sources)
         doc["note"] = r.note
@@ -121,8 +123,8 @@ def render_table(matrix: Matrix, releases: Sequence[Release]) -> None:
         table.add_row(
             r.torch,
             r.released,
-            r.torchvision or "–",
-            r.torchaudio or "–",
+            r.torchvision or ("?" if "torchvision" in r.unconfirmed else "–"),
+            r.torchaudio or ("?" if "torchaudio" in r.unconfirmed else "–"),
             _py_range(r.python.get("linux-x86_64", ())),
             pypi,
             variants,
@@ -131,7 +133,7 @@ def render_table(matrix: Matrix, releases: Sequence[Release]) -> None:
     console = Console(highlight=False)
     console.print(table)
     console.print(
-        "? = arch list not confirmed. 'torchenv matrix show --release X' shows every "
+        "? = not confirmed (variant arch list or pairing). 'torchenv matrix show --release X' shows every "
         "fact of a release with its sources."
     )
 

@@ -285,6 +285,9 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
                 ),
                 sources=ctx.sources(r, path),
                 note=r.get("note"),
+                unconfirmed=tuple(
+                    k for k in ("torchvision", "torchaudio") if r.get(k) == "unknown"
+                ),
                 variants=[],
             )
         )

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Literal, Optional
+
+from torchenv._record import field, record
 
 __all__ = ["Alternative", "Plan", "Rejection"]
 
 Level = Literal["full", "compat"]
 
 
-@dataclass(frozen=True)
+@record
 class Rejection:
     """A candidate that does not fit, with a one-line reason."""
 
@@ -28,7 +29,7 @@ class Rejection:
         }
 
 
-@dataclass(frozen=True)
+@record
 class Alternative:
     torch: str
     variant: str
@@ -36,7 +37,7 @@ class Alternative:
     warnings: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     """What to install. ``index_url`` is None when the plain PyPI package is the chosen build."""
 

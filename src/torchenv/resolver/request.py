@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Optional
 
+from torchenv._record import record
 from torchenv.errors import BadInput
 from torchenv.matrix.model import variant_kind
 
@@ -14,7 +14,7 @@ __all__ = ["Request"]
 _CUDA_RE = re.compile(r"^(\d{2})\.(\d)$")
 
 
-@dataclass(frozen=True)
+@record
 class Request:
     """What the user asked for. ``variant="auto"`` lets the resolver decide."""
 

@@ -17,9 +17,9 @@ CPU is never chosen silently on an NVIDIA or AMD host: when no GPU build fits, `
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Optional
 
+from torchenv._record import record
 from torchenv.detection.profile import HostProfile
 from torchenv.errors import Unsatisfiable
 from torchenv.installers.commands import index_url_for
@@ -31,7 +31,7 @@ from torchenv.resolver.rules import arch_range, check_driver, check_gpu_arch, pt
 __all__ = ["Candidate", "NoMatch", "evaluate", "resolve"]
 
 
-@dataclass(frozen=True)
+@record
 class Candidate:
     release: Release
     variant: Variant
@@ -370,6 +370,11 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
     torchaudio = rel.torchaudio
     if not request.with_torchvision:
         torchvision = None
+    elif torchvision is None and "torchvision" in rel.unconfirmed:
+        warnings.append(
+            f"which torchvision pairs with torch {rel.torch} is not confirmed; left out "
+            f"(see 'torchenv matrix show --release {rel.torch}')"
+        )
     elif torchvision is None:
         warnings.append(
             f"no torchvision release pairs with torch {rel.torch}; left out "
@@ -377,6 +382,8 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
         )
     if not request.with_torchaudio:
         torchaudio = None
+    elif torchaudio is None and "torchaudio" in rel.unconfirmed:
+        warnings.append(f"which torchaudio pairs with torch {rel.torch} is not confirmed; left out")
     elif torchaudio is None:
         warnings.append(f"no torchaudio release pairs with torch {rel.torch}; left out")
     index_url: Optional[str] = None
@@ -533,7 +540,7 @@ def _min_driver_that_works(
             floor = toolkit or compat
             if floor is None:
                 continue
-            from dataclasses import replace
+            from torchenv._record import replace
 
             trial_nv = replace(host.nvidia, driver_version=floor, cuda_driver_version=None)
             trial = host.with_changes(nvidia=trial_nv)

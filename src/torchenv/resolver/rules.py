@@ -8,8 +8,8 @@ level or with facts that could not be confirmed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
+from torchenv._record import field, record
 from torchenv.detection.profile import HostProfile
 from torchenv.matrix.model import Matrix, parse_version_tuple
 from torchenv.matrix.validate import ARCH_RE
@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class ArchEntry:
     """One compiled target: ``8.6`` (SASS), ``12.0+PTX`` (SASS and PTX), ``9.0a`` (exact arch)."""
 
@@ -108,7 +108,7 @@ def check_gpu_arch(host: HostProfile, arch_list: Sequence[str], *, jit_ok: bool)
     return None
 
 
-@dataclass(frozen=True)
+@record
 class DriverVerdict:
     ok: bool
     full: bool
