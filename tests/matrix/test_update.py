@@ -23,7 +23,7 @@ from torchenv.matrix.live.derive import pypi_release, snapshot_from_filenames
 from torchenv.matrix.live.wheels import MalformedPage, manylinux_floor, page_filenames, parse_wheel
 from torchenv.matrix.loader import load_matrix
 
-FIXTURES = Path("/work/shared/fixtures/index")
+FIXTURES = Path(__file__).parent / "data"  # copied from shared/fixtures/index (see SOURCES.md)
 REAL_NAME = "torch-2.7.1+cu128-cp312-cp312-manylinux_2_28_x86_64.whl"
 
 _PLATFORM_TAGS = {

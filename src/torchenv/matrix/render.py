@@ -133,8 +133,8 @@ def render_table(matrix: Matrix, releases: Sequence[Release]) -> None:
     console = Console(highlight=False)
     console.print(table)
     console.print(
-        "? = not confirmed (variant arch list or pairing). 'torchenv matrix show --release X' shows every "
-        "fact of a release with its sources."
+        "? = not confirmed (variant arch list or pairing). "
+        "'torchenv matrix show --release X' shows every fact of a release with its sources."
     )
 
 
