@@ -483,7 +483,7 @@ def check_onnx_export(ctx: Ctx) -> str:
     if missing:
         raise Skip(" and ".join(missing) + " not installed (pip install onnx onnxscript)")
     torch = ctx.torch
-    import onnx  # type: ignore[import-not-found]
+    import onnx  # type: ignore[import-not-found,unused-ignore]
 
     model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU()).eval()
     path = os.path.join(os.environ.get("TMPDIR") or ".", "torchenv_probe.onnx")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, Callable, Literal, Optional, Union
 
-from torchenv._subprocess import run_process, start_process, stop_process
+from torchenv._subprocess import ProcessResult, run_process, start_process, stop_process
 from torchenv.validation.report import CheckResult, Report, merge_rank_results
 
 __all__ = [
@@ -420,13 +420,25 @@ def _run_collectives(options: ValidationOptions, env: Mapping[str, str], scratch
             result = CheckResult(
                 name=name, status="fail", seconds=proc.seconds, device=device,
                 required=required[name], level="full",
-                error=f"torchrun ({backend}, {nproc} processes): {proc.describe_failure()}"
+                error=f"torchrun ({backend}, {nproc} processes): {_torchrun_failure(proc)}"
                       if not proc.ok else "this rank reported no result",
                 hint="see the log; multi-node runs need --rdzv-endpoint reachable from every "
                      "node", log=tail or None)
         results.append(result)
         notify(("result", result))
     return results
+
+
+def _torchrun_failure(proc: ProcessResult) -> str:
+    """The most telling line of a failed torchrun: its own summary ends in rulers (=====)."""
+    if proc.timed_out or proc.error:
+        return proc.describe_failure()
+    telling = ("terminate called", "Error", "error:", "Signal", "exitcode", "refused")
+    for line in reversed(proc.stderr.splitlines()):
+        text = line.strip()
+        if text and any(t in text for t in telling):
+            return f"exit status {proc.returncode}: {text[:300]}"
+    return proc.describe_failure()
 
 
 def _with_peak(result: CheckResult, lookup: Optional[Callable[[str], Optional[Peak]]]
