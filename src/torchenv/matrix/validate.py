@@ -216,6 +216,22 @@ def _variant(ctx: _Ctx, raw: Any, path: str) -> Variant:
     )
 
 
+def _gpu_common(ctx: _Ctx, g: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """The catalog fields NVIDIA and AMD entries share."""
+    return {
+        "name": ctx.string(g.get("name"), f"{path}.name"),
+        "architecture": ctx.string(g.get("architecture"), f"{path}.architecture"),
+        "aliases": tuple(str(a) for a in ctx.seq(g.get("aliases") or [], f"{path}.aliases")),
+        "fp16_tflops": ctx.number(g.get("fp16_tflops"), f"{path}.fp16_tflops"),
+        "bf16_tflops": ctx.number(g.get("bf16_tflops"), f"{path}.bf16_tflops"),
+        "memory_bandwidth_gbs": ctx.number(
+            g.get("memory_bandwidth_gbs"), f"{path}.memory_bandwidth_gbs"
+        ),
+        "sources": ctx.sources(g, path),
+        "note": g.get("note"),
+    }
+
+
 def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> Matrix:
     """Validate the five documents and build the :class:`Matrix`; raises :class:`MatrixError`."""
     ctxs = {name: _Ctx(origin.get(name, name)) for name in documents}
@@ -463,18 +479,9 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
         )
         nvidia.append(
             NvidiaGpu(
-                name=gctx.string(g.get("name"), f"{path}.name"),
                 compute_capability=cc,
-                architecture=gctx.string(g.get("architecture"), f"{path}.architecture"),
                 segment=gctx.string(g.get("segment", "unknown"), f"{path}.segment"),
-                aliases=tuple(str(a) for a in gctx.seq(g.get("aliases") or [], f"{path}.aliases")),
-                fp16_tflops=gctx.number(g.get("fp16_tflops"), f"{path}.fp16_tflops"),
-                bf16_tflops=gctx.number(g.get("bf16_tflops"), f"{path}.bf16_tflops"),
-                memory_bandwidth_gbs=gctx.number(
-                    g.get("memory_bandwidth_gbs"), f"{path}.memory_bandwidth_gbs"
-                ),
-                sources=gctx.sources(g, path),
-                note=g.get("note"),
+                **_gpu_common(gctx, g, path),
             )
         )
     amd = []
@@ -483,17 +490,8 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
         g = gctx.mapping(raw, path)
         amd.append(
             AmdGpu(
-                name=gctx.string(g.get("name"), f"{path}.name"),
                 gfx=gctx.string(g.get("gfx"), f"{path}.gfx", _GFX_RE, "a gfx target"),
-                architecture=gctx.string(g.get("architecture"), f"{path}.architecture"),
-                aliases=tuple(str(a) for a in gctx.seq(g.get("aliases") or [], f"{path}.aliases")),
-                fp16_tflops=gctx.number(g.get("fp16_tflops"), f"{path}.fp16_tflops"),
-                bf16_tflops=gctx.number(g.get("bf16_tflops"), f"{path}.bf16_tflops"),
-                memory_bandwidth_gbs=gctx.number(
-                    g.get("memory_bandwidth_gbs"), f"{path}.memory_bandwidth_gbs"
-                ),
-                sources=gctx.sources(g, path),
-                note=g.get("note"),
+                **_gpu_common(gctx, g, path),
             )
         )
     names = [g.name.lower() for g in nvidia] + [g.name.lower() for g in amd]
