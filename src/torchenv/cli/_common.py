@@ -35,16 +35,24 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_target_flags(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("target (resolve for a machine other than this one)")
-    g.add_argument("--torch", metavar="SPEC", help="PEP 440 specifier for torch, e.g. '==2.7.*'")
-    g.add_argument(
-        "--variant",
-        metavar="V",
-        default=None,
-        help="force a variant: cpu, cu126, rocm6.3, xpu; 'auto' (default) decides",
+def add_target_flags(parser: argparse.ArgumentParser, *, host_only: bool = False) -> None:
+    """The target flags of CLI.md; ``host_only`` leaves out those that only steer a decision."""
+    g = parser.add_argument_group(
+        "target (describe a machine other than this one)"
+        if host_only
+        else "target (resolve for a machine other than this one)"
     )
-    g.add_argument("--cuda", metavar="X.Y", help="only CUDA builds of this version, e.g. 12.8")
+    if not host_only:
+        g.add_argument(
+            "--torch", metavar="SPEC", help="PEP 440 specifier for torch, e.g. '==2.7.*'"
+        )
+        g.add_argument(
+            "--variant",
+            metavar="V",
+            default=None,
+            help="force a variant: cpu, cu126, rocm6.3, xpu; 'auto' (default) decides",
+        )
+        g.add_argument("--cuda", metavar="X.Y", help="only CUDA builds of this version, e.g. 12.8")
     g.add_argument(
         "--python",
         dest="target_python",
@@ -82,6 +90,8 @@ def add_target_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--no-gpu", action="store_true", help="resolve as if the machine had no accelerator"
     )
+    if host_only:
+        return
     g.add_argument("--no-torchvision", action="store_true", help="leave torchvision out")
     g.add_argument("--no-torchaudio", action="store_true", help="leave torchaudio out")
     g.add_argument(

@@ -23,7 +23,7 @@ def register(sub: Any) -> None:
     p.add_argument("--python-exe", dest="python_exe", metavar="PATH",
                    help="inspect this interpreter (and the torch installed in it) instead of "
                    "the current one")
-    add_target_flags(p)
+    add_target_flags(p, host_only=True)
     p.set_defaults(func=run)
 
 
