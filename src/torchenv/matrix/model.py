@@ -171,6 +171,7 @@ class ToolkitFloor:
     sources: tuple[str, ...] = ()
     note: Optional[str] = None
     newest_arch: Optional[str] = None  # highest compute capability this toolkit emits SASS for
+    oldest_arch: Optional[str] = None  # lowest one it still compiles for
 
 
 @record

@@ -408,7 +408,13 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
                 windows=cctx.opt_string(entry.get("windows"), f"{path}.windows", *driver),
                 sources=cctx.sources(entry, path),
                 note=entry.get("note"),
-                newest_arch=cctx.opt_string(
+                oldest_arch=cctx.opt_string(
+                entry.get("oldest_arch"),
+                f"{path}.oldest_arch",
+                ARCH_RE,
+                "a compute capability like '5.0'",
+            ),
+            newest_arch=cctx.opt_string(
                     entry.get("newest_arch"),
                     f"{path}.newest_arch",
                     ARCH_RE,

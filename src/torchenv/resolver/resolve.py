@@ -292,19 +292,26 @@ def _beyond_toolkit(host: HostProfile, matrix: Matrix, cuda: str) -> str | None:
     """A reason when a visible GPU is newer than anything CUDA ``cuda`` can compile for.
 
     Used only where the variant's own arch list is unknown: whatever it holds, it cannot hold
-    SASS for an architecture its toolkit does not know.
+    code for an architecture its toolkit does not know (and PTX never runs on an older GPU).
     """
     floor = matrix.toolkit_floor(cuda)
-    if floor is None or floor.newest_arch is None or host.nvidia is None:
+    if floor is None or host.nvidia is None:
         return None
-    newest = parse_version_tuple(floor.newest_arch.rstrip("af"))
     for gpu in host.nvidia.visible_gpus():
         cc = gpu.compute_capability
-        if cc and parse_version_tuple(cc.rstrip("af")) > newest:
-            sm = "sm_" + cc.rstrip("af").replace(".", "")
+        if not cc:
+            continue
+        have = parse_version_tuple(cc.rstrip("af"))
+        sm = "sm_" + cc.rstrip("af").replace(".", "")
+        if floor.newest_arch and have > parse_version_tuple(floor.newest_arch.rstrip("af")):
             return (
                 f"GPU {gpu.index} ({sm}) is newer than anything CUDA {cuda} compiles for "
                 f"(newest sm_{floor.newest_arch.replace('.', '')})"
+            )
+        if floor.oldest_arch and have < parse_version_tuple(floor.oldest_arch):
+            return (
+                f"GPU {gpu.index} ({sm}) is older than anything CUDA {cuda} compiles for "
+                f"(oldest sm_{floor.oldest_arch.replace('.', '')})"
             )
     return None
 
@@ -431,7 +438,7 @@ def _reasons(c: Candidate, host: HostProfile, request: Request) -> list[str]:
         drv = nv.driver_version or f"CUDA {nv.cuda_driver_version}"
         out.append(
             f"driver {drv} supports CUDA {v.cuda_version}"
-            + ("" if c.full else " through minor-version compatibility")
+            + ("" if c.driver_full else " through minor-version compatibility")
         )
         arch = v.arch_list_for(host.platform)
         gpus = nv.visible_gpus()
@@ -488,16 +495,15 @@ def _no_match(
             )
         except Unsatisfiable:
             pass
-    if kinds & {"cuda", "rocm"}:
-        newest_arch = [r for r in rejected if r.category == "arch"]
-        older = [r for r in rejected if r.category != "arch"]
-        del older
-        if newest_arch:
-            fixes.append(
-                f"an older torch may still support this GPU: try --torch '<{newest_arch[-1].torch}'"
-                if not request.torch
-                else "an older torch may support this GPU"
-            )
+    if kinds & {"cuda", "rocm"} and any(r.category == "arch" for r in rejected):
+        oldest = matrix.releases[-1].torch if matrix.releases else "?"
+        newest = matrix.releases[0].torch if matrix.releases else "?"
+        fixes.append(
+            f"no build of torch {oldest} – {newest} in the matrix was compiled for this GPU "
+            "(see --explain); releases older than the matrix may have been"
+            if not request.torch
+            else "a release outside --torch may support this GPU: drop the constraint to see"
+        )
     if request.variant != "cpu":
         fixes.append("--variant cpu installs the CPU build explicitly")
     py_rej = [r for r in rejected if r.category == "python"]
