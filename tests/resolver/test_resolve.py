@@ -310,3 +310,25 @@ def test_an_arch_rejection_names_the_gpu_and_the_list(matrix: Matrix) -> None:
         resolve(Request(torch="==2.11.0", variant="cu128"), _host("580.65.06", "6.1"), matrix)
     reasons = [r.reason for r in info.value.rejected if r.variant == "cu128"]
     assert reasons == ["GPU 0 (sm_61) not in arch list 7.5–12.0"]
+
+
+@pytest.mark.parametrize(
+    ("cc", "variant", "words"),
+    [
+        ("12.0", "cu126", "newer than anything CUDA 12.6 compiles for (newest sm_90)"),
+        ("3.5", "cu130", "older than anything CUDA 13.0 compiles for (oldest sm_75)"),
+    ],
+    ids=["blackwell-on-12.6", "kepler-on-13.0"],
+)
+def test_unknown_arch_lists_are_still_bounded_by_the_toolkit(
+    matrix: Matrix, cc: str, variant: str, words: str
+) -> None:
+    # 2.15.0's cu126 and cu130 arch lists are unconfirmed; the toolkits' limits still apply
+    rel = matrix.release("2.15.0")
+    assert rel is not None and rel.variant(variant) is not None
+    assert rel.variant(variant).arch_list_for("linux-x86_64") is None  # type: ignore[union-attr]
+    with pytest.raises(NoMatch) as info:
+        resolve(Request(torch="==2.15.0", variant=variant), _host("999.99", cc), matrix)
+    assert [r.reason for r in info.value.rejected if r.variant == variant] == [
+        f"GPU 0 (sm_{cc.replace('.', '')}) is {words}"
+    ]
