@@ -86,9 +86,9 @@ def run_check(args: argparse.Namespace) -> int:
 
     if args.write_cache:
         doc = build_cache()
-        tmp = CACHE_FILE.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n")
-        tmp.replace(CACHE_FILE)
+        from torchenv._files import write_atomic
+
+        write_atomic(CACHE_FILE, json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n")
     _, cached = load_embedded_documents()
     overlay: Path | bool = Path(args.overlay) if args.overlay else False
     if args.overlay and not Path(args.overlay).is_file():

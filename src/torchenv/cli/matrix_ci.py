@@ -107,9 +107,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        raise BadInput(f"--output: cannot write {path}: {exc.strerror or exc}") from exc
+    from torchenv._files import write_atomic
+
+    write_atomic(path, text)

@@ -208,7 +208,7 @@ def run_env(args: argparse.Namespace) -> int:
     if args.output:
         from torchenv._files import write_atomic
 
-        write_atomic(Path(args.output), text, force=args.force)
+        write_atomic(Path(args.output), text, force=args.force)  # BadInput (exit 2) on failure
         if args.json:
             emit_json({"written": args.output, "format": fmt, "plan": plan.to_json()})
         else:

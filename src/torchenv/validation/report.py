@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -126,14 +125,9 @@ def write_junit(report: Report, path: str | os.PathLike[str]) -> None:
                                      "tests": str(len(report.checks))})
     root.append(report.to_junit())
     data = ET.tostring(root, encoding="utf-8", xml_declaration=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.parent or "."))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from torchenv._files import write_atomic
+
+    write_atomic(target, data)
 
 
 def merge_rank_results(per_rank: Sequence[Sequence[Mapping[str, Any]]], *,

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -236,17 +235,13 @@ def write_overlay(path: Path, overlay: dict[str, Any]) -> None:
     text = ("# written by `torchenv matrix update`; entries here replace or extend the "
             "embedded matrix\n" + yaml.safe_dump(overlay, sort_keys=False, width=100,
                                                  allow_unicode=True))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    from torchenv._files import write_atomic
+
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+        path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_file():
             shutil.copy2(path, path.with_name(path.name + ".bak"))
-        os.replace(tmp, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise MatrixError(f"{path}: cannot write the overlay: {exc.strerror or exc}",
                           hint="choose another place with --output") from exc
+    write_atomic(path, text)

@@ -1,0 +1,65 @@
+"""Atomic writes replace regular files only, keep modes, and fail as bad input."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from torchenv._files import write_atomic
+from torchenv.errors import BadInput
+
+
+def test_a_new_file_gets_the_umask_mode(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        written = write_atomic(tmp_path / "a.txt", "hello\n")
+    finally:
+        os.umask(old)
+    assert written.read_text() == "hello\n"
+    assert stat.S_IMODE(written.stat().st_mode) == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == ["a.txt"]
+
+
+def test_an_existing_file_keeps_its_mode(tmp_path: Path) -> None:
+    target = tmp_path / "b.txt"
+    target.write_text("old")
+    target.chmod(0o640)
+    write_atomic(target, "new")
+    assert target.read_text() == "new"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
+    target = tmp_path / "c.txt"
+    target.write_text("keep")
+    with pytest.raises(BadInput, match="already exists"):
+        write_atomic(target, "new", force=False)
+    assert target.read_text() == "keep"
+
+
+def test_a_symlink_is_followed_not_replaced(tmp_path: Path) -> None:
+    real = tmp_path / "real.txt"
+    real.write_text("old")
+    link = tmp_path / "link.txt"
+    link.symlink_to(real)
+    write_atomic(link, "new")
+    assert link.is_symlink()
+    assert real.read_text() == "new"
+
+
+def test_a_non_regular_file_is_never_replaced(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(BadInput, match="not a regular file"):
+        write_atomic(fifo, "data")
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_an_unwritable_place_is_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="does not exist"):
+        write_atomic(tmp_path / "missing" / "x.txt", "data")
+    with pytest.raises(BadInput, match="cannot write"):
+        write_atomic(Path("/proc/torchenv-test.txt"), "data")
