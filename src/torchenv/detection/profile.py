@@ -273,6 +273,7 @@ class HostProfile:
         """Read a ``detect --json`` document; raises :class:`BadInput` naming ``origin``."""
         if not isinstance(d, dict):
             raise BadInput(f"{origin}: expected a JSON object from 'torchenv detect --json'")
+        _check_host_document(d, origin)
         try:
             platform = d["platform"]
             py = d.get("interpreter") or {"version": d["python"]}
@@ -294,5 +295,57 @@ class HostProfile:
                 sources=dict(d.get("sources") or {}),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise BadInput(f"{origin}: not a torchenv host profile ({exc!r} is missing or wrong)",
+            what = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+            raise BadInput(f"{origin}: not a torchenv host profile ({what!s} is missing or "
+                           "malformed)",
                            hint="create one with 'torchenv detect --json > host.json'") from exc
+
+
+def _check_host_document(d: Mapping[str, Any], origin: str) -> None:
+    """Validate the facts the resolver reads, naming the key of a bad value (BadInput)."""
+    from torchenv.detection.overrides import (
+        normalize_compute_capability,
+        normalize_driver_version,
+        normalize_glibc,
+        normalize_platform,
+        normalize_python,
+        normalize_rocm_arch,
+    )
+
+    def text(value: Any, key: str) -> str:
+        if not isinstance(value, str):
+            raise BadInput(f"{origin}: {key}: expected a string, got {value!r}",
+                           hint="create the file with 'torchenv detect --json > host.json'")
+        return value
+
+    if "platform" not in d:
+        raise BadInput(f"{origin}: 'platform' is missing",
+                       hint="create the file with 'torchenv detect --json > host.json'")
+    normalize_platform(text(d["platform"], "platform"), origin=f"{origin}: platform")
+    interp = d.get("interpreter")
+    version = interp.get("version") if isinstance(interp, dict) else d.get("python")
+    normalize_python(text(version, "python"), origin=f"{origin}: python")
+    if d.get("glibc") is not None:
+        normalize_glibc(text(d["glibc"], "glibc"), origin=f"{origin}: glibc")
+    nv = d.get("nvidia")
+    if nv is not None:
+        if not isinstance(nv, dict):
+            raise BadInput(f"{origin}: nvidia: expected an object or null")
+        if nv.get("driver_version") is not None:
+            normalize_driver_version(text(nv["driver_version"], "nvidia.driver_version"),
+                                     origin=f"{origin}: nvidia.driver_version")
+        gpus = nv.get("gpus") or []
+        if not isinstance(gpus, list):
+            raise BadInput(f"{origin}: nvidia.gpus: expected a list")
+        for i, g in enumerate(gpus):
+            key = f"nvidia.gpus[{i}].compute_capability"
+            if not isinstance(g, dict):
+                raise BadInput(f"{origin}: nvidia.gpus[{i}]: expected an object")
+            if g.get("compute_capability") is not None:
+                normalize_compute_capability(text(g["compute_capability"], key),
+                                             origin=f"{origin}: {key}")
+    rocm = d.get("rocm")
+    if isinstance(rocm, dict):
+        for i, gfx in enumerate(rocm.get("gfx_targets") or []):
+            normalize_rocm_arch(text(gfx, f"rocm.gfx_targets[{i}]"),
+                                origin=f"{origin}: rocm.gfx_targets[{i}]")
