@@ -42,7 +42,7 @@ UV = VENV_BIN / "uv"
 
 TORCH, VISION, AUDIO = "2.7.1", "0.22.1", "2.7.1"
 VERSIONS = {"torch": TORCH, "torchvision": VISION, "torchaudio": AUDIO}
-VARIANTS = ("cu128", "cu126", "cu118", "cpu", "rocm6.2.4")
+VARIANTS = ("cu128", "cu126", "cu118", "cpu", "rocm6.3")
 
 
 # --------------------------------------------------------------------------- stand-in wheels
@@ -708,7 +708,7 @@ def test_environment_yml_pip_section_installs_exactly_the_planned_wheels(
         ).stdout
     )
     plan = out["plan"]
-    assert plan["variant"] == "rocm6.2.4"
+    assert plan["variant"] == "rocm6.3"
     req = tmp_path / "condaenv.requirements.txt"
     req.write_text(
         "\n".join(_pip_lines_of_environment_yml(out["content"])) + "\n", encoding="utf-8"
@@ -716,7 +716,7 @@ def test_environment_yml_pip_section_installs_exactly_the_planned_wheels(
     proc, report = pip_dry_run(shlex.join(["pip", "install", "-r", str(req)]), tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert_exactly_planned(
-        report, plan, f"{local_index.base}/rocm6.2.4", local_index.expected("whl/rocm6.2.4")
+        report, plan, f"{local_index.base}/rocm6.3", local_index.expected("whl/rocm6.3")
     )
 
 
@@ -751,8 +751,8 @@ def test_environment_yml_pip_section_with_a_space_in_the_index_base(
     assert_exactly_planned(
         report,
         out["plan"],
-        f"{local_index.spaced_base}/rocm6.2.4",
-        local_index.expected("whl/rocm6.2.4"),
+        f"{local_index.spaced_base}/rocm6.3",
+        local_index.expected("whl/rocm6.3"),
     )
 
 

@@ -261,7 +261,7 @@ def test_environment_yml_is_a_valid_conda_env_with_the_plans_pins(
             assert f"{int(major) + 1}.0" not in allowed
         else:
             assert "cuda-version" not in specs
-    if plan["variant"] in ("rocm6.2.4", "xpu") or plan["variant"].startswith("rocm"):
+    if plan["variant"] == "xpu" or plan["variant"].startswith("rocm"):
         assert pip, "conda-forge has no ROCm/XPU torch: the wheel goes in with pip"
 
 
@@ -544,7 +544,7 @@ def test_index_lines_read_back_as_one_url(base: str, cli_cwd: Path) -> None:
     env = yaml.safe_load(
         render("environment.yml", [*TARGETS["rocm"], "--index-base", base], cli_cwd)[0]
     )
-    assert shlex.split(env["dependencies"][-1]["pip"][0]) == ["--index-url", f"{base}/rocm6.2.4"]
+    assert shlex.split(env["dependencies"][-1]["pip"][0]) == ["--index-url", f"{base}/rocm6.3"]
 
 
 def test_install_dry_run_command_is_shell_safe(cli_cwd: Path) -> None:

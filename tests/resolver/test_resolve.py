@@ -1,8 +1,9 @@
 """resolve() over a table of host profiles and constraints, plus properties generated from data.
 
 Each row: (id, target overrides, request, expected (torch, variant, level) or None for exit 3).
-The expectations follow the rules of DESIGN.md applied to the embedded matrix; where a release's
-arch list is unconfirmed the resolver prefers builds with evidence (see resolve.py).
+The expectations follow the rules of DESIGN.md applied to the embedded matrix: newest torch
+first, and a build whose arch list or index entry is unconfirmed ranks at the warning level
+("compat") within its release.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from torchenv.resolver.rules import parse_arch
 BASE = HostProfile(platform="linux-x86_64", python=PythonInfo("3.12"), glibc="2.35")
 
 TABLE: list[tuple[str, dict[str, Any], dict[str, Any], Any]] = [
-    ("cpu-only linux 3.12", {}, {}, ("2.15.0", "cpu", "full")),
+    ("cpu-only linux 3.12", {}, {}, ("2.15.0", "cpu", "compat")),
     ("cpu-only linux 3.9", {"python": "3.9"}, {}, ("2.8.0", "cpu", "full")),
     ("cpu-only linux 3.8", {"python": "3.8"}, {}, ("2.4.1", "cpu", "full")),
     ("cpu-only 3.7", {"python": "3.7"}, {}, ("1.13.1", "cpu", "full")),
@@ -50,7 +51,7 @@ TABLE: list[tuple[str, dict[str, Any], dict[str, Any], Any]] = [
         "windows rtx4090 560",
         {"platform": "win-amd64", "driver": "560.94", "gpus": ["8.9"]},
         {},
-        ("2.5.1", "cu124", "full"),
+        ("2.15.0", "cu126", "compat"),
     ),
     (
         "windows rtx5090 576",
@@ -58,47 +59,52 @@ TABLE: list[tuple[str, dict[str, Any], dict[str, Any], Any]] = [
         {},
         ("2.11.0", "cu128", "compat"),
     ),
-    ("aarch64 cpu", {"platform": "linux-aarch64"}, {}, ("2.15.0", "cpu", "full")),
+    ("aarch64 cpu", {"platform": "linux-aarch64"}, {}, ("2.15.0", "cpu", "compat")),
     (
         "aarch64 gh200 580",
         {"platform": "linux-aarch64", "driver": "580.65.06", "gpus": ["9.0"]},
         {},
-        ("2.15.0", "cu132", "compat"),
+        ("2.15.0", "cu130", "compat"),
     ),
     (
         "h200 580 cuda13.0",
         {"driver": "580.65.06", "gpus": ["9.0"]},
         {},
-        ("2.15.0", "cu132", "compat"),
+        ("2.15.0", "cu130", "compat"),
     ),
-    ("h100 550", {"driver": "550.54.15", "gpus": ["9.0"]}, {}, ("2.11.0", "cu126", "compat")),
+    ("h100 550", {"driver": "550.54.15", "gpus": ["9.0"]}, {}, ("2.15.0", "cu126", "compat")),
     (
         "a100x8 535",
         {"driver": "535.104.05", "gpus": ["8.0", "8.0", "8.0", "8.0", "8.0", "8.0", "8.0", "8.0"]},
         {},
-        ("2.11.0", "cu126", "compat"),
+        ("2.15.0", "cu126", "compat"),
     ),
     (
         "rtx3090 525.60.13",
         {"driver": "525.60.13", "gpus": ["8.6"]},
         {},
-        ("2.11.0", "cu126", "compat"),
+        ("2.15.0", "cu126", "compat"),
     ),
-    ("rtx3090 520", {"driver": "520.61.05", "gpus": ["8.6"]}, {}, ("2.5.1", "cu118", "full")),
-    ("gtx1080 535", {"driver": "535.104.05", "gpus": ["6.1"]}, {}, ("2.11.0", "cu126", "compat")),
+    ("rtx3090 520", {"driver": "520.61.05", "gpus": ["8.6"]}, {}, ("2.7.1", "cu118", "compat")),
+    ("gtx1080 535", {"driver": "535.104.05", "gpus": ["6.1"]}, {}, ("2.15.0", "cu126", "compat")),
     (
         "gtx1080+rtx3090 570",
         {"driver": "570.86.15", "gpus": ["6.1", "8.6"]},
         {},
-        ("2.11.0", "cu126", "full"),
+        ("2.15.0", "cu126", "compat"),
     ),
-    ("rtx5090 570", {"driver": "570.86.15", "gpus": ["12.0"]}, {}, ("2.11.0", "cu128", "full")),
-    ("rtx5090 550", {"driver": "550.54.15", "gpus": ["12.0"]}, {}, ("2.11.0", "cu128", "compat")),
-    ("b200 580", {"driver": "580.65.06", "gpus": ["10.0"]}, {}, ("2.15.0", "cu132", "compat")),
-    ("k80 470", {"driver": "470.82.01", "gpus": ["3.7"]}, {}, ("2.5.1", "cu118", "compat")),
-    ("k80 450", {"driver": "450.80.02", "gpus": ["3.7"]}, {}, ("2.5.1", "cu118", "compat")),
-    ("maxwell 5.2 580", {"driver": "580.65.06", "gpus": ["5.2"]}, {}, ("2.11.0", "cu126", "full")),
-    ("volta 7.0 580", {"driver": "580.65.06", "gpus": ["7.0"]}, {}, ("2.11.0", "cu126", "full")),
+    ("rtx5090 570", {"driver": "570.86.15", "gpus": ["12.0"]}, {}, ("2.13.0", "cu129", "compat")),
+    ("rtx5090 550", {"driver": "550.54.15", "gpus": ["12.0"]}, {}, ("2.13.0", "cu129", "compat")),
+    ("b200 580", {"driver": "580.65.06", "gpus": ["10.0"]}, {}, ("2.15.0", "cu130", "compat")),
+    ("k80 470", {"driver": "470.82.01", "gpus": ["3.7"]}, {}, ("2.7.1", "cu118", "compat")),
+    ("k80 450", {"driver": "450.80.02", "gpus": ["3.7"]}, {}, ("2.7.1", "cu118", "compat")),
+    (
+        "maxwell 5.2 580",
+        {"driver": "580.65.06", "gpus": ["5.2"]},
+        {},
+        ("2.15.0", "cu126", "compat"),
+    ),
+    ("volta 7.0 580", {"driver": "580.65.06", "gpus": ["7.0"]}, {}, ("2.15.0", "cu126", "compat")),
     ("driver 390 pascal", {"driver": "390.116", "gpus": ["6.1"]}, {}, None),
     (
         "free-threaded 3.13t h100 580",
@@ -106,10 +112,10 @@ TABLE: list[tuple[str, dict[str, Any], dict[str, Any], Any]] = [
         {},
         ("2.12.0", "cu130", "full"),
     ),
-    ("free-threaded 3.14t cpu", {"python": "3.14t"}, {}, ("2.15.0", "cpu", "full")),
-    ("3.15 cpu", {"python": "3.15"}, {}, ("2.15.0", "cpu", "full")),
-    ("rocm gfx1100", {"rocm_archs": ["gfx1100"]}, {}, ("2.15.0", "rocm7.14", "full")),
-    ("rocm gfx942", {"rocm_archs": ["gfx942"]}, {}, ("2.15.0", "rocm7.14", "full")),
+    ("free-threaded 3.14t cpu", {"python": "3.14t"}, {}, ("2.15.0", "cpu", "compat")),
+    ("3.15 cpu", {"python": "3.15"}, {}, ("2.15.0", "cpu", "compat")),
+    ("rocm gfx1100", {"rocm_archs": ["gfx1100"]}, {}, ("2.15.0", "rocm7.14", "compat")),
+    ("rocm gfx942", {"rocm_archs": ["gfx942"]}, {}, ("2.15.0", "rocm7.14", "compat")),
     ("rocm gfx803", {"rocm_archs": ["gfx803"]}, {}, None),
     (
         "torch ==2.7.* on 3090 570",
@@ -127,13 +133,13 @@ TABLE: list[tuple[str, dict[str, Any], dict[str, Any], Any]] = [
         "variant cpu on gpu host",
         {"driver": "570.86.15", "gpus": ["8.6"]},
         {"variant": "cpu"},
-        ("2.15.0", "cpu", "full"),
+        ("2.15.0", "cpu", "compat"),
     ),
     (
         "--cuda 11.8 on 3090 570",
         {"driver": "570.86.15", "gpus": ["8.6"]},
         {"cuda": "11.8"},
-        ("2.5.1", "cu118", "full"),
+        ("2.7.1", "cu118", "compat"),
     ),
     ("torch <2.0 py3.12", {}, {"torch": "<2.0"}, None),
     (
@@ -146,7 +152,7 @@ TABLE: list[tuple[str, dict[str, Any], dict[str, Any], Any]] = [
         "no-gpu flag",
         {"driver": "570.86.15", "gpus": ["8.6"], "no_gpu": True},
         {},
-        ("2.15.0", "cpu", "full"),
+        ("2.15.0", "cpu", "compat"),
     ),
     ("xpu variant forced no device", {}, {"variant": "xpu"}, ("2.15.0", "xpu", "compat")),
     (

@@ -99,6 +99,7 @@ class Plan:
             "cuda": self.cuda,
             "requirements": self.requirements(),
             "reasons": list(self.reasons),
+            "confirmed_alternative": self.extras.get("confirmed_alternative"),
             "alternatives": [
                 {"torch": a.torch, "variant": a.variant, "level": a.level}
                 for a in self.alternatives

@@ -51,6 +51,12 @@ def render_plan(
         out.print("[bold yellow]Warnings[/bold yellow]")
         for w in plan.warnings:
             out.print(f"  ! {w}")
+    alt = plan.extras.get("confirmed_alternative")
+    if alt:
+        out.print(
+            f"  newest build that fits without warnings: torch {alt['torch']} {alt['variant']} "
+            f"(--torch =={alt['torch']} --variant {alt['variant']})"
+        )
     out.print("[bold]Install[/bold]")
     width = max(len(k) for k in commands)
     for name, cmd in commands.items():

@@ -4,10 +4,8 @@ Candidates are (release, variant) pairs. Each is checked against the rules of DE
 (platform and Python, glibc, driver, GPU architecture, user constraints); survivors are ranked:
 
 1. on a host with a GPU, every GPU build above every CPU build;
-2. builds whose compiled arch list is confirmed to cover every visible GPU before builds whose
-   list is unknown (a data gap never outranks evidence);
-3. newest torch first;
-4. within a release: the PyPI build when fully compatible, then the newest fully compatible
+2. newest torch first;
+3. within a release: the PyPI build when fully compatible, then the newest fully compatible
    variant, then variants that work only with warnings (minor-version compatibility,
    unconfirmed arch lists), closest CUDA to the driver first.
 
@@ -23,7 +21,7 @@ from torchenv._record import record
 from torchenv.detection.profile import HostProfile
 from torchenv.errors import Unsatisfiable
 from torchenv.installers.commands import index_url_for
-from torchenv.matrix.model import Matrix, Release, Variant, parse_version_tuple
+from torchenv.matrix.model import Matrix, Release, Variant, cuda_version_of, parse_version_tuple
 from torchenv.resolver.plan import Alternative, Plan, Rejection
 from torchenv.resolver.request import Request, torch_specifier
 from torchenv.resolver.rules import arch_range, check_driver, check_gpu_arch, ptx_only_gpus
@@ -102,18 +100,16 @@ def _variants_for(release: Release, platform: str) -> list[tuple[Variant, bool]]
             seen.add(v.name)
     if default is not None and default not in seen and platform in release.python:
         listed = release.variant(default)
-        out.append(
-            (
-                listed
-                or Variant(
-                    name=default,
-                    platforms=(platform,),
-                    status="unverified",
-                    sources=release.sources,
-                ),
-                True,
+        if default == "cpu" or listed is None:
+            # the PyPI build itself: its wheels are facts of releases.yaml; only a CUDA
+            # build's arch list can be missing
+            listed = Variant(
+                name=default,
+                platforms=(platform,),
+                status="verified" if default == "cpu" else "unverified",
+                sources=release.sources,
             )
-        )
+        out.append((listed, True))
     return out
 
 
@@ -272,6 +268,14 @@ def evaluate(
                 and "cuda" in kinds
             ):
                 full = False
+            arch_gap = kind == "cuda" and variant.arch_list_for(platform) is None
+            if variant.status != "verified" and not from_pypi and not arch_gap:
+                warnings.append(
+                    f"that torch {rel.torch} has a {name} build on the PyTorch index is not "
+                    "confirmed by a primary source (see 'torchenv matrix show --release "
+                    f"{rel.torch}')"
+                )
+                full = False
             ok.append(
                 Candidate(
                     rel,
@@ -316,26 +320,44 @@ def _beyond_toolkit(host: HostProfile, matrix: Matrix, cuda: str) -> str | None:
     return None
 
 
+def _variant_version(name: str) -> tuple[int, ...]:
+    """``cu128`` -> (12, 8), ``rocm6.2.4`` -> (6, 2, 4), anything else -> (0,)."""
+    cuda = cuda_version_of(name)
+    if cuda:
+        return parse_version_tuple(cuda)
+    if name.startswith("rocm"):
+        try:
+            return parse_version_tuple(name[4:])
+        except ValueError:
+            return (0,)
+    return (0,)
+
+
 def _rank_key(c: Candidate, strict_gpu: bool, prefer_gpu: bool) -> tuple[Any, ...]:
-    cuda = c.variant.cuda_version
-    cuda_key = parse_version_tuple(cuda) if cuda else (0,)
-    # within a release: PyPI+full, then full by newest CUDA; then builds whose arch list is
-    # unconfirmed (PyPI's first); last, minor-version-compatibility builds by closest CUDA
-    newest_first = tuple(-x for x in cuda_key)
+    """Sort key (smaller first): GPU builds, newest torch, then the tiers of DESIGN.md.
+
+    Within a release: the PyPI build when fully compatible; other fully compatible variants,
+    newest first; then variants that work with warnings: unconfirmed arch list (PyPI's first,
+    then newest), a GPU reached only through PTX JIT, and last minor-version-compatibility
+    drivers (the CUDA closest to the driver first).
+    """
+    version = _variant_version(c.variant.name)
+    newest_first = tuple(-x for x in version)
     sub: tuple[int, ...]
     if c.full and c.from_pypi:
         tier, sub = 0, (0,)
     elif c.full:
         tier, sub = 1, newest_first
-    elif c.driver_full:
+    elif c.driver_full and not c.arch_known:
         tier, sub = 2, (0 if c.from_pypi else 1, *newest_first)
+    elif c.driver_full and c.ptx_only:
+        tier, sub = 3, newest_first
+    elif c.driver_full:
+        tier, sub = 2, (0 if c.from_pypi else 1, *newest_first)  # other warnings (no GPU seen)
     else:
-        tier, sub = 3, cuda_key
+        tier, sub = 4, version
     gpu_first = 0 if (c.gpu_build or not (strict_gpu or prefer_gpu)) else 1
-    # a build proven to run every visible GPU beats a newer one whose arch list is unconfirmed
-    # and an unconfirmed list beats one known to reach a GPU only through PTX JIT
-    unconfirmed = 2 if c.ptx_only else (0 if c.arch_known else 1)
-    return (gpu_first, unconfirmed, tuple(-x for x in c.release.key), tier, sub, c.variant.name)
+    return (gpu_first, tuple(-x for x in c.release.key), tier, sub, c.variant.name)
 
 
 def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
@@ -401,6 +423,13 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
     accelerator = {"cuda": "cuda", "rocm": "rocm", "xpu": "xpu"}.get(variant.kind, "cpu")
     if variant.kind == "cpu" and host.platform == "macos-arm64":
         accelerator = "mps"
+    confirmed = None
+    if not best.full:
+        # DESIGN ranks the newest torch first even when it only works with warnings; name the
+        # newest build that fits without any, so the choice is the user's
+        fit = next((c for c in compatible if c.full and c.gpu_build == best.gpu_build), None)
+        if fit is not None:
+            confirmed = {"torch": fit.release.torch, "variant": fit.variant.name}
     alternatives = tuple(
         Alternative(c.release.torch, c.variant.name, "full" if c.full else "compat", c.warnings)
         for c in compatible[1:6]
@@ -425,6 +454,7 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
         glibc_floor=rel.manylinux.get(host.platform),
         conda_forge=rel.conda.conda_forge,
         pytorch_channel=rel.conda.pytorch_channel,
+        extras={"confirmed_alternative": confirmed} if confirmed else {},
     )
 
 
