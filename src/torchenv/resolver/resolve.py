@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from torchenv._record import record
+from torchenv._record import record, replace
 from torchenv.detection.profile import HostProfile
 from torchenv.errors import Unsatisfiable
 from torchenv.installers.commands import index_url_for
@@ -472,7 +472,10 @@ def _reasons(c: Candidate, host: HostProfile, request: Request) -> list[str]:
         )
         arch = v.arch_list_for(host.platform)
         gpus = nv.visible_gpus()
-        if arch and gpus:
+        if arch and gpus and c.ptx_only:
+            out.append(f"its arch list {arch_range(arch)} reaches every visible GPU, some only "
+                       "through PTX JIT")
+        elif arch and gpus:
             out.append(
                 f"every visible GPU ({', '.join(g.compute_capability or '?' for g in gpus)}"
                 f") is in its arch list {arch_range(arch)}"
@@ -500,15 +503,18 @@ def _no_match(
 ) -> NoMatch:
     fixes: list[str] = []
     kinds = _gpu_kinds(host)
-    # the smallest driver upgrade that unlocks the newest build rejected only for the driver
-    driver_rej = [r for r in rejected if r.category == "driver"]
-    if driver_rej and host.nvidia is not None:
-        upgraded = _min_driver_that_works(request, host, matrix)
-        if upgraded:
-            fixes.append(
-                f"upgrade the NVIDIA driver to ≥ {upgraded[0]} to use torch "
-                f"{upgraded[1]} {upgraded[2]}"
-            )
+    nv = host.nvidia
+    if nv is not None and nv.driver_version is None and nv.cuda_driver_version is None:
+        fixes.append("no NVIDIA driver version is known: pass --driver VERSION (as nvidia-smi "
+                     "prints it), or install the NVIDIA driver")
+    elif any(r.category == "driver" for r in rejected) and nv is not None:
+        lowest, newest = _driver_upgrades(request, host, matrix)
+        if newest is not None:
+            fixes.append(f"upgrade the NVIDIA driver to ≥ {newest[0]} for torch {newest[1]} "
+                         f"{newest[2]}")
+        if lowest is not None and lowest != newest:
+            fixes.append(f"the smallest driver upgrade that gives a GPU build: ≥ {lowest[0]} "
+                         f"(torch {lowest[1]} {lowest[2]})")
     if request.torch or request.explicit_variant or request.cuda:
         try:
             alt = resolve(
@@ -526,22 +532,29 @@ def _no_match(
         except Unsatisfiable:
             pass
     if kinds & {"cuda", "rocm"} and any(r.category == "arch" for r in rejected):
-        oldest = matrix.releases[-1].torch if matrix.releases else "?"
-        newest = matrix.releases[0].torch if matrix.releases else "?"
+        first_rel = matrix.releases[-1].torch if matrix.releases else "?"
+        last_rel = matrix.releases[0].torch if matrix.releases else "?"
         fixes.append(
-            f"no build of torch {oldest} – {newest} in the matrix was compiled for this GPU "
+            f"no build of torch {first_rel} – {last_rel} in the matrix was compiled for this GPU "
             "(see --explain); releases older than the matrix may have been"
             if not request.torch
             else "a release outside --torch may support this GPU: drop the constraint to see"
         )
-    if request.variant != "cpu":
+    if request.variant != "cpu" and kinds:
         fixes.append("--variant cpu installs the CPU build explicitly")
-    py_rej = [r for r in rejected if r.category == "python"]
+    py_rej = [r for r in rejected if r.category in ("python", "platform")]
     if py_rej and len(py_rej) == len(rejected):
-        fixes.append(
-            f"no release fits Python {host.python.version}: use another Python "
-            "(see 'torchenv matrix show')"
+        have = sorted(
+            {t for r in matrix.releases for t in r.python.get(host.platform, ())},
+            key=lambda t: (parse_version_tuple(t.rstrip("t")), t.endswith("t")),
         )
+        if have:
+            fixes.append(
+                f"no release has a wheel for Python {host.python.version} on {host.platform}; "
+                f"Pythons with wheels there: {', '.join(have)}"
+            )
+        else:
+            fixes.append(f"no release has wheels for {host.platform}")
     what = "GPU build" if kinds & {"cuda", "rocm"} and request.variant != "cpu" else "build"
     constraint = f" matching {request.torch!r}" if request.torch else ""
     message = (
@@ -559,45 +572,37 @@ def _no_match(
     )
 
 
-def _min_driver_that_works(
+def _driver_upgrades(
     request: Request, host: HostProfile, matrix: Matrix
-) -> tuple[str, str, str] | None:
-    """(driver, torch, variant): the lowest floor that would make some GPU build fit."""
-    from torchenv.resolver.rules import driver_floors
-
+) -> tuple[tuple[str, str, str] | None, tuple[str, str, str] | None]:
+    """(lowest, best): the smallest known driver floor that makes the request resolve, and the
+    smallest one that gives the newest torch, each as (driver, torch, variant)."""
     assert host.nvidia is not None
     windows = host.platform == "win-amd64" or host.wsl
-    best: tuple[tuple[int, ...], str, str, str] | None = None
-    for rel in matrix.releases:
-        for v in rel.variants:
-            if v.kind != "cuda" or host.platform not in v.platforms or v.cuda_version is None:
-                continue
-            toolkit, compat = driver_floors(matrix, v.cuda_version, windows=windows)
-            floor = toolkit or compat
-            if floor is None:
-                continue
-            from torchenv._record import replace
-
-            trial_nv = replace(host.nvidia, driver_version=floor, cuda_driver_version=None)
-            trial = host.with_changes(nvidia=trial_nv)
-            try:
-                ok, _ = evaluate(
-                    Request(torch=f"=={rel.torch}", variant=v.name, index_base=request.index_base),
-                    trial,
-                    matrix,
-                )
-            except Unsatisfiable:
-                continue
-            if not ok:
-                continue
-            key = parse_version_tuple(floor)
-            # prefer the newest torch among the smallest upgrades
-            if (
-                best is None
-                or key < best[0]
-                or (key == best[0] and rel.key > parse_version_tuple(best[2]))
-            ):
-                best = (key, floor, rel.torch, v.name)
-        if best is not None and request.torch is None:
-            pass
-    return (best[1], best[2], best[3]) if best else None
+    floors: set[str] = set()
+    for f in matrix.toolkit_floors:
+        if (f.windows if windows else f.linux):
+            floors.add(f.windows if windows else f.linux)  # type: ignore[arg-type]
+    for c in matrix.compat_floors:
+        if (c.windows if windows else c.linux):
+            floors.add(c.windows if windows else c.linux)  # type: ignore[arg-type]
+    current = host.nvidia.driver_version
+    ordered = sorted(floors, key=parse_version_tuple)
+    if current:
+        ordered = [f for f in ordered if parse_version_tuple(f) > parse_version_tuple(current)]
+    lowest: tuple[str, str, str] | None = None
+    best: tuple[str, str, str] | None = None
+    for floor in ordered:
+        trial = host.with_changes(
+            nvidia=replace(host.nvidia, driver_version=floor, cuda_driver_version=None)
+        )
+        try:
+            plan = resolve(request, trial, matrix)
+        except Unsatisfiable:
+            continue
+        found = (floor, plan.torch, plan.variant)
+        if lowest is None:
+            lowest = found
+        if best is None or parse_version_tuple(plan.torch) > parse_version_tuple(best[1]):
+            best = found
+    return lowest, best
