@@ -82,7 +82,23 @@ def test_bad_input_exits_2_naming_the_value(
     r = run_cli(["resolve", "--json", *args], env=env)
     assert r.returncode == 2
     assert named in r.stderr
-    assert r.stdout == ""
+    doc = json.loads(r.stdout)  # with --json even a failure is one JSON document
+    assert doc["exit_code"] == 2 and named in doc["error"]
+
+
+def test_usage_errors_exit_2_without_a_traceback() -> None:
+    for args in (["resolve", "--bogus"], [], ["nosuchcommand"], ["env"]):
+        r = run_cli(args)
+        assert r.returncode == 2, args
+        assert "torchenv: error:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_env_and_install_report_unsatisfiable_as_json() -> None:
+    for cmd in (["env", "--format", "requirements"], ["install", "--dry-run"]):
+        r = run_cli([*cmd, "--json", "--driver", "390.116", "--gpu", "6.1"])
+        assert r.returncode == 3
+        doc = json.loads(r.stdout)
+        assert doc["torch"] is None and doc["rejected"] and doc["fixes"]
 
 
 def test_a_saved_host_profile_resolves_elsewhere(tmp_path: Path) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from torchenv import __version__
-from torchenv.errors import TorchenvError
+from torchenv.errors import BadInput, TorchenvError
 
 __all__ = ["build_parser", "entry_point", "main"]
 
@@ -37,6 +38,13 @@ _MODULES = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors go through the one error boundary (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise BadInput(message, hint=f"see '{self.prog} --help'")
+
+
 def build_parser(prog: str | None = None, only: str | None = None) -> argparse.ArgumentParser:
     """The full parser, or (``only``) one whose sole subcommands live in one CLI module.
 
@@ -44,7 +52,7 @@ def build_parser(prog: str | None = None, only: str | None = None) -> argparse.A
     """
     import importlib
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=prog or "torchenv",
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -67,13 +75,16 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         return 0
     first = args_list[0] if args_list else None
     wants_help = any(a in ("-h", "--help") for a in args_list[:1])
-    parser = build_parser(prog, only=None if wants_help else first)
-    args = parser.parse_args(args_list)
+    as_json = "--json" in args_list
     try:
+        parser = build_parser(prog, only=None if wants_help else first)
+        args = parser.parse_args(args_list)
         status: int = args.func(args)
         return status
     except TorchenvError as exc:
         _report(exc.message, exc.hint)
+        if as_json:
+            _report_json(exc)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -86,6 +97,20 @@ def _report(message: str, hint: str | None) -> None:
     print(f"torchenv: error: {message}", file=sys.stderr)
     if hint:
         print(f"  hint: {hint}", file=sys.stderr)
+
+
+def _report_json(exc: TorchenvError) -> None:
+    """With --json, a failure is still one JSON document on stdout."""
+    import json
+
+    doc: dict[str, object] = {"error": exc.message, "hint": exc.hint,
+                              "exit_code": exc.exit_code}
+    rejected = getattr(exc, "rejected", None)
+    if rejected is not None:
+        doc["torch"] = None
+        doc["rejected"] = [r.to_json() for r in rejected]
+        doc["fixes"] = list(getattr(exc, "fixes", ()))
+    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
 
 
 def entry_point() -> None:
