@@ -159,3 +159,19 @@ def test_matrix_check_rejects_a_broken_overlay(tmp_path: Path) -> None:
     overlay.write_text("releases:\n  - torch: nope\n")
     r = run_cli(["matrix", "check", "--overlay", str(overlay)])
     assert r.returncode == 2 and "overlay ignored" in r.stderr
+
+
+def test_an_empty_torchenv_gpus_means_no_gpu_even_with_a_driver() -> None:
+    r = run_cli(["resolve", "--json"],
+                env={"TORCHENV_GPUS": "", "TORCHENV_DRIVER_VERSION": "570.86.15"})
+    assert r.returncode == 0
+    assert json.loads(r.stdout)["variant"] == "cpu"
+
+
+def test_install_refuses_targets_that_are_not_this_machine(tmp_path: Path) -> None:
+    r = run_cli(["install", "--dry-run", "--platform", "win-amd64"])
+    assert r.returncode == 2 and "is not this machine" in r.stderr
+    host = tmp_path / "h.json"
+    host.write_text(json.dumps({"platform": "linux-x86_64", "python": "3.12"}))
+    r = run_cli(["install", "--dry-run", "--host", str(host)])
+    assert r.returncode == 2 and "--host describes another machine" in r.stderr

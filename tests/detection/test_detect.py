@@ -146,7 +146,8 @@ def test_bad_input_exits_2_naming_the_value(args: list[str], env: dict[str, str]
     res = run_cli(["detect", "--json", *args], clean_env(**env))
     assert res.returncode == 2
     assert named in res.stderr
-    assert res.stdout == ""
+    doc = json.loads(res.stdout)  # under --json the failure is a JSON document too
+    assert doc["exit_code"] == 2 and named in doc["error"]
 
 
 def test_cli_hang_returns_within_timeout(tmp_path: Path) -> None:

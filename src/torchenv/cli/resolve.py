@@ -136,7 +136,17 @@ def _request(args: argparse.Namespace) -> Request:
         and "python" in defaults
         and not getattr(args, "host", None)
     ):
-        args.target_python = defaults["python"]
+        from torchenv.detection.overrides import normalize_python
+
+        args.target_python = normalize_python(
+            defaults["python"], origin="pyproject.toml [tool.torchenv] python"
+        )
+    try:
+        if defaults:  # a bad value from the file must name the file, not a flag
+            Request(torch=None if args.torch else defaults.get("torch"),
+                    variant=(None if args.variant else defaults.get("variant")) or "auto")
+    except BadInput as exc:
+        raise BadInput(f"pyproject.toml [tool.torchenv]: {exc.message}", hint=exc.hint) from exc
     return Request(
         torch=args.torch or defaults.get("torch"),
         variant=args.variant or defaults.get("variant") or "auto",
@@ -222,6 +232,26 @@ def run_env(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse_other_machines(args: argparse.Namespace) -> None:
+    """install acts on this machine: target flags that describe another one are refused."""
+    from torchenv.detection.detect import current_platform, detect
+    from torchenv.detection.overrides import normalize_platform, normalize_python
+
+    hint = ("'torchenv resolve' answers for other machines; --python-exe PATH picks the "
+            "interpreter to install into")
+    if args.host:
+        raise BadInput("install: --host describes another machine", hint=hint)
+    if args.platform and normalize_platform(args.platform) != current_platform():
+        raise BadInput(f"install: --platform {args.platform} is not this machine "
+                       f"({current_platform()})", hint=hint)
+    if args.target_python:
+        wanted = normalize_python(args.target_python)
+        actual = detect(python=args.python_exe).python.version
+        if wanted != actual:
+            raise BadInput(f"install: --python {wanted} does not match the interpreter it "
+                           f"installs into (Python {actual})", hint=hint)
+
+
 def run_install(args: argparse.Namespace) -> int:
     import shlex
 
@@ -229,6 +259,7 @@ def run_install(args: argparse.Namespace) -> int:
     from torchenv.installers.render import pip_command, uv_command
 
     python = args.python_exe or sys.executable
+    _refuse_other_machines(args)
     plan, host, _ = _decide(args, python_exe=args.python_exe)
     command = (
         pip_command(plan, python=python)
@@ -250,11 +281,14 @@ def run_install(args: argparse.Namespace) -> int:
             if installed.public_version == plan.torch and plan.local_tag is None:
                 # same version, other variant: `torch==X` is already satisfied by `X+cpu`,
                 # so the installer must be told to replace it
-                command += (
-                    " --force-reinstall"
-                    if args.installer == "pip"
-                    else " --reinstall-package torch"
-                )
+                # (torchvision/torchaudio too: a leftover +cpu torchvision breaks torchvision::nms)
+                if args.installer == "pip":
+                    command += " --force-reinstall"
+                else:
+                    command += "".join(
+                        f" --reinstall-package {req.split('==')[0]}"
+                        for req in plan.requirements()
+                    )
     out = sys.stderr
     for n in notes:
         print(n, file=out)

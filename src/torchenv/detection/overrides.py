@@ -75,6 +75,9 @@ def normalize_compute_capability(value: str, *, origin: str = "--gpu") -> str:
 def normalize_python(value: str, *, origin: str = "--python") -> str:
     """``"3.12"``, ``"cp312"``, ``"3.13t"`` -> ``"3.12"``/``"3.13t"``."""
     m = _PY_RE.match(value.strip().lower())
+    if not m and re.match(r"^[12]\.\d+", value.strip()):
+        raise BadInput(f"{origin}: Python {value.strip()} has no torch wheels",
+                       hint="torch needs Python 3; use X.Y, e.g. 3.12")
     if not m:
         raise BadInput(f"{origin}: {value!r} is not a Python version",
                        hint="use X.Y, e.g. 3.12, or 3.13t for the free-threaded build")
@@ -157,6 +160,8 @@ class Overrides:
             gpu_origin = "TORCHENV_GPUS"
             raw = env["TORCHENV_GPUS"].strip()
             gpu_list = [g for g in (p.strip() for p in raw.split(",")) if g] if raw else []
+            if not gpu_list:
+                no_gpu = True  # CLI.md: an empty TORCHENV_GPUS means "no GPU" (as --no-gpu)
         if platform is None and env.get("TORCHENV_PLATFORM"):
             platform = env["TORCHENV_PLATFORM"]
             plat_origin = "TORCHENV_PLATFORM"

@@ -193,7 +193,8 @@ def render_pyproject(plan: Plan, *, name: str = "torch-project") -> str:
     out = _comment(header_lines(plan))
     out += "[project]\n"
     out += f'name = {_toml_str(name)}\nversion = "0.1.0"\n'
-    out += f"requires-python = {_toml_str('>=' + py)}\n"
+    # the plan holds for this Python minor only (wheels differ per minor)
+    out += f"requires-python = {_toml_str('==' + py + '.*')}\n"
     out += "dependencies = [\n" + "".join(f"    {_toml_str(p)},\n" for p in pins) + "]\n"
     if plan.index_url:
         index_name = f"pytorch-{plan.variant}"
