@@ -32,7 +32,7 @@ DEFAULT_RUNS = 15
 
 # Children get a bytecode cache outside the repository (PYTHONPYCACHEPREFIX), so that torchenv's
 # own modules are loaded from .pyc as in an installed wheel even where PYTHONDONTWRITEBYTECODE is
-# set (this sandbox sets it, and the editable install has no __pycache__, so every run would
+# set (some CI images set it, and an editable install has no __pycache__, so every run would
 # otherwise recompile ~40 torchenv modules: ~30 ms). ``--no-pyc`` keeps the caller's setting.
 PYCACHE_PREFIX = Path(tempfile.gettempdir()) / "torchenv-bench-pycache"
 USE_PYC = True

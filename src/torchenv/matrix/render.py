@@ -154,9 +154,12 @@ def release_detail(matrix: Matrix, r: Release) -> None:
                 + (f"  glibc ≥ {r.manylinux[plat]}" if plat in r.manylinux else "")
             )
     for v in r.variants:
-        arch = ", ".join(v.arch_list) if v.arch_list else "unknown"
+        if v.kind != "cuda":
+            arch = ""
+        else:
+            arch = ": arch " + (", ".join(v.arch_list) if v.arch_list else "unknown")
         out.print(
-            f"  [bold]{v.name}[/bold] on {', '.join(v.platforms)}: arch {arch}"
+            f"  [bold]{v.name}[/bold] on {', '.join(v.platforms)}{arch}"
             + (f"; cuDNN {v.cudnn}" if v.cudnn else "")
             + (f"; NCCL {v.nccl}" if v.nccl else "")
             + (f" [{v.status}]" if v.status != "verified" else "")
