@@ -12,6 +12,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <stdint.h>
 
@@ -78,6 +79,8 @@ static nvmlReturn_t copy_out(char *buf, unsigned int length, const char *text) {
 }
 
 static nvmlReturn_t do_init(void) {
+    const char *hang = getenv("FAKE_NVML_HANG_SECONDS");  /* a wedged driver */
+    if (hang && *hang) sleep((unsigned int)atoi(hang));
     const char *err = getenv("FAKE_NVML_INIT_ERROR");
     if (err && *err) return (nvmlReturn_t)atoi(err);
     load();

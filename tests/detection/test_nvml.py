@@ -112,3 +112,27 @@ def test_missing_count_fails_the_probe_not_the_profile(fake_nvml: Callable[..., 
     assert doc["nvidia"] is None
     assert any("cannot count GPUs" in w for w in doc["warnings"])
     assert doc["interpreter"]["executable"]
+
+
+def test_a_hung_nvml_is_abandoned_after_the_probe_timeout(fake_nvml: Callable[..., Path]) -> None:
+    import time
+
+    env = nvml_env(fake_nvml(), H200, FAKE_NVML_DRIVER="580.82.07", FAKE_NVML_CUDA="13000",
+                   FAKE_NVML_HANG_SECONDS="30", TORCHENV_PROBE_TIMEOUT="1")
+    start = time.monotonic()
+    doc = detect_json(env)
+    assert time.monotonic() - start < 10
+    assert any("NVML did not answer within 1 s" in w for w in doc["warnings"])
+
+
+def test_one_supplied_nvidia_value_is_merged_with_the_detected_other(
+    fake_nvml: Callable[..., Path],
+) -> None:
+    env = nvml_env(fake_nvml(), H200, FAKE_NVML_DRIVER="580.82.07", FAKE_NVML_CUDA="13000")
+    doc = detect_json(env, "--gpu", "8.6")
+    assert doc["nvidia"]["driver_version"] == "580.82.07"
+    assert [g["compute_capability"] for g in doc["nvidia"]["gpus"]] == ["8.6"]
+    doc = detect_json(env, "--driver", "550.54.15")
+    assert doc["nvidia"]["driver_version"] == "550.54.15"
+    assert doc["nvidia"]["cuda_driver_version"] is None  # NVML's CUDA version was for 580
+    assert [g["name"] for g in doc["nvidia"]["gpus"]] == ["NVIDIA H200"]

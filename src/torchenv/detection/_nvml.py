@@ -85,6 +85,36 @@ def _library_loads(extra_paths: tuple[str, ...]) -> bool:
     return False
 
 
+def probe_nvml_bounded(*, wsl: bool = False, timeout: float = 5.0) -> NvmlResult:
+    """:func:`probe_nvml` in a daemon thread, abandoned after ``timeout`` seconds.
+
+    NVML is called in-process, so a wedged driver could block it forever; a thread is the only
+    way to put a limit on a foreign call without a child process (which would cost more than
+    the whole probe).
+    """
+    import threading
+
+    box: list[NvmlResult] = []
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            box.append(probe_nvml(wsl=wsl))
+        except BaseException as exc:  # handed to the caller below
+            failure.append(exc)
+
+    worker = threading.Thread(target=work, name="torchenv-nvml", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if failure:
+        raise failure[0]
+    if box:
+        return box[0]
+    return NvmlResult(ok=False, warnings=(
+        f"NVML did not answer within {timeout:g} s (a hung driver?); falling back to "
+        "/proc and nvidia-smi",))
+
+
 def probe_nvml(*, wsl: bool = False) -> NvmlResult:
     """Query NVML in-process. Never raises."""
     if sys.platform == "darwin":

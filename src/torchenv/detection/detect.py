@@ -151,9 +151,9 @@ def _probe_nvidia(root: Path, env: Mapping[str, str], limit: float, wsl: bool,
                   warnings: list[str], sources: dict[str, str]) -> Optional[NvidiaInfo]:
     from torchenv.detection._cuda_visible import parse_cuda_visible_devices
     from torchenv.detection._nvidia_proc import read_kernel_driver_version, read_proc_gpus
-    from torchenv.detection._nvml import probe_nvml
+    from torchenv.detection._nvml import probe_nvml_bounded
 
-    nvml = probe_nvml(wsl=wsl)
+    nvml = probe_nvml_bounded(wsl=wsl, timeout=limit)
     warnings.extend(nvml.warnings)
     driver: Optional[str] = None
     cuda: Optional[str] = None
@@ -328,12 +328,18 @@ def apply_overrides(profile: HostProfile, overrides: Overrides) -> HostProfile:
             if overrides.gpus == () and overrides.driver is None:
                 changes["nvidia"] = None
             else:
+                keep_gpus = overrides.gpus is None and base is not None
                 changes["nvidia"] = NvidiaInfo(
                     driver_version=driver,
                     cuda_driver_version=None if overrides.driver else
                     (base.cuda_driver_version if base else None),
-                    source="override",
+                    # one supplied value is merged with what the probes found for the other
+                    source="override" if overrides.driver and overrides.gpus is not None
+                    or base is None else f"override+{base.source}",
                     gpus=gpus,
+                    cuda_visible_devices=base.cuda_visible_devices if keep_gpus and base
+                    else None,
+                    visible=base.visible if keep_gpus and base else None,
                 )
             sources["nvidia"] = "override"
         if overrides.rocm_archs is not None:

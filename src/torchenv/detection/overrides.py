@@ -131,8 +131,11 @@ class Overrides:
 
     @property
     def nvidia_given(self) -> bool:
-        """True when the NVIDIA facts are fully supplied, so no NVIDIA probe needs to run."""
-        return self.no_gpu or self.driver is not None or self.gpus is not None
+        """True when the NVIDIA facts are fully supplied, so no NVIDIA probe needs to run.
+
+        One of driver and GPUs alone is merged with what the probes find for the other.
+        """
+        return self.no_gpu or (self.driver is not None and self.gpus is not None)
 
     @classmethod
     def from_sources(
