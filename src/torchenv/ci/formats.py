@@ -19,6 +19,7 @@ from torchenv.ci.rows import CiRow
 __all__ = [
     "FORMATS",
     "GITLAB_JOB",
+    "GITHUB_MAX_JOBS",
     "GITLAB_MAX_JOBS",
     "Format",
     "gitlab_variables",
@@ -32,6 +33,7 @@ Format = Literal["github", "gitlab", "json"]
 FORMATS: tuple[str, ...] = get_args(Format)
 GITLAB_JOB = ".torchenv-matrix"
 GITLAB_MAX_JOBS = 200  # GitLab refuses a parallel:matrix expanding to more jobs
+GITHUB_MAX_JOBS = 256  # GitHub Actions: at most 256 jobs per matrix per workflow run
 
 
 def render_github(rows: Sequence[CiRow], *, pretty: bool = False) -> str:

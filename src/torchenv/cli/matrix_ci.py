@@ -53,7 +53,7 @@ def register(msub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchenv.ci.formats import GITLAB_MAX_JOBS, Format, render
+    from torchenv.ci.formats import GITHUB_MAX_JOBS, GITLAB_MAX_JOBS, Format, render
     from torchenv.ci.request import (
         CiRequest,
         Strategy,
@@ -93,9 +93,12 @@ def run(args: argparse.Namespace) -> int:
                             "matches these filters",
                             hint="loosen --torch/--python/--variants/--platforms; "
                             "'torchenv matrix show' lists what exists")
-    if fmt == "gitlab" and len(rows) > GITLAB_MAX_JOBS:
-        print(f"torchenv: warning: {len(rows)} rows; GitLab allows at most {GITLAB_MAX_JOBS} "
-              "jobs in one parallel:matrix (use --max-rows or --strategy)", file=sys.stderr)
+    limits = {"gitlab": ("GitLab", GITLAB_MAX_JOBS, "one parallel:matrix"),
+              "github": ("GitHub Actions", GITHUB_MAX_JOBS, "one matrix")}
+    if fmt in limits and len(rows) > limits[fmt][1]:
+        name, limit, what = limits[fmt]
+        print(f"torchenv: warning: {len(rows)} rows; {name} allows at most {limit} "
+              f"jobs in {what} (use --max-rows or --strategy)", file=sys.stderr)
     text = render(rows, cast(Format, fmt), pretty=args.pretty)
     if args.output:
         _write(Path(args.output), text)

@@ -334,7 +334,7 @@ def apply_overrides(profile: HostProfile, overrides: Overrides) -> HostProfile:
                     cuda_driver_version=None if overrides.driver else
                     (base.cuda_driver_version if base else None),
                     # one supplied value is merged with what the probes found for the other
-                    source="override" if overrides.driver and overrides.gpus is not None
+                    source="override" if (overrides.driver and overrides.gpus is not None)
                     or base is None else f"override+{base.source}",
                     gpus=gpus,
                     cuda_visible_devices=base.cuda_visible_devices if keep_gpus and base
