@@ -138,6 +138,19 @@ def test_missing_torch_is_one_clear_failure(bare_venv: Path) -> None:
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
+def test_a_crash_while_importing_torch_is_named(tmp_path: Path) -> None:
+    venv = tmp_path / "crash"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    [site] = list(venv.glob("lib/python*/site-packages"))
+    (site / "torch").mkdir()
+    (site / "torch" / "__init__.py").write_text("import os\nos.abort()\n")
+    proc = run_cli("validate", "--json", "--python", str(venv / "bin" / "python"))
+    assert proc.returncode == 1
+    [check] = load(proc.stdout)["checks"]
+    assert check["error"] == "the child process was killed by SIGABRT while importing torch"
+    assert "--python-exe" in check["hint"]
+
+
 def test_missing_torch_table(bare_venv: Path) -> None:
     proc = run_cli("validate", "--python", str(bare_venv))
     assert proc.returncode == 1

@@ -18,8 +18,8 @@ from torchenv.ci.rows import CiRow
 
 __all__ = [
     "FORMATS",
-    "GITLAB_JOB",
     "GITHUB_MAX_JOBS",
+    "GITLAB_JOB",
     "GITLAB_MAX_JOBS",
     "Format",
     "gitlab_variables",

@@ -122,6 +122,12 @@ def _resolved_command(host: HostProfile, matrix: Matrix) -> Optional[str]:
         from torchenv.resolver import Request, resolve
     except ImportError:
         return None
+    if host.nvidia is not None and host.nvidia.visible is not None:
+        # the fix must suit every GPU of the machine, not only those CUDA_VISIBLE_DEVICES
+        # shows right now (an empty value would otherwise steer it to any CUDA build)
+        from torchenv._record import replace
+
+        host = host.with_changes(nvidia=replace(host.nvidia, visible=None))
     try:
         plan = resolve(Request(), host, matrix)
         commands = getattr(plan, "commands", None)
@@ -186,8 +192,9 @@ def diagnose(host: HostProfile, env: Mapping[str, str], matrix: Matrix,
         findings.append(Finding(
             "error", "cpu-build-on-gpu-host",
             f"torch {torch.version} is a CPU-only build on a host with an NVIDIA GPU",
-            f"The GPU ({all_gpus[0].name or 'GPU 0'}) is never used: torch.cuda.is_available() "
-            "is False with this build.",
+            ("The GPUs (" + ", ".join(g.name or f"GPU {g.index}" for g in all_gpus) + ") are"
+             if len(all_gpus) > 1 else f"The GPU ({all_gpus[0].name or 'GPU 0'}) is")
+            + " never used: torch.cuda.is_available() is False with this build.",
             _fix(host, matrix, "torchenv install  # 'torchenv resolve' shows the CUDA build")))
 
     if torch is not None and not cpu_build:
@@ -201,8 +208,7 @@ def diagnose(host: HostProfile, env: Mapping[str, str], matrix: Matrix,
         if re.search(r"mismatch", warning, re.I) and re.search(r"nvml|driver", warning, re.I):
             findings.append(Finding(
                 "error", "nvml-mismatch", "NVIDIA driver/library version mismatch",
-                f"{warning.strip()} — the kernel module and the user-space driver differ, "
-                "usually after a driver upgrade without a reboot; CUDA cannot initialise.",
+                f"{warning.strip()} CUDA cannot initialise until the two agree.",
                 "sudo reboot"))
             break
     findings.sort(key=lambda f: _SEVERITY_ORDER[f.severity])

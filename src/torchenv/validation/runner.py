@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shlex
 import shutil
 import signal
 import tempfile
@@ -235,7 +236,11 @@ def _start(options: ValidationOptions, env: Mapping[str, str], scratch: Path,
                    str(scratch / f"probe-{restarts}.stderr"))
     try:
         hello = child.receive(time.monotonic() + max(_HELLO_TIMEOUT, options.timeout or 0))
-    except (TimeoutError, _ChildGone):
+    except _ChildGone as exc:
+        how = child.exit_description()  # e.g. killed by SIGABRT while importing torch
+        child.stop(kill=True)
+        raise _ChildGone(how) from exc
+    except TimeoutError:
         child.stop(kill=True)
         raise
     return child, hello
@@ -244,13 +249,14 @@ def _start(options: ValidationOptions, env: Mapping[str, str], scratch: Path,
 def _import_failure(options: ValidationOptions, error: str, seconds: float) -> CheckResult:
     first_line = error.strip().splitlines()[0] if error.strip() else "torch could not be imported"
     missing = "No module named 'torch'" in error
-    fix = (f"install torch into {options.python}: run 'torchenv resolve' for the right build, "
-           f"then 'torchenv install' (or '{options.python} -m pip install torch' with the "
-           "index URL resolve prints)")
+    install = f"torchenv install --python-exe {shlex.quote(options.python)}"
+    fix = (f"install torch into {options.python}: '{install}' resolves the right build and "
+           "installs it there")
     if not missing:
         fix = ("the installed torch is broken (" + ("an undefined symbol: mismatched libraries"
                if "undefined symbol" in error else "import failed")
-               + "); run 'torchenv doctor', then reinstall with 'torchenv install'")
+               + f"); run 'torchenv doctor --python {shlex.quote(options.python)}', then "
+               f"reinstall with '{install}'")
     return CheckResult(name="import_torch", status="fail", seconds=seconds, device="cpu",
                        error=("torch is not installed in this interpreter" if missing
                               else first_line), hint=fix, log=error if not missing else None)
@@ -267,12 +273,16 @@ def _run_probe(options: ValidationOptions, env: Mapping[str, str], scratch: Path
 
         raise BadInput(f"--python: cannot run {options.python}: {exc.strerror or exc}",
                        hint="pass the path of a Python interpreter") from exc
-    except (TimeoutError, _ChildGone):
+    except (TimeoutError, _ChildGone) as exc:
         tail = ""
         err_file = scratch / "probe-0.stderr"
         if err_file.exists():
             tail = err_file.read_text("utf-8", "replace")[-3000:]
-        result = _import_failure(options, tail or "the interpreter exited before importing torch",
+        if isinstance(exc, TimeoutError):
+            how = "importing torch did not finish in time"
+        else:
+            how = (str(exc) or "the child process exited") + " while importing torch"
+        result = _import_failure(options, f"{how}\n{tail}" if tail else how,
                                  time.monotonic() - start)
         notify(("plan", [result.name]))
         notify(("result", result))
