@@ -197,7 +197,8 @@ def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
     try:
         gpus, driver = parse_query_csv(res.stdout, fields)
     except ValueError as exc:
-        warnings.append(f"{exe}: {exc}")
+        # some builds print their failure (driver not reachable, ...) and still exit 0
+        warnings.append(parse_smi_error(res.stdout + "\n" + res.stderr) or f"{exe}: {exc}")
         return SmiResult(warnings=tuple(warnings), calls=tuple(calls))
     cuda: Optional[str] = None
     calls.append("--version")
