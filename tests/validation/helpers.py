@@ -62,3 +62,42 @@ def load(stdout: str) -> dict[str, Any]:
 
 def listing(path: Path) -> list[str]:
     return sorted(p.name for p in path.iterdir())
+
+
+# The JUnit XML that CI servers read (the Jenkins/Ant schema): which elements may appear where,
+# and which attributes each must carry.
+_JUNIT_CHILDREN = {
+    "testsuites": {"testsuite"},
+    "testsuite": {"testcase", "properties", "system-out", "system-err"},
+    "properties": {"property"},
+    "testcase": {"failure", "error", "skipped", "system-out", "system-err"},
+}
+_JUNIT_REQUIRED = {
+    "testsuite": {"name", "tests"},
+    "testcase": {"name", "classname"},
+    "failure": {"message"},
+    "property": {"name", "value"},
+}
+_JUNIT_NUMERIC = {"tests", "failures", "errors", "skipped", "time"}
+
+
+def check_junit_schema(root: Any) -> None:
+    """Structural check of a JUnit report against the schema CI servers consume."""
+    assert root.tag == "testsuites"
+
+    def visit(el: Any) -> None:
+        allowed = _JUNIT_CHILDREN.get(el.tag, set())
+        for child in el:
+            assert child.tag in allowed, f"<{child.tag}> inside <{el.tag}>"
+            visit(child)
+        missing = _JUNIT_REQUIRED.get(el.tag, set()) - set(el.attrib)
+        assert not missing, f"<{el.tag}> lacks {sorted(missing)}"
+        for key in _JUNIT_NUMERIC & set(el.attrib):
+            assert float(el.attrib[key]) >= 0, f"<{el.tag} {key}> is not a number"
+
+    visit(root)
+    for suite in root.iter("testsuite"):
+        cases = suite.findall("testcase")
+        assert int(suite.get("tests")) == len(cases)
+        assert int(suite.get("failures", "0")) == sum(c.find("failure") is not None
+                                                      for c in cases)

@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.validation.helpers import by_name, has_cuda_gpu, listing, load, run_cli
+from tests.validation.helpers import (
+    by_name,
+    check_junit_schema,
+    has_cuda_gpu,
+    listing,
+    load,
+    run_cli,
+)
 
 HERE = Path(__file__).resolve().parent
 CPU_CHECKS = ("import_torch", "build", "matmul", "autograd", "nn_module", "amp")
@@ -70,7 +77,7 @@ def test_json_stdout_only_and_nothing_left_in_tmp(quick: dict[str, Any]) -> None
 
 def test_junit_parses_back(quick: dict[str, Any]) -> None:
     root = ET.parse(quick["junit"]).getroot()
-    assert root.tag == "testsuites"
+    check_junit_schema(root)
     suite = root.find("testsuite")
     assert suite is not None
     cases = suite.findall("testcase")
@@ -94,10 +101,15 @@ def test_table_output_and_exit_status() -> None:
 def test_planted_hang_and_abort_are_reported_and_the_suite_goes_on(tmp_path: Path) -> None:
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    proc = run_cli("validate", "--json", "--timeout", "5",
+    junit = tmp_path / "failures.xml"
+    proc = run_cli("validate", "--json", "--timeout", "5", "--junit", str(junit),
                    env={"TORCHENV_VALIDATE_EXTRA_CHECKS": str(HERE / "_planted_checks.py"),
                         "TMPDIR": str(tmpdir)})
     assert proc.returncode == 1, proc.stderr
+    root = ET.parse(junit).getroot()
+    check_junit_schema(root)
+    failed = {c.get("name") for c in root.iter("testcase") if c.find("failure") is not None}
+    assert {"planted_hang", "planted_abort"} <= failed
     doc = load(proc.stdout)
     checks = by_name(doc)
     assert doc["ok"] is False
