@@ -87,6 +87,13 @@ def run(args: argparse.Namespace) -> int:
         index_base=args.index_base,
     )
     matrix = load_matrix()
+    if request.variants:
+        known = {v.name for r in matrix.releases for v in r.variants}
+        known |= {n for r in matrix.releases for n in r.pypi_default.values()}
+        unknown = [v for v in request.variants if v not in known]
+        if unknown:
+            raise BadInput(f"--variants: no release in the matrix has {unknown[0]!r}",
+                           hint="'torchenv matrix show' lists the variants of every release")
     rows = generate_rows(matrix, request)
     if not rows:
         raise Unsatisfiable("no (torch, variant, platform, Python) combination in the matrix "

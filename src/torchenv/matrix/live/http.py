@@ -104,6 +104,24 @@ def _short(exc: BaseException) -> str:
     return text[:200]
 
 
+def _connection_reason(exc: BaseException) -> str:
+    """A plain reason for a failed connection (urllib3 nests the useful part deep inside)."""
+    text = str(exc)
+    for needle, words in (
+        ("Connection refused", "connection refused (nothing listens there)"),
+        ("Name or service not known", "the host name does not resolve"),
+        ("nodename nor servname", "the host name does not resolve"),
+        ("Temporary failure in name resolution", "the host name does not resolve (offline?)"),
+        ("Network is unreachable", "the network is unreachable (offline?)"),
+        ("No route to host", "no route to the host"),
+        ("CERTIFICATE_VERIFY_FAILED", "its TLS certificate could not be verified"),
+        ("Connection reset", "the connection was reset"),
+    ):
+        if needle in text:
+            return words
+    return _short(exc)
+
+
 class Fetcher:
     """GET pages under a :class:`FetchPolicy`; one ``requests`` session for all of them."""
 
@@ -176,7 +194,7 @@ class Fetcher:
                 last = f"timed out after {policy.read_timeout:g} s ({_short(exc)})"
                 continue
             except requests.exceptions.ConnectionError as exc:
-                last = f"cannot connect: {_short(exc)}"
+                last = f"cannot connect: {_connection_reason(exc)}"
                 continue
             except requests.exceptions.RequestException as exc:
                 raise NetworkError(f"{url}: {_short(exc)}") from exc
