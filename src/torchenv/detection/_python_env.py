@@ -36,24 +36,24 @@ def inspect_interpreter(executable: str, *, timeout: float = 20.0,
 
     path = Path(executable)
     if not path.exists():
-        raise BadInput(f"--python-exe: {executable} does not exist",
+        raise BadInput(f"interpreter {executable} does not exist",
                        hint="give the path of a python executable, e.g. .venv/bin/python")
     if path.is_dir() or not os.access(path, os.X_OK):
-        raise BadInput(f"--python-exe: {executable} is not an executable file",
+        raise BadInput(f"interpreter {executable} is not an executable file",
                        hint="give the path of a python executable, e.g. .venv/bin/python")
     source = _SCRIPT.read_text(encoding="utf-8")
     res = run_process([str(path), "-I", "-c", source], timeout=timeout,
                       env=dict(environ) if environ is not None else None)
     if not res.ok:
-        raise BadInput(f"--python-exe: cannot inspect {executable}: {res.describe_failure()}",
+        raise BadInput(f"cannot inspect the interpreter {executable}: {res.describe_failure()}",
                        hint="torchenv needs a Python 3.8 or newer interpreter it can run")
     try:
         facts = json.loads(res.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError) as exc:
-        raise BadInput(f"--python-exe: {executable} printed {res.stdout[:200]!r}, not the "
+        raise BadInput(f"interpreter {executable} printed {res.stdout[:200]!r}, not the "
                        "expected JSON", hint="is it a Python interpreter?") from exc
     if not isinstance(facts, dict) or "version_info" not in facts:
-        raise BadInput(f"--python-exe: {executable} did not report its version")
+        raise BadInput(f"interpreter {executable} did not report its version")
     return facts
 
 
