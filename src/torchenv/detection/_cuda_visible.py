@@ -68,10 +68,13 @@ def parse_cuda_visible_devices(
                     chosen = mig[0].index
                 elif not gpus:
                     problem = f"{token!r} cannot be checked (the GPUs are unknown)"
+                elif not mig and all(g.mig_mode is False for g in gpus):
+                    problem = f"{token!r} names a MIG instance, but no GPU has MIG enabled"
                 else:
                     notes.append(f"CUDA_VISIBLE_DEVICES entry {token!r} is a MIG instance that "
-                                 "cannot be mapped to its GPU here; assuming every MIG-enabled GPU")
-                    for g in mig:
+                                 "cannot be mapped to its GPU here; assuming every GPU that may "
+                                 "have MIG enabled")
+                    for g in mig or [g for g in gpus if g.mig_mode is None]:
                         if g.index not in visible:
                             visible.append(g.index)
                     continue
@@ -99,7 +102,8 @@ def parse_cuda_visible_devices(
         visible.append(chosen)
     env = environ or {}
     distinct = {(g.name, g.compute_capability) for g in gpus}
-    if used_index and len(distinct) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
+    if used_index and visible and len(distinct) > 1 and \
+            env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
         notes.append("CUDA_VISIBLE_DEVICES uses indices on a machine with different GPU models: "
                      "CUDA numbers GPUs fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, while "
                      "these indices are nvidia-smi's PCI order — set CUDA_DEVICE_ORDER=PCI_BUS_ID")
