@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from torchenv import __version__
 from torchenv.errors import BadInput, TorchenvError
@@ -38,8 +38,38 @@ _MODULES = {
 }
 
 
+def _terminal_width() -> int:
+    import os
+
+    try:
+        columns = int(os.environ.get("COLUMNS", "0")) or os.get_terminal_size(2).columns
+    except (ValueError, OSError):
+        columns = 80
+    return max(columns - 2, 40)
+
+
+class _Formatter(argparse.HelpFormatter):
+    # argparse measures the terminal through shutil, whose import costs more than the rest of
+    # the parser setup; os answers the same question
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         width if width is not None else _terminal_width())
+
+
+class _RawFormatter(argparse.RawDescriptionHelpFormatter, _Formatter):
+    pass
+
+
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors go through the one error boundary (exit 2)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        given = kwargs.get("formatter_class", argparse.HelpFormatter)
+        kwargs["formatter_class"] = (_RawFormatter
+                                     if issubclass(given, argparse.RawDescriptionHelpFormatter)
+                                     else _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise BadInput(message, hint=f"see '{self.prog} --help'")

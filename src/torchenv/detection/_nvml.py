@@ -10,6 +10,7 @@ warning and detection moves on to the next probe.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, Optional, TypeVar
@@ -73,7 +74,33 @@ def _text(value: Any) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
+_LIBRARY = "libnvidia-ml.so.1"
+_DEFAULT_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/lib/x86_64-linux-gnu",
+                 "/usr/lib/aarch64-linux-gnu", "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu")
+
+
+def _library_may_exist(extra_paths: tuple[str, ...]) -> bool:
+    """Whether the dynamic loader could find libnvidia-ml.so.1 at all, without loading ctypes.
+
+    Looks where dlopen looks: LD_LIBRARY_PATH, the loader cache (/etc/ld.so.cache names every
+    library it knows), the default directories, and the explicit extra paths. A yes only means
+    the real load is worth trying.
+    """
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    if any(os.path.exists(os.path.join(d, _LIBRARY)) for d in (*dirs, *_DEFAULT_DIRS)):
+        return True
+    if any(os.path.exists(p) for p in extra_paths):
+        return True
+    try:
+        with open("/etc/ld.so.cache", "rb") as cache:
+            return _LIBRARY.encode() in cache.read()
+    except OSError:
+        return True  # no cache to ask: let the loader decide
+
+
 def _library_loads(extra_paths: tuple[str, ...]) -> bool:
+    if sys.platform.startswith("linux") and not _library_may_exist(extra_paths):
+        return False
     import ctypes
 
     for name in ("libnvidia-ml.so.1", *extra_paths):
@@ -92,6 +119,12 @@ def probe_nvml_bounded(*, wsl: bool = False, timeout: float = 5.0) -> NvmlResult
     way to put a limit on a foreign call without a child process (which would cost more than
     the whole probe).
     """
+    if sys.platform == "darwin":
+        return NvmlResult(ok=False)
+    if sys.platform != "win32":
+        extra = ("/usr/lib/wsl/lib/libnvidia-ml.so.1",) if wsl else ()
+        if not _library_loads(extra):
+            return NvmlResult(ok=False)  # no driver library: nothing can hang, no thread needed
     import threading
 
     box: list[NvmlResult] = []
@@ -105,7 +138,7 @@ def probe_nvml_bounded(*, wsl: bool = False, timeout: float = 5.0) -> NvmlResult
 
     worker = threading.Thread(target=work, name="torchenv-nvml", daemon=True)
     worker.start()
-    worker.join(timeout)
+    worker.join(timeout)  # a hung call is left behind in its daemon thread
     if failure:
         raise failure[0]
     if box:

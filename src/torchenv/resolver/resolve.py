@@ -24,7 +24,13 @@ from torchenv.installers.commands import index_url_for
 from torchenv.matrix.model import Matrix, Release, Variant, cuda_version_of, parse_version_tuple
 from torchenv.resolver.plan import Alternative, Plan, Rejection
 from torchenv.resolver.request import Request, torch_specifier
-from torchenv.resolver.rules import arch_range, check_driver, check_gpu_arch, ptx_only_gpus
+from torchenv.resolver.rules import (
+    arch_range,
+    check_driver,
+    check_gpu_arch,
+    driver_floors,
+    ptx_only_gpus,
+)
 
 __all__ = ["Candidate", "NoMatch", "evaluate", "resolve"]
 
@@ -114,9 +120,12 @@ def _variants_for(release: Release, platform: str) -> list[tuple[Variant, bool]]
 
 
 def evaluate(
-    request: Request, host: HostProfile, matrix: Matrix
+    request: Request, host: HostProfile, matrix: Matrix, *, only_kind: str | None = None
 ) -> tuple[list[Candidate], list[Rejection]]:
-    """Every candidate checked against every rule: (compatible, rejected)."""
+    """Every candidate checked against every rule: (compatible, rejected).
+
+    ``only_kind`` (``"cuda"``, ...) limits the candidates to one accelerator family.
+    """
     spec: Any = torch_specifier(request.torch)
     kinds = _gpu_kinds(host)
     platform = host.platform
@@ -138,6 +147,8 @@ def evaluate(
             name = variant.name
             kind = variant.kind
             if request.explicit_variant and name != request.variant:
+                continue
+            if only_kind is not None and kind != only_kind:
                 continue
             if request.cuda is not None and variant.cuda_version != request.cuda:
                 continue
@@ -575,34 +586,51 @@ def _no_match(
 def _driver_upgrades(
     request: Request, host: HostProfile, matrix: Matrix
 ) -> tuple[tuple[str, str, str] | None, tuple[str, str, str] | None]:
-    """(lowest, best): the smallest known driver floor that makes the request resolve, and the
-    smallest one that gives the newest torch, each as (driver, torch, variant)."""
+    """(lowest, best): the smallest known driver floor that gives some CUDA build, and the
+    smallest one that gives the newest torch reachable by any driver; each (driver, torch,
+    variant). Only the CUDA candidates are re-checked, at each floor above the current driver.
+    """
     assert host.nvidia is not None
     windows = host.platform == "win-amd64" or host.wsl
+    cudas = {
+        v.cuda_version
+        for r in matrix.releases
+        for v in r.variants
+        if v.cuda_version and host.platform in v.platforms
+    }
     floors: set[str] = set()
-    for f in matrix.toolkit_floors:
-        if (f.windows if windows else f.linux):
-            floors.add(f.windows if windows else f.linux)  # type: ignore[arg-type]
-    for c in matrix.compat_floors:
-        if (c.windows if windows else c.linux):
-            floors.add(c.windows if windows else c.linux)  # type: ignore[arg-type]
+    for cuda in cudas:
+        for floor in driver_floors(matrix, cuda, windows=windows):
+            if floor:
+                floors.add(floor)
     current = host.nvidia.driver_version
     ordered = sorted(floors, key=parse_version_tuple)
     if current:
         ordered = [f for f in ordered if parse_version_tuple(f) > parse_version_tuple(current)]
-    lowest: tuple[str, str, str] | None = None
-    best: tuple[str, str, str] | None = None
-    for floor in ordered:
+    if not ordered:
+        return None, None
+
+    def best_at(floor: str) -> tuple[str, str, str] | None:
+        assert host.nvidia is not None
         trial = host.with_changes(
             nvidia=replace(host.nvidia, driver_version=floor, cuda_driver_version=None)
         )
-        try:
-            plan = resolve(request, trial, matrix)
-        except Unsatisfiable:
+        fits, _ = evaluate(request, trial, matrix, only_kind="cuda")
+        if not fits:
+            return None
+        top = min(fits, key=lambda c: _rank_key(c, True, True))
+        return floor, top.release.torch, top.variant.name
+
+    ceiling = best_at(ordered[-1])  # the newest torch any known driver reaches
+    if ceiling is None:
+        return None, None
+    lowest: tuple[str, str, str] | None = None
+    for floor in ordered:
+        found = best_at(floor) if floor != ordered[-1] else ceiling
+        if found is None:
             continue
-        found = (floor, plan.torch, plan.variant)
         if lowest is None:
             lowest = found
-        if best is None or parse_version_tuple(plan.torch) > parse_version_tuple(best[1]):
-            best = found
-    return lowest, best
+        if found[1] == ceiling[1]:
+            return lowest, found
+    return lowest, ceiling
