@@ -116,7 +116,10 @@ def candidate_rows(matrix: Matrix, request: CiRequest) -> Iterator[CiRow]:
                         request.accelerators:
                     continue
                 index_url = None if name == default else index_url_for(name, request.index_base)
-                install = pip_install_command(pins, index_url)
+                # an index build is pinned with its local tag, as `torchenv resolve` pins it
+                install = pip_install_command(
+                    pins if index_url is None else [f"{p}+{name}" for p in pins], index_url
+                )
                 for tag in tags:
                     if not request.python.accepts(tag):
                         continue
