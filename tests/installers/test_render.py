@@ -20,7 +20,6 @@ import yaml
 from installer_helpers import clean_env, resolve_json, torchenv
 from packaging.markers import Marker
 from packaging.requirements import Requirement
-from packaging.specifiers import SpecifierSet
 
 from torchenv import __version__
 
@@ -199,7 +198,7 @@ def test_schema_check_is_not_vacuous() -> None:
         "dependencies": [
             "python=3.11",
             "pytorch-gpu==2.7.1",
-            "cuda-version>=12,<=12.8",
+            "cuda-version=12.8",
             "pip",
             {"pip": ["--index-url https://x/whl/cu128", "torch==2"]},
         ],
@@ -254,11 +253,8 @@ def test_environment_yml_is_a_valid_conda_env_with_the_plans_pins(
         assert specs["torchvision"] == f"=={plan['torchvision']}"
         assert specs["torchaudio"] == f"=={plan['torchaudio']}"
         if plan["cuda"]:
-            allowed = SpecifierSet(specs["cuda-version"])
-            assert plan["cuda"] in allowed
-            major, minor = plan["cuda"].split(".")
-            assert f"{major}.{int(minor) + 1}" not in allowed  # no newer CUDA than the plan's
-            assert f"{int(major) + 1}.0" not in allowed
+            # conda's "=X.Y" is X.Y.*: exactly the plan's CUDA minor, no older or newer one
+            assert specs["cuda-version"] == f"={plan['cuda']}"
         else:
             assert "cuda-version" not in specs
     if plan["variant"] == "xpu" or plan["variant"].startswith("rocm"):

@@ -80,8 +80,9 @@ def _conda_forge_specs(plan: Plan) -> list[str] | None:
     ):
         return None
     if plan.variant.startswith("cu"):
-        major = plan.cuda.split(".")[0] if plan.cuda else "12"
-        specs = [f"pytorch-gpu=={plan.torch}", f"cuda-version>={major},<={plan.cuda}"]
+        # the plan's CUDA minor exactly: the variant may have been chosen for its arch list
+        # (sm_120 needs 12.8), so an older CUDA build would not do; conda says so if none exists
+        specs = [f"pytorch-gpu=={plan.torch}", f"cuda-version={plan.cuda}"]
     elif plan.platform == "macos-arm64":
         specs = [f"pytorch=={plan.torch}"]
     else:
