@@ -684,10 +684,12 @@ def _pip_lines_of_environment_yml(text: str) -> list[str]:
     return list(lines)
 
 
+@pytest.mark.parametrize("spaced", [False, True], ids=["plain-base", "space-in-base"])
 def test_environment_yml_pip_section_installs_exactly_the_planned_wheels(
-    local_index: LocalIndex, cli_cwd: Path, tmp_path: Path
+    local_index: LocalIndex, cli_cwd: Path, tmp_path: Path, spaced: bool
 ) -> None:
     """conda hands the ``pip:`` entries to pip as a requirements file; do the same here."""
+    base = local_index.spaced_base if spaced else local_index.base
     out = json.loads(
         torchenv(
             "env",
@@ -703,7 +705,7 @@ def test_environment_yml_pip_section_installs_exactly_the_planned_wheels(
             "--rocm-arch",
             "gfx1100",
             "--index-base",
-            local_index.base,
+            base,
             cwd=cli_cwd,
         ).stdout
     )
@@ -715,45 +717,7 @@ def test_environment_yml_pip_section_installs_exactly_the_planned_wheels(
     )
     proc, report = pip_dry_run(shlex.join(["pip", "install", "-r", str(req)]), tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert_exactly_planned(
-        report, plan, f"{local_index.base}/rocm6.3", local_index.expected("whl/rocm6.3")
-    )
-
-
-def test_environment_yml_pip_section_with_a_space_in_the_index_base(
-    local_index: LocalIndex, cli_cwd: Path, tmp_path: Path
-) -> None:
-    out = json.loads(
-        torchenv(
-            "env",
-            "--format",
-            "environment.yml",
-            "--json",
-            "--torch",
-            f"=={TORCH}",
-            "--python",
-            PY,
-            "--platform",
-            "linux-x86_64",
-            "--rocm-arch",
-            "gfx1100",
-            "--index-base",
-            local_index.spaced_base,
-            cwd=cli_cwd,
-        ).stdout
-    )
-    req = tmp_path / "condaenv.requirements.txt"
-    req.write_text(
-        "\n".join(_pip_lines_of_environment_yml(out["content"])) + "\n", encoding="utf-8"
-    )
-    proc, report = pip_dry_run(shlex.join(["pip", "install", "-r", str(req)]), tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert_exactly_planned(
-        report,
-        out["plan"],
-        f"{local_index.spaced_base}/rocm6.3",
-        local_index.expected("whl/rocm6.3"),
-    )
+    assert_exactly_planned(report, plan, f"{base}/rocm6.3", local_index.expected("whl/rocm6.3"))
 
 
 def test_requirements_file_with_a_space_in_the_index_base(
