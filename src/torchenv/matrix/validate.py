@@ -216,6 +216,17 @@ def _variant(ctx: _Ctx, raw: Any, path: str) -> Variant:
     )
 
 
+def _floor_common(ctx: _Ctx, entry: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """The driver versions, sources and note that toolkit and compatibility floors share."""
+    what = "a driver version like '550.54.15'"
+    return {
+        "linux": ctx.opt_string(entry.get("linux"), f"{path}.linux", _DRIVER_RE, what),
+        "windows": ctx.opt_string(entry.get("windows"), f"{path}.windows", _DRIVER_RE, what),
+        "sources": ctx.sources(entry, path),
+        "note": entry.get("note"),
+    }
+
+
 def _gpu_common(ctx: _Ctx, g: Mapping[str, Any], path: str) -> dict[str, Any]:
     """The catalog fields NVIDIA and AMD entries share."""
     return {
@@ -388,7 +399,6 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
     cdoc = cctx.mapping(documents["cuda.yaml"], "")
     toolkit = []
     seen_cuda = set()
-    driver = (_DRIVER_RE, "a driver version like '550.54.15'")
     for i, raw in enumerate(cctx.seq(cdoc.get("toolkit_floors"), "toolkit_floors")):
         path = f"toolkit_floors[{i}]"
         entry = cctx.mapping(raw, path)
@@ -404,22 +414,11 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
         toolkit.append(
             ToolkitFloor(
                 cuda=cuda,
-                linux=cctx.opt_string(entry.get("linux"), f"{path}.linux", *driver),
-                windows=cctx.opt_string(entry.get("windows"), f"{path}.windows", *driver),
-                sources=cctx.sources(entry, path),
-                note=entry.get("note"),
-                oldest_arch=cctx.opt_string(
-                entry.get("oldest_arch"),
-                f"{path}.oldest_arch",
-                ARCH_RE,
-                "a compute capability like '5.0'",
-            ),
-            newest_arch=cctx.opt_string(
-                    entry.get("newest_arch"),
-                    f"{path}.newest_arch",
-                    ARCH_RE,
-                    "a compute capability like '9.0'",
-                ),
+                **_floor_common(cctx, entry, path),
+                oldest_arch=cctx.opt_string(entry.get("oldest_arch"), f"{path}.oldest_arch",
+                                            ARCH_RE, "a compute capability like '5.0'"),
+                newest_arch=cctx.opt_string(entry.get("newest_arch"), f"{path}.newest_arch",
+                                            ARCH_RE, "a compute capability like '9.0'"),
             )
         )
     compat = []
@@ -429,15 +428,7 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
         major = entry.get("major")
         if not isinstance(major, int) or isinstance(major, bool):
             raise cctx.fail(f"{path}.major", f"expected a CUDA major version, got {_show(major)}")
-        compat.append(
-            CompatFloor(
-                major=major,
-                linux=cctx.opt_string(entry.get("linux"), f"{path}.linux", *driver),
-                windows=cctx.opt_string(entry.get("windows"), f"{path}.windows", *driver),
-                sources=cctx.sources(entry, path),
-                note=entry.get("note"),
-            )
-        )
+        compat.append(CompatFloor(major=major, **_floor_common(cctx, entry, path)))
 
     # rocm.yaml
     rctx = ctxs["rocm.yaml"]
