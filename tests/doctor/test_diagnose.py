@@ -21,7 +21,10 @@ def host(torch: TorchInfo | None = GOOD_TORCH, *, driver: str = "580.65.06", cc:
          warnings: tuple[str, ...] = ()) -> HostProfile:
     return HostProfile(
         platform="linux-x86_64", python=PythonInfo(version="3.12", executable="/v/bin/python"),
-        nvidia=NvidiaInfo(driver_version=driver, cuda_driver_version="13.0", source="nvml",
+        # NVML reports the CUDA version of the driver it runs; only 580.65.06's is given here
+        nvidia=NvidiaInfo(driver_version=driver,
+                          cuda_driver_version="13.0" if driver == "580.65.06" else None,
+                          source="nvml",
                           gpus=(Gpu(index=0, name="NVIDIA GeForce RTX 3090",
                                     compute_capability=cc, uuid="GPU-1234"),)),
         torch=torch, warnings=warnings)

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Optional
 
 from torchenv.detection.profile import Gpu, HostProfile, TorchInfo
-from torchenv.matrix.model import Matrix, cuda_version_of, parse_version_tuple
+from torchenv.matrix.model import Matrix, cuda_version_of
+from torchenv.resolver.rules import check_driver, driver_floors, parse_arch, runs_on
 
 __all__ = [
     "CondaRecord",
@@ -88,13 +89,6 @@ def _public(version: str) -> str:
     return version.split("+", 1)[0]
 
 
-def _vt(text: str) -> tuple[int, ...]:
-    try:
-        return parse_version_tuple(text)
-    except ValueError:
-        return tuple(int(p) for p in re.findall(r"\d+", text))
-
-
 def torch_info(host: HostProfile, installs: Installs, matrix: Matrix) -> Optional[TorchInfo]:
     """The installed torch: the profile's when detection found it, else from the dist-info."""
     if host.torch is not None:
@@ -145,27 +139,24 @@ def _fix(host: HostProfile, matrix: Matrix, fallback: str) -> str:
 
 
 def _arch_runs(entry: str, cc: str) -> bool:
-    """Whether one arch-list entry (``8.6``, ``sm_86``, ``9.0a``, ``12.0+PTX``, ``compute_90``)
-    runs a device of capability ``cc`` (see DESIGN.md rule 3)."""
+    """Whether one arch-list entry runs a device of capability ``cc`` (DESIGN.md rule 3).
+
+    Accepts the matrix's spelling (``8.6``, ``9.0a``, ``12.0+PTX``) and that of
+    ``torch.cuda.get_arch_list()`` (``sm_86``, ``compute_90``); the rule itself is the
+    resolver's, with the PTX JIT assumed available (the driver is checked separately).
+    """
     text = entry.strip().lower()
     ptx = text.endswith("+ptx") or text.startswith("compute_")
     text = text.replace("+ptx", "").replace("compute_", "").replace("sm_", "")
-    specific = text.endswith(("a", "f"))
-    text = text.rstrip("af")
-    if "." in text:
-        major_s, minor_s = text.split(".", 1)
-    else:
-        major_s, minor_s = text[:-1], text[-1:]
+    suffix = text[-1] if text.endswith(("a", "f")) else ""
+    digits = text.rstrip("af")
+    if "." not in digits:
+        digits = f"{digits[:-1]}.{digits[-1:]}"
     try:
-        major, minor = int(major_s), int(minor_s)
-        d_major, d_minor = (int(p) for p in cc.replace("sm_", "").split(".")[:2])
+        parsed = parse_arch(digits + suffix + ("+PTX" if ptx else ""))
+        return runs_on(parsed, cc.replace("sm_", ""), jit_ok=True)
     except ValueError:
         return False
-    if ptx:
-        return (d_major, d_minor) >= (major, minor)
-    if specific:
-        return (d_major, d_minor) == (major, minor)
-    return d_major == major and d_minor >= minor
 
 
 def _gpus(host: HostProfile) -> tuple[Gpu, ...]:
@@ -248,12 +239,11 @@ def _driver_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> lis
     driver = host.nvidia.driver_version if host.nvidia is not None else None
     if not cuda or not driver:
         return []
-    windows = host.platform.startswith("win")
-    toolkit = matrix.toolkit_floor(cuda)
-    compat = matrix.compat_floor(int(cuda.split(".")[0]))
-    toolkit_min = (toolkit.windows if windows else toolkit.linux) if toolkit else None
-    compat_min = (compat.windows if windows else compat.linux) if compat else None
-    if compat_min and _vt(driver) < _vt(compat_min):
+    verdict = check_driver(host, matrix, cuda)  # the resolver's rule: floors, WSL, NVML's CUDA
+    toolkit_min, compat_min = driver_floors(
+        matrix, cuda, windows=host.platform == "win-amd64" or host.wsl
+    )
+    if not verdict.ok:
         return [Finding(
             "error", "driver-too-old",
             f"driver {driver} is too old for torch {torch.version} (CUDA {cuda})",
@@ -261,13 +251,14 @@ def _driver_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> lis
             f"≥ {toolkit_min or '?'} for full support; torch.cuda.is_available() is False.",
             _fix(host, matrix, f"upgrade the NVIDIA driver to ≥ {toolkit_min or compat_min}, "
                  "or install an older CUDA build: torchenv resolve"))]
-    if toolkit_min and _vt(driver) < _vt(toolkit_min):
+    if not verdict.full:
         return [Finding(
             "warning", "driver-below-toolkit",
-            f"driver {driver} is below CUDA {cuda}'s toolkit floor {toolkit_min}",
-            "It runs through minor-version compatibility: no PTX JIT, and some features need "
-            "the newer driver.",
-            f"upgrade the NVIDIA driver to ≥ {toolkit_min}")]
+            f"driver {driver} is below CUDA {cuda}'s toolkit floor {toolkit_min or '(unknown)'}",
+            (verdict.warnings[0] if verdict.warnings else "It runs through minor-version "
+             "compatibility only.").rstrip(".") + ".",
+            f"upgrade the NVIDIA driver to ≥ {toolkit_min}" if toolkit_min
+            else "upgrade the NVIDIA driver to the one released with CUDA " + cuda)]
     return []
 
 
