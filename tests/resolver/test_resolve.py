@@ -233,15 +233,17 @@ def test_every_confirmed_sass_target_resolves_with_a_new_driver(matrix: Matrix) 
 
 
 def test_a_gpu_older_than_every_entry_is_always_rejected(matrix: Matrix) -> None:
+    checked = 0
     for torch, variant, plat, py in _known_cuda(matrix):
         v = matrix.release(torch).variant(variant)  # type: ignore[union-attr]
         assert v is not None
         lowest = min(
             (parse_arch(e).major, parse_arch(e).minor) for e in v.arch_list_for(plat) or ()
         )
-        if lowest[1] != 0 or lowest[0] <= 3:
-            continue  # only X.0 floors have a real older device: .0
-        older = f"{lowest[0] - 1}.0"
+        if lowest[0] <= 3:
+            continue
+        # an older device: the same major's .0 (7.0 below 7.5), else the previous major's
+        older = f"{lowest[0]}.0" if lowest[1] else f"{lowest[0] - 1}.0"
         with pytest.raises(NoMatch) as info:
             resolve(
                 Request(torch=f"=={torch}", variant=variant),
@@ -249,6 +251,8 @@ def test_a_gpu_older_than_every_entry_is_always_rejected(matrix: Matrix) -> None
                 matrix,
             )
         assert any(r.category == "arch" for r in info.value.rejected)
+        checked += 1
+    assert checked > 20
 
 
 def test_a_driver_below_every_compat_floor_gets_no_cuda_build(matrix: Matrix) -> None:
