@@ -104,7 +104,7 @@ def _project_defaults(cwd: Path) -> dict[str, str]:
     except ImportError:  # pragma: no cover
         return {}
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(raw.decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise BadInput(f"{path}: not valid TOML: {exc}") from exc
     section = data.get("tool", {}).get("torchenv", {})
