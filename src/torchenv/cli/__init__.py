@@ -133,13 +133,9 @@ def _report_json(exc: TorchenvError) -> None:
     """With --json, a failure is still one JSON document on stdout."""
     import json
 
-    doc: dict[str, object] = {"error": exc.message, "hint": exc.hint,
-                              "exit_code": exc.exit_code}
-    rejected = getattr(exc, "rejected", None)
-    if rejected is not None:
-        doc["torch"] = None
-        doc["rejected"] = [r.to_json() for r in rejected]
-        doc["fixes"] = list(getattr(exc, "fixes", ()))
+    to_json = getattr(exc, "to_json", None)  # an unsatisfiable request carries its evidence
+    doc: dict[str, object] = dict(to_json()) if callable(to_json) else {}
+    doc.update(error=exc.message, hint=exc.hint, exit_code=exc.exit_code)
     sys.stdout.write(json.dumps(doc, indent=2) + "\n")
 
 

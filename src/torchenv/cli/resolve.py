@@ -178,8 +178,7 @@ def run_resolve(args: argparse.Namespace) -> int:
         plan, host, _ = _decide(args)
     except NoMatch as exc:
         if args.json:
-            host = host_from_args(args)
-            emit_json(exc.to_json(host))
+            emit_json(exc.to_json())
         else:
             from torchenv.resolver.render import render_no_match
 

@@ -58,21 +58,25 @@ class NoMatch(Unsatisfiable):
         rejected: tuple[Rejection, ...],
         fixes: tuple[str, ...],
         matrix_version: str,
+        python: str,
+        platform: str,
     ) -> None:
         super().__init__(message, hint)
         self.rejected = rejected
         self.fixes = fixes
         self.matrix_version = matrix_version
+        self.python = python
+        self.platform = platform
 
-    def to_json(self, host: HostProfile) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "torch": None,
             "torchvision": None,
             "torchaudio": None,
             "variant": None,
             "index_url": None,
-            "python": host.python.version,
-            "platform": host.platform,
+            "python": self.python,
+            "platform": self.platform,
             "commands": {},
             "warnings": [],
             "error": self.message,
@@ -579,7 +583,13 @@ def _no_match(
         + ")"
     )
     return NoMatch(
-        message, fixes[0] if fixes else None, tuple(rejected), tuple(fixes), matrix.matrix_version
+        message,
+        fixes[0] if fixes else None,
+        tuple(rejected),
+        tuple(fixes),
+        matrix.matrix_version,
+        host.python.version,
+        host.platform,
     )
 
 
