@@ -233,7 +233,12 @@ def run_env(args: argparse.Namespace) -> int:
 
 def _refuse_other_machines(args: argparse.Namespace) -> None:
     """install acts on this machine: target flags that describe another one are refused."""
-    from torchenv.detection.detect import current_platform, detect
+    from torchenv.detection._python_env import (
+        inspect_current,
+        inspect_interpreter,
+        python_info_from,
+    )
+    from torchenv.detection.detect import current_platform
     from torchenv.detection.overrides import normalize_platform, normalize_python
 
     hint = ("'torchenv resolve' answers for other machines; --python-exe PATH picks the "
@@ -245,7 +250,9 @@ def _refuse_other_machines(args: argparse.Namespace) -> None:
                        f"({current_platform()})", hint=hint)
     if args.target_python:
         wanted = normalize_python(args.target_python)
-        actual = detect(python=args.python_exe).python.version
+        facts = (inspect_interpreter(args.python_exe) if args.python_exe
+                 else inspect_current())  # the interpreter only, not the whole host
+        actual = python_info_from(facts).version
         if wanted != actual:
             raise BadInput(f"install: --python {wanted} does not match the interpreter it "
                            f"installs into (Python {actual})", hint=hint)
