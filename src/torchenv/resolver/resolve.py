@@ -212,15 +212,12 @@ def evaluate(
                         reject(rel, name, too_new, "arch")
                         continue
                     if arch is None:
-                        if host.nvidia and any(
-                            g.compute_capability for g in host.nvidia.visible_gpus()
-                        ):
-                            warnings.append(
-                                f"the arch list of torch {rel.torch} {name} on "
-                                f"{platform} is not confirmed; GPU support unchecked"
-                            )
-                            full = False
-                            arch_known = False
+                        warnings.append(
+                            f"the arch list of torch {rel.torch} {name} on "
+                            f"{platform} is not confirmed; GPU support unchecked"
+                        )
+                        full = False
+                        arch_known = False
                     else:
                         why = check_gpu_arch(host, arch, jit_ok=dv.full)
                         if why:
@@ -274,14 +271,6 @@ def evaluate(
                     reject(rel, name, "no Intel GPU with the Level Zero runtime", "no-gpu")
                     continue
                 warnings.append("no Intel GPU found: xpu was asked for explicitly")
-                full = False
-            if (
-                variant.status != "verified"
-                and kind == "cuda"
-                and variant.arch_list is None
-                and not any("arch list" in w for w in warnings)
-                and "cuda" in kinds
-            ):
                 full = False
             arch_gap = kind == "cuda" and variant.arch_list_for(platform) is None
             if variant.status != "verified" and not from_pypi and not arch_gap:
