@@ -391,8 +391,7 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
     rel, variant = best.release, best.variant
     warnings = list(best.warnings)
     reasons = _reasons(best, host, request)
-    kinds_present = _gpu_kinds(host)
-    if "xpu" in kinds_present and variant.kind == "cpu" and not request.explicit_variant:
+    if "xpu" in kinds and variant.kind == "cpu" and not request.explicit_variant:
         warnings.append("an Intel GPU is present but no xpu build fits; using the CPU build")
     if host.nvidia is not None and host.nvidia.visible == () and variant.kind == "cuda":
         warnings.append(
