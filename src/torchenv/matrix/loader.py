@@ -37,15 +37,16 @@ DATA_DIR = Path(__file__).parent / "data"
 DATA_FILES = ("releases.yaml", "variants.yaml", "cuda.yaml", "rocm.yaml", "gpus.yaml")
 CACHE_FILE = DATA_DIR / "cache.json"
 
-_OVERLAY_LIST_KEYS = {
-    "releases": ("torch",),
-    "variant_sets": ("releases",),
-    "toolkit_floors": ("cuda",),
-    "compat_floors": ("major",),
-    "rocm_variants": ("name", "torch"),
-    "nvidia": ("name",),
-    "amd": ("name",),
-    "sources": ("id",),
+# overlay list key -> (the embedded file it extends, the fields that identify an entry)
+_OVERLAY_KEYS = {
+    "releases": ("releases.yaml", ("torch",)),
+    "variant_sets": ("variants.yaml", ("releases",)),
+    "toolkit_floors": ("cuda.yaml", ("cuda",)),
+    "compat_floors": ("cuda.yaml", ("major",)),
+    "rocm_variants": ("rocm.yaml", ("name", "torch")),
+    "nvidia": ("gpus.yaml", ("name",)),
+    "amd": ("gpus.yaml", ("name",)),
+    "sources": ("releases.yaml", ("id",)),
 }
 
 
@@ -120,28 +121,15 @@ def load_embedded_documents(data_dir: Path = DATA_DIR) -> tuple[dict[str, Any], 
 def merge_overlay(documents: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
     """Documents with the overlay's entries added or replacing those with the same key."""
     merged: dict[str, Any] = {name: dict(doc) for name, doc in documents.items()}
-    targets = {
-        "releases": "releases.yaml",
-        "variant_sets": "variants.yaml",
-        "toolkit_floors": "cuda.yaml",
-        "compat_floors": "cuda.yaml",
-        "rocm_variants": "rocm.yaml",
-        "nvidia": "gpus.yaml",
-        "amd": "gpus.yaml",
-    }
     for key, value in overlay.items():
         if key in ("schema_version", "matrix_version", "note", "generated_by"):
             continue
-        if key == "sources":
-            file = "releases.yaml"
-        elif key in targets:
-            file = targets[key]
-        else:
+        if key not in _OVERLAY_KEYS:
             raise MatrixError(f"overlay: unknown top-level key {key!r}")
+        file, id_fields = _OVERLAY_KEYS[key]
         if not isinstance(value, list):
             raise MatrixError(f"overlay: {key}: expected a list, got {type(value).__name__}")
         existing = list(merged[file].get(key) or [])
-        id_fields = _OVERLAY_LIST_KEYS[key]
         for entry in value:
             if not isinstance(entry, dict):
                 raise MatrixError(f"overlay: {key}: every entry must be a mapping")
