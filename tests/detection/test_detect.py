@@ -27,7 +27,7 @@ SMI_QUERY = (
 @pytest.fixture
 def no_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
     """In-process tests must not depend on a real driver of the machine running them."""
-    monkeypatch.setattr(_nvml, "probe_nvml", lambda **_: _nvml.NvmlResult(ok=False))
+    monkeypatch.setattr(_nvml, "probe_nvml_bounded", lambda **_: _nvml.NvmlResult(ok=False))
 
 
 def proc_tree(root: Path) -> None:
@@ -102,7 +102,7 @@ def test_overrides_skip_the_probes(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     def never(*_: object, **__: object) -> None:
         raise AssertionError("probe ran although its answer was supplied")
 
-    monkeypatch.setattr(_nvml, "probe_nvml", never)
+    monkeypatch.setattr(_nvml, "probe_nvml_bounded", never)
     monkeypatch.setattr(_rocm, "probe_rocm", never)
     marker = tmp_path / "called"
     smi = fake_smi(tmp_path / "bin", query=SMI_QUERY, marker=marker)

@@ -119,12 +119,8 @@ def probe_nvml_bounded(*, wsl: bool = False, timeout: float = 5.0) -> NvmlResult
     way to put a limit on a foreign call without a child process (which would cost more than
     the whole probe).
     """
-    if sys.platform == "darwin":
-        return NvmlResult(ok=False)
-    if sys.platform != "win32":
-        extra = ("/usr/lib/wsl/lib/libnvidia-ml.so.1",) if wsl else ()
-        if not _library_loads(extra):
-            return NvmlResult(ok=False)  # no driver library: nothing can hang, no thread needed
+    if not _library_available(wsl):
+        return NvmlResult(ok=False)  # no driver library: nothing can hang, no thread needed
     import threading
 
     box: list[NvmlResult] = []
@@ -132,7 +128,7 @@ def probe_nvml_bounded(*, wsl: bool = False, timeout: float = 5.0) -> NvmlResult
 
     def work() -> None:
         try:
-            box.append(probe_nvml(wsl=wsl))
+            box.append(_query_nvml())
         except BaseException as exc:  # handed to the caller below
             failure.append(exc)
 
@@ -148,14 +144,23 @@ def probe_nvml_bounded(*, wsl: bool = False, timeout: float = 5.0) -> NvmlResult
         "/proc and nvidia-smi",))
 
 
+def _library_available(wsl: bool) -> bool:
+    if sys.platform == "darwin":
+        return False
+    if sys.platform == "win32":
+        return True  # nvidia-ml-py finds nvml.dll itself
+    return _library_loads(("/usr/lib/wsl/lib/libnvidia-ml.so.1",) if wsl else ())
+
+
 def probe_nvml(*, wsl: bool = False) -> NvmlResult:
     """Query NVML in-process. Never raises."""
-    if sys.platform == "darwin":
+    if not _library_available(wsl):
         return NvmlResult(ok=False)
-    if sys.platform != "win32":
-        extra = ("/usr/lib/wsl/lib/libnvidia-ml.so.1",) if wsl else ()
-        if not _library_loads(extra):
-            return NvmlResult(ok=False)
+    return _query_nvml()
+
+
+def _query_nvml() -> NvmlResult:
+    """The NVML queries themselves, once the library is known to load."""
     try:
         import pynvml
     except ImportError:
