@@ -9,6 +9,9 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
+sys.path.insert(0, os.path.dirname(__file__))  # importlib mode: make tests/hermetic.py importable
+
+from hermetic import hermetic
 from torchenv.matrix.loader import load_matrix
 from torchenv.matrix.model import Matrix
 
@@ -28,6 +31,7 @@ def run_cli(
     child_env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHENV_")}
     child_env["TORCHENV_NO_OVERLAY"] = "1"
     child_env.update(env or {})
+    hermetic(child_env)
     return subprocess.run(
         [sys.executable, "-m", "torchenv", *args],
         capture_output=True,

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Optional
 
+from hermetic import hermetic
+
 DATA = Path(__file__).parent / "data"
 FAKE_NVML_SOURCE = Path(__file__).parent / "fake_nvml.c"
 
@@ -62,6 +64,7 @@ def fake_smi(folder: Path, *, query: str = "", version: str = "", rc: int = 0,
 def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _SCRUB and not k.startswith("FAKE_NVML")}
     env.update(extra)
+    hermetic(env)
     return env
 
 

@@ -85,17 +85,40 @@ def test_nothing_found_on_empty_tree(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("no_nvml")
-def test_a_crashing_probe_leaves_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                          ) -> None:
+def test_a_probe_that_meets_an_io_failure_leaves_the_rest(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*_: object, **__: object) -> None:
-        raise RuntimeError("kaboom")
+        raise PermissionError(13, "Permission denied", "/sys/class/kfd")
 
     monkeypatch.setattr(_rocm, "probe_rocm", boom)
     proc_tree(tmp_path)
     profile = detect(root=tmp_path, environ={"PATH": ""})
-    assert any("ROCm probe failed" in w and "kaboom" in w for w in profile.warnings)
+    assert any("ROCm probe failed" in w and "Permission denied" in w for w in profile.warnings)
     assert profile.nvidia is not None
     assert profile.python.version
+
+
+@pytest.mark.usefixtures("no_nvml")
+def test_a_bug_in_a_probe_surfaces_instead_of_becoming_a_warning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def bug(*_: object, **__: object) -> None:
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(_rocm, "probe_rocm", bug)
+    with pytest.raises(RuntimeError, match="kaboom"):
+        detect(root=tmp_path, environ={"PATH": ""})
+
+
+@pytest.mark.usefixtures("no_nvml")
+def test_a_failed_nvidia_probe_is_recorded_as_evidence(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    def timeout(*_: object, **__: object) -> None:
+        raise TimeoutError("NVML call did not return")
+
+    monkeypatch.setattr(detect_mod, "_probe_nvidia", timeout)
+    profile = detect(root=tmp_path, environ={"PATH": ""})
+    assert profile.nvidia is None
+    assert profile.nvidia_evidence == ("the NVIDIA probe failed (TimeoutError)",)
 
 
 def test_overrides_skip_the_probes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -176,7 +199,8 @@ def test_cli_process_never_imports_torch_or_rich() -> None:
 
 
 def test_host_file_round_trip(tmp_path: Path, fake_nvml: Callable[..., Path]) -> None:
-    env = clean_env(LD_LIBRARY_PATH=str(fake_nvml()), PATH="/usr/bin:/bin",
+    env = clean_env(TORCHENV_NVML_LIBRARY=str(fake_nvml() / "libnvidia-ml.so.1"),
+                    PATH="/usr/bin:/bin",
                     FAKE_NVML_GPUS="NVIDIA GeForce GTX 1080:6.1:8192;"
                     "NVIDIA GeForce RTX 3090:8.6:24576",
                     CUDA_VISIBLE_DEVICES="1")
@@ -192,7 +216,8 @@ def test_host_file_round_trip(tmp_path: Path, fake_nvml: Callable[..., Path]) ->
 
 
 def test_console_summary(fake_nvml: Callable[..., Path]) -> None:
-    env = clean_env(LD_LIBRARY_PATH=str(fake_nvml()), PATH="/usr/bin:/bin",
+    env = clean_env(TORCHENV_NVML_LIBRARY=str(fake_nvml() / "libnvidia-ml.so.1"),
+                    PATH="/usr/bin:/bin",
                     FAKE_NVML_GPUS="NVIDIA H200:9.0:143771", COLUMNS="120")
     res = run_cli(["detect"], env)
     assert res.returncode == 0, res.stderr

@@ -36,7 +36,8 @@ def test_init_errors_are_sentences() -> None:
 
 
 def nvml_env(lib: Path, gpus: str, path: str = "/usr/bin:/bin", **extra: str) -> dict[str, str]:
-    return clean_env(LD_LIBRARY_PATH=str(lib), FAKE_NVML_GPUS=gpus, PATH=path, **extra)
+    return clean_env(TORCHENV_NVML_LIBRARY=str(lib / "libnvidia-ml.so.1"), FAKE_NVML_GPUS=gpus,
+                     PATH=path, **extra)
 
 
 def test_h200_on_580(fake_nvml: Callable[..., Path]) -> None:

@@ -14,177 +14,214 @@ import pytest
 
 from torchenv.detection.detect import apply_overrides
 from torchenv.detection.overrides import Overrides
-from torchenv.detection.profile import Gpu, HostProfile, NvidiaInfo, PythonInfo, RocmInfo
+from torchenv.detection.profile import (
+    Gpu,
+    HostProfile,
+    NvidiaInfo,
+    PciDevice,
+    PythonInfo,
+    RocmInfo,
+)
 from torchenv.matrix.model import Matrix
 from torchenv.resolver import NoMatch, Request, resolve
 from torchenv.resolver.rules import parse_arch
 
 BASE = HostProfile(platform="linux-x86_64", python=PythonInfo("3.12"), glibc="2.35")
 
-TABLE: list[tuple[str, dict[str, Any], dict[str, Any], Any]] = [
-    ("cpu-only linux 3.12", {}, {}, ("2.15.0", "cpu", "compat")),
-    ("cpu-only linux 3.9", {"python": "3.9"}, {}, ("2.8.0", "cpu", "full")),
-    ("cpu-only linux 3.8", {"python": "3.8"}, {}, ("2.4.1", "cpu", "full")),
-    ("cpu-only 3.7", {"python": "3.7"}, {}, ("1.13.1", "cpu", "full")),
-    ("glibc 2.17 py3.10", {"glibc": "2.17", "python": "3.10"}, {}, ("2.6.0", "cpu", "full")),
-    (
-        "glibc 2.17 aarch64",
-        {"glibc": "2.17", "platform": "linux-aarch64", "python": "3.10"},
-        {},
-        ("2.5.1", "cpu", "full"),
-    ),
-    ("macos arm64 3.12", {"platform": "macos-arm64"}, {}, ("2.15.0", "cpu", "full")),
-    (
-        "macos x86_64 3.11",
-        {"platform": "macos-x86_64", "python": "3.11"},
-        {},
-        ("2.2.2", "cpu", "full"),
-    ),
-    (
-        "macos x86_64 3.12",
-        {"platform": "macos-x86_64", "python": "3.12"},
-        {},
-        ("2.2.2", "cpu", "full"),
-    ),
-    ("windows cpu 3.12", {"platform": "win-amd64"}, {}, ("2.15.0", "cpu", "full")),
-    (
-        "windows rtx4090 560",
-        {"platform": "win-amd64", "driver": "560.94", "gpus": ["8.9"]},
-        {},
-        ("2.15.0", "cu126", "compat"),
-    ),
-    (
-        "windows rtx5090 576",
-        {"platform": "win-amd64", "driver": "576.02", "gpus": ["12.0"]},
-        {},
-        ("2.11.0", "cu128", "compat"),
-    ),
-    ("aarch64 cpu", {"platform": "linux-aarch64"}, {}, ("2.15.0", "cpu", "compat")),
-    (
-        "aarch64 gh200 580",
-        {"platform": "linux-aarch64", "driver": "580.65.06", "gpus": ["9.0"]},
-        {},
-        ("2.15.0", "cu130", "compat"),
-    ),
-    (
-        "h200 580 cuda13.0",
-        {"driver": "580.65.06", "gpus": ["9.0"]},
-        {},
-        ("2.15.0", "cu130", "compat"),
-    ),
-    ("h100 550", {"driver": "550.54.15", "gpus": ["9.0"]}, {}, ("2.15.0", "cu126", "compat")),
-    (
-        "a100x8 535",
-        {"driver": "535.104.05", "gpus": ["8.0", "8.0", "8.0", "8.0", "8.0", "8.0", "8.0", "8.0"]},
-        {},
-        ("2.15.0", "cu126", "compat"),
-    ),
-    (
-        "rtx3090 525.60.13",
-        {"driver": "525.60.13", "gpus": ["8.6"]},
-        {},
-        ("2.15.0", "cu126", "compat"),
-    ),
-    ("rtx3090 520", {"driver": "520.61.05", "gpus": ["8.6"]}, {}, ("2.7.1", "cu118", "compat")),
-    ("gtx1080 535", {"driver": "535.104.05", "gpus": ["6.1"]}, {}, ("2.15.0", "cu126", "compat")),
-    (
-        "gtx1080+rtx3090 570",
-        {"driver": "570.86.15", "gpus": ["6.1", "8.6"]},
-        {},
-        ("2.15.0", "cu126", "compat"),
-    ),
-    ("rtx5090 570", {"driver": "570.86.15", "gpus": ["12.0"]}, {}, ("2.13.0", "cu129", "compat")),
-    ("rtx5090 550", {"driver": "550.54.15", "gpus": ["12.0"]}, {}, ("2.13.0", "cu129", "compat")),
-    ("b200 580", {"driver": "580.65.06", "gpus": ["10.0"]}, {}, ("2.15.0", "cu130", "compat")),
-    ("k80 470", {"driver": "470.82.01", "gpus": ["3.7"]}, {}, ("2.7.1", "cu118", "compat")),
-    ("k80 450", {"driver": "450.80.02", "gpus": ["3.7"]}, {}, ("2.7.1", "cu118", "compat")),
-    (
-        "maxwell 5.2 580",
-        {"driver": "580.65.06", "gpus": ["5.2"]},
-        {},
-        ("2.15.0", "cu126", "compat"),
-    ),
-    ("volta 7.0 580", {"driver": "580.65.06", "gpus": ["7.0"]}, {}, ("2.15.0", "cu126", "compat")),
-    ("driver 390 pascal", {"driver": "390.116", "gpus": ["6.1"]}, {}, None),
-    (
-        "free-threaded 3.13t h100 580",
-        {"python": "3.13t", "driver": "580.65.06", "gpus": ["9.0"]},
-        {},
-        ("2.12.0", "cu130", "full"),
-    ),
-    ("free-threaded 3.14t cpu", {"python": "3.14t"}, {}, ("2.15.0", "cpu", "compat")),
-    ("3.15 cpu", {"python": "3.15"}, {}, ("2.15.0", "cpu", "compat")),
-    ("rocm gfx1100", {"rocm_archs": ["gfx1100"]}, {}, ("2.15.0", "rocm7.14", "compat")),
-    ("rocm gfx942", {"rocm_archs": ["gfx942"]}, {}, ("2.15.0", "rocm7.14", "compat")),
-    ("rocm gfx803", {"rocm_archs": ["gfx803"]}, {}, None),
-    (
-        "torch ==2.7.* on 3090 570",
-        {"driver": "570.86.15", "gpus": ["8.6"]},
-        {"torch": "==2.7.*"},
-        ("2.7.1", "cu126", "full"),
-    ),
-    (
-        "torch 2.7.1 cu128 forced",
-        {"driver": "570.86.15", "gpus": ["8.6"]},
-        {"torch": "==2.7.1", "variant": "cu128"},
-        ("2.7.1", "cu128", "compat"),
-    ),
-    (
-        "variant cpu on gpu host",
-        {"driver": "570.86.15", "gpus": ["8.6"]},
-        {"variant": "cpu"},
-        ("2.15.0", "cpu", "compat"),
-    ),
-    (
-        "--cuda 11.8 on 3090 570",
-        {"driver": "570.86.15", "gpus": ["8.6"]},
-        {"cuda": "11.8"},
-        ("2.7.1", "cu118", "compat"),
-    ),
-    ("torch <2.0 py3.12", {}, {"torch": "<2.0"}, None),
-    (
-        "torch 2.4 cu124 driver 535",
-        {"driver": "535.104.05", "gpus": ["8.9"]},
-        {"torch": "==2.4.*", "variant": "cu124"},
-        ("2.4.1", "cu124", "compat"),
-    ),
-    (
-        "no-gpu flag",
-        {"driver": "570.86.15", "gpus": ["8.6"], "no_gpu": True},
-        {},
-        ("2.15.0", "cpu", "compat"),
-    ),
-    ("xpu variant forced no device", {}, {"variant": "xpu"}, ("2.15.0", "xpu", "compat")),
-    (
-        "rtx4090 + py3.8 torch<2.5",
-        {"python": "3.8", "driver": "550.54.15", "gpus": ["8.9"]},
-        {"torch": "<2.5"},
-        ("2.4.1", "cu121", "full"),
-    ),
+# Hosts no flag can describe: probes that failed, GPUs only partly read, CUDA_VISIBLE_DEVICES.
+PCI_1080 = PciDevice("0000:01:00.0", "10de", "1b80", "0x030000", None)
+HOSTS: dict[str, HostProfile] = {
+    "smi hangs, PCI sees a GPU": BASE.with_changes(
+        pci=(PCI_1080,),
+        nvidia_evidence=("/usr/bin/nvidia-smi exists but failed: did not answer within 5 s",),
+        warnings=("/usr/bin/nvidia-smi did not answer within 5 s",)),
+    "smi cannot talk to the driver": BASE.with_changes(
+        nvidia_evidence=("/dev/nvidia0", "/usr/bin/nvidia-smi exists but failed: couldn't "
+                         "communicate with the NVIDIA driver")),
+    "driver read, GPU names only (K80 on 470)": BASE.with_changes(nvidia=NvidiaInfo(
+        "470.82.01", "11.4", "nvidia-smi", (Gpu(0, "Tesla K80"), Gpu(1, "Tesla K80"))),
+        nvidia_evidence=("/dev/nvidia0",)),
+    "driver read, unknown GPU name": BASE.with_changes(nvidia=NvidiaInfo(
+        "580.65.06", None, "proc", (Gpu(0, "NVIDIA Prototype X"),)),
+        nvidia_evidence=("/proc/driver/nvidia",)),
+    "driver read, no GPU facts": BASE.with_changes(nvidia=NvidiaInfo("580.65.06", None, "proc"),
+                                                   nvidia_evidence=("/proc/driver/nvidia",)),
+    "CVD hides the GTX 1080 of 1080+3090": BASE.with_changes(nvidia=NvidiaInfo(
+        "580.65.06", "13.0", "nvml", (Gpu(0, None, "6.1"), Gpu(1, None, "8.6")),
+        cuda_visible_devices="1", visible=(1,))),
+    "CVD shows the GTX 1080 of 1080+5090": BASE.with_changes(nvidia=NvidiaInfo(
+        "580.65.06", "13.0", "nvml", (Gpu(0, None, "6.1"), Gpu(1, None, "12.0")),
+        cuda_visible_devices="0", visible=(0,))),
+    "CVD hides every GPU": BASE.with_changes(nvidia=NvidiaInfo(
+        "580.65.06", "13.0", "nvml", (Gpu(0, None, "8.6"),), cuda_visible_devices="",
+        visible=())),
+}
+
+# (id, target overrides or a HOSTS key, request, expected (torch, variant, level, evidence) or
+#  None for exit 3, the rule that decides). Rules: python / glibc / platform (rule 1), driver
+# (rule 2: toolkit or minor-version-compatibility floor), arch (rule 3), evidence (a build whose
+# support for every visible GPU is confirmed or inferred beats every unknown one, across
+# releases), newest, pypi (within a release), probe (a GPU whose facts could not be read is not
+# an absent GPU), catalog (GPU name -> compute capability), cvd (only visible GPUs count),
+# index (an unconfirmed index entry), explicit (a forced variant).
+TABLE: list[tuple[str, Any, dict[str, Any], Any, str]] = [
+    ("cpu-only linux 3.12", {}, {}, ("2.15.0", "cpu", "compat", "n/a"), "index"),
+    ("cpu-only linux 3.9", {"python": "3.9"}, {}, ("2.8.0", "cpu", "full", "n/a"), "python"),
+    ("cpu-only linux 3.8", {"python": "3.8"}, {}, ("2.4.1", "cpu", "full", "n/a"), "python"),
+    ("cpu-only 3.7", {"python": "3.7"}, {}, ("1.13.1", "cpu", "full", "n/a"), "python"),
+    ("glibc 2.17 py3.10", {"glibc": "2.17", "python": "3.10"}, {},
+     ("2.6.0", "cpu", "full", "n/a"), "glibc"),
+    ("glibc 2.17 aarch64", {"glibc": "2.17", "platform": "linux-aarch64", "python": "3.10"}, {},
+     ("2.5.1", "cpu", "full", "n/a"), "glibc"),
+    ("macos arm64 3.12", {"platform": "macos-arm64"}, {}, ("2.15.0", "cpu", "full", "n/a"),
+     "newest"),
+    ("macos x86_64 3.11", {"platform": "macos-x86_64", "python": "3.11"}, {},
+     ("2.2.2", "cpu", "full", "n/a"), "platform"),
+    ("macos x86_64 3.12", {"platform": "macos-x86_64", "python": "3.12"}, {},
+     ("2.2.2", "cpu", "full", "n/a"), "platform"),
+    ("windows cpu 3.12", {"platform": "win-amd64"}, {}, ("2.15.0", "cpu", "full", "n/a"),
+     "pypi"),
+    # every Windows CUDA list from 2.6 on is unknown: the newest confirmed one is 2.5's
+    ("windows rtx4090 560", {"platform": "win-amd64", "driver": "560.94", "gpus": ["8.9"]}, {},
+     ("2.5.1", "cu124", "full", "confirmed"), "evidence"),
+    ("windows rtx5090 576", {"platform": "win-amd64", "driver": "576.02", "gpus": ["12.0"]}, {},
+     ("2.5.1", "cu118", "compat", "confirmed"), "evidence"),
+    ("windows rtx5090 576 torch>=2.6", {"platform": "win-amd64", "driver": "576.02",
+                                        "gpus": ["12.0"]}, {"torch": ">=2.6"},
+     ("2.11.0", "cu128", "compat", "unknown"), "evidence"),
+    ("aarch64 cpu", {"platform": "linux-aarch64"}, {}, ("2.15.0", "cpu", "compat", "n/a"),
+     "index"),
+    ("aarch64 gh200 580", {"platform": "linux-aarch64", "driver": "580.65.06", "gpus": ["9.0"]},
+     {}, ("2.15.0", "cu130", "compat", "inferred"), "index"),
+    ("h200 580 cuda13.0", {"driver": "580.65.06", "gpus": ["9.0"]}, {},
+     ("2.15.0", "cu130", "compat", "inferred"), "driver"),
+    ("h200 595 cuda13.2", {"driver": "595.45.04", "gpus": ["9.0"]}, {},
+     ("2.15.0", "cu132", "full", "confirmed"), "pypi"),
+    # 2.15.0 has no cu126 (removed before the branch cut); cu126 of 2.14 is inferred
+    ("h100 550", {"driver": "550.54.15", "gpus": ["9.0"]}, {},
+     ("2.14.1", "cu126", "compat", "inferred"), "driver"),
+    ("a100x8 535", {"driver": "535.104.05", "gpus": ["8.0"] * 8}, {},
+     ("2.14.1", "cu126", "compat", "inferred"), "driver"),
+    ("rtx3090 525.60.13", {"driver": "525.60.13", "gpus": ["8.6"]}, {},
+     ("2.14.1", "cu126", "compat", "inferred"), "driver"),
+    ("rtx3090 520", {"driver": "520.61.05", "gpus": ["8.6"]}, {},
+     ("2.5.1", "cu118", "full", "confirmed"), "evidence"),
+    ("gtx1080 535", {"driver": "535.104.05", "gpus": ["6.1"]}, {},
+     ("2.14.1", "cu126", "compat", "inferred"), "arch"),
+    ("gtx1080+rtx3090 570", {"driver": "570.86.15", "gpus": ["6.1", "8.6"]}, {},
+     ("2.14.1", "cu126", "full", "inferred"), "arch"),
+    # the 2.8 builds that could run sm_61 have unknown lists; the confirmed cu128 has no sm_61
+    ("gtx1080 580 torch==2.8.*", {"driver": "580.65.06", "gpus": ["6.1"]},
+     {"torch": "==2.8.*"}, ("2.8.0", "cu129", "compat", "unknown"), "evidence"),
+    ("gtx1080 580 torch>=2.12", {"driver": "580.65.06", "gpus": ["6.1"]}, {"torch": ">=2.12"},
+     ("2.14.1", "cu126", "full", "inferred"), "arch"),
+    ("rtx5090 570", {"driver": "570.86.15", "gpus": ["12.0"]}, {},
+     ("2.13.0", "cu129", "compat", "confirmed"), "driver"),
+    ("rtx5090 550", {"driver": "550.54.15", "gpus": ["12.0"]}, {},
+     ("2.13.0", "cu129", "compat", "confirmed"), "driver"),
+    ("b200 580", {"driver": "580.65.06", "gpus": ["10.0"]}, {},
+     ("2.15.0", "cu130", "compat", "inferred"), "index"),
+    # 2.6/2.7 cu118 lists are unknown; 2.5.1's is confirmed and has 3.7
+    ("k80 470", {"driver": "470.82.01", "gpus": ["3.7"]}, {},
+     ("2.5.1", "cu118", "compat", "confirmed"), "evidence"),
+    ("k80 450", {"driver": "450.80.02", "gpus": ["3.7"]}, {},
+     ("2.5.1", "cu118", "compat", "confirmed"), "evidence"),
+    ("maxwell 5.2 580", {"driver": "580.65.06", "gpus": ["5.2"]}, {},
+     ("2.14.1", "cu126", "full", "inferred"), "arch"),
+    ("volta 7.0 580", {"driver": "580.65.06", "gpus": ["7.0"]}, {},
+     ("2.14.1", "cu126", "full", "inferred"), "arch"),
+    # no confirmed list holds sm_35 (cu118 has SASS 3.7, PTX 3.7 on Windows only): the newest
+    # build whose list is unknown and whose toolkit still compiles for 3.5, said plainly
+    ("kepler 3.5 580", {"driver": "580.65.06", "gpus": ["3.5"]}, {},
+     ("2.7.1", "cu118", "compat", "unknown"), "evidence"),
+    ("driver 390 pascal", {"driver": "390.116", "gpus": ["6.1"]}, {}, None, "driver"),
+    ("free-threaded 3.13t h100 580", {"python": "3.13t", "driver": "580.65.06", "gpus": ["9.0"]},
+     {}, ("2.12.0", "cu130", "full", "confirmed"), "python"),
+    ("free-threaded 3.14t cpu", {"python": "3.14t"}, {}, ("2.15.0", "cpu", "compat", "n/a"),
+     "python"),
+    ("3.15 cpu", {"python": "3.15"}, {}, ("2.15.0", "cpu", "compat", "n/a"), "python"),
+    ("rocm gfx1100", {"rocm_archs": ["gfx1100"]}, {},
+     ("2.15.0", "rocm7.14", "compat", "confirmed"), "index"),
+    ("rocm gfx942", {"rocm_archs": ["gfx942"]}, {},
+     ("2.15.0", "rocm7.14", "compat", "confirmed"), "index"),
+    ("rocm gfx803", {"rocm_archs": ["gfx803"]}, {}, None, "arch"),
+    ("torch ==2.7.* on 3090 570", {"driver": "570.86.15", "gpus": ["8.6"]},
+     {"torch": "==2.7.*"}, ("2.7.1", "cu126", "full", "confirmed"), "pypi"),
+    ("torch 2.7.1 cu128 forced", {"driver": "570.86.15", "gpus": ["8.6"]},
+     {"torch": "==2.7.1", "variant": "cu128"}, ("2.7.1", "cu128", "compat", "unknown"),
+     "explicit"),
+    ("variant cpu on gpu host", {"driver": "570.86.15", "gpus": ["8.6"]}, {"variant": "cpu"},
+     ("2.15.0", "cpu", "compat", "n/a"), "explicit"),
+    ("--cuda 11.8 on 3090 570", {"driver": "570.86.15", "gpus": ["8.6"]}, {"cuda": "11.8"},
+     ("2.5.1", "cu118", "full", "confirmed"), "evidence"),
+    ("torch <2.0 py3.12", {}, {"torch": "<2.0"}, None, "python"),
+    ("torch 2.4 cu124 driver 535", {"driver": "535.104.05", "gpus": ["8.9"]},
+     {"torch": "==2.4.*", "variant": "cu124"}, ("2.4.1", "cu124", "compat", "confirmed"),
+     "driver"),
+    ("no-gpu flag", {"driver": "570.86.15", "gpus": ["8.6"], "no_gpu": True}, {},
+     ("2.15.0", "cpu", "compat", "n/a"), "index"),
+    ("xpu variant forced no device", {}, {"variant": "xpu"},
+     ("2.15.0", "xpu", "compat", "n/a"), "explicit"),
+    ("rtx4090 + py3.8 torch<2.5", {"python": "3.8", "driver": "550.54.15", "gpus": ["8.9"]},
+     {"torch": "<2.5"}, ("2.4.1", "cu121", "full", "confirmed"), "driver"),
+    ("smi hangs, PCI sees a GPU", "smi hangs, PCI sees a GPU", {}, None, "probe"),
+    ("smi cannot talk to the driver", "smi cannot talk to the driver", {}, None, "probe"),
+    ("failed probe, --variant cpu", "smi cannot talk to the driver", {"variant": "cpu"},
+     ("2.15.0", "cpu", "compat", "n/a"), "explicit"),
+    ("K80 named by nvidia-smi 470", "driver read, GPU names only (K80 on 470)", {},
+     ("2.5.1", "cu118", "compat", "confirmed"), "catalog"),
+    ("unknown GPU name", "driver read, unknown GPU name", {}, None, "probe"),
+    ("driver but no GPU facts", "driver read, no GPU facts", {}, None, "probe"),
+    ("CVD: only the 3090 counts", "CVD hides the GTX 1080 of 1080+3090", {},
+     ("2.15.0", "cu130", "compat", "inferred"), "cvd"),
+    ("CVD: only the 1080 counts", "CVD shows the GTX 1080 of 1080+5090", {},
+     ("2.14.1", "cu126", "full", "inferred"), "cvd"),
+    ("CVD hides every GPU", "CVD hides every GPU", {}, ("2.15.0", "cu130", "compat", "n/a"),
+     "cvd"),
 ]
 
 
+def _table_host(spec: Any) -> HostProfile:
+    if isinstance(spec, str):
+        return HOSTS[spec]
+    return apply_overrides(BASE, Overrides.from_sources(**spec))
+
+
 @pytest.mark.parametrize(
-    ("overrides", "request_args", "expected"),
+    ("host_spec", "request_args", "expected", "rule"),
     [row[1:] for row in TABLE],
     ids=[row[0] for row in TABLE],
 )
 def test_resolution_table(
-    matrix: Matrix, overrides: dict[str, Any], request_args: dict[str, Any], expected: Any
+    matrix: Matrix, host_spec: Any, request_args: dict[str, Any], expected: Any, rule: str
 ) -> None:
-    host = apply_overrides(BASE, Overrides.from_sources(**overrides))
+    host = _table_host(host_spec)
     if expected is None:
         with pytest.raises(NoMatch) as info:
             resolve(Request(**request_args), host, matrix)
-        assert info.value.rejected, "an unsatisfiable request must explain every candidate"
         assert info.value.fixes
+        if rule == "probe":
+            # a failed probe is "unknown": no candidate was even considered, and the reason says so
+            assert "could not be read" in info.value.message
+            assert "--variant cpu" in info.value.fixes[-1]
+            assert not info.value.rejected
+        else:
+            assert info.value.rejected, "an unsatisfiable request must explain every candidate"
+            assert any(r.category == rule for r in info.value.rejected)
         return
     plan = resolve(Request(**request_args), host, matrix)
-    assert (plan.torch, plan.variant, plan.level) == expected
+    assert (plan.torch, plan.variant, plan.level, plan.extras["evidence"]["arch"]) == expected
+    if rule == "evidence" and expected[3] == "unknown":
+        # the pick may not run: it says so, and names the best evidence-backed build
+        assert any("nothing proves" in w for w in plan.warnings)
+        assert "evidence_alternative" in plan.extras
+    if rule == "evidence" and expected[3] != "unknown":
+        assert plan.extras.get("newer_unverified"), "a newer unknown build must be named"
 
 
-def test_the_table_is_big_enough() -> None:
+def test_the_table_is_big_enough_and_names_its_rules() -> None:
     assert len(TABLE) >= 40
+    assert {row[4] for row in TABLE} >= {"evidence", "probe", "catalog", "cvd", "arch", "driver"}
 
 
 def _host(driver: str, *ccs: str, platform: str = "linux-x86_64", py: str = "3.12") -> HostProfile:
@@ -323,22 +360,22 @@ def test_an_arch_rejection_names_the_gpu_and_the_list(matrix: Matrix) -> None:
 
 
 @pytest.mark.parametrize(
-    ("cc", "variant", "words"),
+    ("cc", "torch", "variant", "words"),
     [
-        ("12.0", "cu126", "newer than anything CUDA 12.6 compiles for (newest sm_90)"),
-        ("3.5", "cu130", "older than anything CUDA 13.0 compiles for (oldest sm_75)"),
+        ("12.0", "2.8.0", "cu126", "newer than anything CUDA 12.6 compiles for (newest sm_90)"),
+        ("3.5", "2.10.0", "cu130", "older than anything CUDA 13.0 compiles for (oldest sm_75)"),
     ],
     ids=["blackwell-on-12.6", "kepler-on-13.0"],
 )
 def test_unknown_arch_lists_are_still_bounded_by_the_toolkit(
-    matrix: Matrix, cc: str, variant: str, words: str
+    matrix: Matrix, cc: str, torch: str, variant: str, words: str
 ) -> None:
-    # 2.15.0's cu126 and cu130 arch lists are unconfirmed; the toolkits' limits still apply
-    rel = matrix.release("2.15.0")
+    # these arch lists are unknown on linux-x86_64; the toolkits' limits still apply
+    rel = matrix.release(torch)
     assert rel is not None and rel.variant(variant) is not None
     assert rel.variant(variant).arch_list_for("linux-x86_64") is None  # type: ignore[union-attr]
     with pytest.raises(NoMatch) as info:
-        resolve(Request(torch="==2.15.0", variant=variant), _host("999.99", cc), matrix)
+        resolve(Request(torch=f"=={torch}", variant=variant), _host("999.99", cc), matrix)
     assert [r.reason for r in info.value.rejected if r.variant == variant] == [
         f"GPU 0 (sm_{cc.replace('.', '')}) is {words}"
     ]

@@ -138,7 +138,15 @@ def parse_smi_error(text: str) -> Optional[str]:
 
 
 def find_nvidia_smi(environ: Mapping[str, str], *, wsl: bool = False) -> Optional[str]:
-    """The nvidia-smi to run: the first on ``PATH``; on WSL2 also the driver's own folder."""
+    """The nvidia-smi to run: the first on ``PATH``; on WSL2 also the driver's own folder.
+
+    ``TORCHENV_NVIDIA_SMI`` overrides the search: ``off`` runs none, a path runs that one.
+    """
+    setting = environ.get("TORCHENV_NVIDIA_SMI", "").strip()
+    if setting.lower() == "off":
+        return None
+    if setting:
+        return setting if os.path.isfile(setting) and os.access(setting, os.X_OK) else None
     dirs = [d for d in environ.get("PATH", "").split(os.pathsep) if d]
     if wsl:
         dirs.append("/usr/lib/wsl/lib")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Optional, TypeVar
 
 from torchenv._record import record
@@ -112,14 +112,32 @@ def _library_loads(extra_paths: tuple[str, ...]) -> bool:
     return False
 
 
-def probe_nvml_bounded(*, wsl: bool = False, timeout: float = 5.0) -> NvmlResult:
+def nvml_library_setting(environ: Mapping[str, str]) -> Optional[str]:
+    """``TORCHENV_NVML_LIBRARY``: ``off`` (NVML is not used), a path (that library, instead of
+    the loader's ``libnvidia-ml.so.1``), or unset/empty (the default search)."""
+    value = environ.get("TORCHENV_NVML_LIBRARY", "").strip()
+    return value or None
+
+
+def probe_nvml_bounded(*, wsl: bool = False, timeout: float = 5.0,
+                       environ: Optional[Mapping[str, str]] = None) -> NvmlResult:
     """:func:`probe_nvml` in a daemon thread, abandoned after ``timeout`` seconds.
 
     NVML is called in-process, so a wedged driver could block it forever; a thread is the only
     way to put a limit on a foreign call without a child process (which would cost more than
     the whole probe).
     """
-    if not _library_available(wsl):
+    setting = nvml_library_setting(os.environ if environ is None else environ)
+    if setting is not None and setting.lower() == "off":
+        return NvmlResult(ok=False)
+    if setting is not None:
+        if not os.path.isfile(setting):
+            return NvmlResult(ok=False, warnings=(
+                f"TORCHENV_NVML_LIBRARY: {setting} does not exist; NVML not used",))
+        loaded = _load_explicit(setting)
+        if loaded is not None:
+            return NvmlResult(ok=False, warnings=(loaded,))
+    elif not _library_available(wsl):
         return NvmlResult(ok=False)  # no driver library: nothing can hang, no thread needed
     import threading
 
@@ -142,6 +160,22 @@ def probe_nvml_bounded(*, wsl: bool = False, timeout: float = 5.0) -> NvmlResult
     return NvmlResult(ok=False, warnings=(
         f"NVML did not answer within {timeout:g} s (a hung driver?); falling back to "
         "/proc and nvidia-smi",))
+
+
+def _load_explicit(path: str) -> Optional[str]:
+    """Make nvidia-ml-py use the library at ``path``; a warning when it does not load."""
+    import ctypes
+
+    try:
+        import pynvml
+    except ImportError:
+        return "NVML: the nvidia-ml-py package is missing; reinstall torchenv"
+    try:
+        lib = ctypes.CDLL(os.path.abspath(path))
+    except OSError as exc:
+        return f"TORCHENV_NVML_LIBRARY: {path} does not load ({exc}); NVML not used"
+    pynvml.nvmlLib = lib  # nvidia-ml-py loads its library only while this is None
+    return None
 
 
 def _library_available(wsl: bool) -> bool:

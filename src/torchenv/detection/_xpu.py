@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from torchenv._record import record
+from torchenv.detection.profile import PciDevice
 
 __all__ = ["XpuFacts", "is_intel_gpu", "probe_xpu"]
 
@@ -53,24 +54,20 @@ def _level_zero(root: Path, environ: Mapping[str, str]) -> Optional[str]:
     return None
 
 
-def probe_xpu(root: Path, environ: Mapping[str, str]) -> XpuFacts:
-    """Intel GPUs as ``"8086:56a0 (0000:03:00.0, driver xe)"``; empty when there are none."""
-    base = root / "sys/bus/pci/devices"
-    try:
-        entries = sorted(base.iterdir())
-    except OSError:
-        return XpuFacts()
-    devices = []
-    for dev in entries:
-        if not is_intel_gpu(_read(dev / "vendor"), _read(dev / "class")):
-            continue
-        device_id = _read(dev / "device").lower().replace("0x", "")
-        try:
-            driver = os.path.basename(os.readlink(dev / "driver"))
-        except OSError:
-            driver = ""
-        devices.append(f"8086:{device_id} ({dev.name}" + (f", driver {driver})" if driver
-                                                          else ", no driver)"))
+def probe_xpu(root: Path, environ: Mapping[str, str],
+              pci: Optional[tuple[PciDevice, ...]] = None) -> XpuFacts:
+    """Intel GPUs as ``"8086:56a0 (0000:03:00.0, driver xe)"``; empty when there are none.
+
+    ``pci`` is the host's PCI scan when the caller already made it.
+    """
+    from torchenv.detection._pci import scan_pci
+
+    scanned = scan_pci(root) if pci is None else pci
+    devices = [
+        f"8086:{d.device} ({d.address}" + (f", driver {d.driver})" if d.driver else ", no driver)")
+        for d in scanned
+        if d.vendor == "8086"
+    ]
     if not devices:
         return XpuFacts()
     lz = _level_zero(root, environ)

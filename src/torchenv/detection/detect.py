@@ -36,6 +36,7 @@ from torchenv.detection.profile import (
     Gpu,
     HostProfile,
     NvidiaInfo,
+    PciDevice,
     PythonInfo,
     RocmInfo,
     TorchInfo,
@@ -66,14 +67,30 @@ def probe_timeout(environ: Mapping[str, str]) -> float:
     return value
 
 
-def _guard(name: str, warnings: list[str], fn: Callable[[], T]) -> Optional[T]:
+def _expected_failure(exc: BaseException) -> bool:
+    """The failures a probe may meet on a real machine: I/O, timeouts, NVML errors, output it
+    cannot parse. Anything else is a bug in torchenv and must surface as one."""
+    import subprocess
+
+    if isinstance(exc, (OSError, TimeoutError, subprocess.SubprocessError, ValueError,
+                        LookupError)):
+        return True
+    return any(k.__name__ == "NVMLError" for k in type(exc).__mro__)
+
+
+def _guard(name: str, warnings: list[str], fn: Callable[[], T],
+           evidence: Optional[list[str]] = None) -> Optional[T]:
     try:
         return fn()
     except BadInput:
         raise
-    except Exception as exc:  # one broken probe must not take the profile with it
+    except Exception as exc:
+        if not _expected_failure(exc):
+            raise
         warnings.append(f"{name} probe failed ({type(exc).__name__}: {exc}); its facts are "
-                        "missing")
+                        "unknown")
+        if evidence is not None:
+            evidence.append(f"the {name} probe failed ({type(exc).__name__})")
         return None
 
 
@@ -88,10 +105,13 @@ def detect(
     """Probe this machine (skipping what ``overrides`` supplies) and return its HostProfile.
 
     ``python`` names another interpreter to inspect; ``environ`` replaces ``os.environ`` and
-    ``root`` replaces ``/`` for every file the probes read (tests hand in fake trees).
+    ``root`` (or ``TORCHENV_PROBE_ROOT``) replaces ``/`` for every file the probes read: sysfs,
+    /proc, /dev, /opt/rocm (a mounted system image, or the fake trees of tests).
     """
     overrides = overrides or Overrides()
     env: Mapping[str, str] = os.environ if environ is None else environ
+    if root is None and env.get("TORCHENV_PROBE_ROOT", "").strip():
+        root = env["TORCHENV_PROBE_ROOT"].strip()
     base = Path(root) if root is not None else Path("/")
     limit = probe_timeout(env) if timeout is None else timeout
     warnings: list[str] = []
@@ -112,16 +132,30 @@ def detect(
     foreign = overrides.platform is not None and overrides.platform != facts.platform
     probe_gpus = not foreign and not overrides.no_gpu
 
+    pci: tuple[PciDevice, ...] = ()
+    evidence: list[str] = []
+    if probe_gpus and facts.os == "linux":
+        from torchenv.detection._pci import scan_pci
+
+        pci = scan_pci(base)
+        if pci:
+            sources["pci"] = "/sys/bus/pci/devices"
+        evidence.extend(f"PCI {d.vendor}:{d.device} at {d.address}"
+                        + (f" (driver {d.driver})" if d.driver else " (no driver bound)")
+                        for d in pci if d.vendor == "10de")
     nvidia: Optional[NvidiaInfo] = None
     if probe_gpus and not overrides.nvidia_given and facts.os != "darwin":
+        if facts.os == "linux":
+            evidence.extend(_nvidia_device_files(base))
         nvidia = _guard("NVIDIA", warnings,
-                        lambda: _probe_nvidia(base, env, limit, facts.wsl, warnings, sources))
+                        lambda: _probe_nvidia(base, env, limit, facts.wsl, warnings, sources,
+                                              evidence), evidence)
     rocm: Optional[RocmInfo] = None
     if probe_gpus and overrides.rocm_archs is None and facts.os == "linux":
         rocm = _guard("ROCm", warnings, lambda: _probe_rocm(base, env, limit, warnings, sources))
     xpu: Optional[XpuInfo] = None
     if probe_gpus and facts.os == "linux":
-        xpu = _guard("Intel XPU", warnings, lambda: _probe_xpu(base, env, sources))
+        xpu = _guard("Intel XPU", warnings, lambda: _probe_xpu(base, env, sources, pci))
     mps = facts.platform == "macos-arm64"
     if mps:
         sources["mps"] = "macOS on arm64"
@@ -143,18 +177,39 @@ def detect(
         torch=torch,
         warnings=tuple(dict.fromkeys(warnings)),
         sources=sources,
+        pci=pci,
+        nvidia_evidence=tuple(dict.fromkeys(evidence)),
     )
     return apply_overrides(profile, overrides)
 
 
+def _nvidia_device_files(root: Path) -> list[str]:
+    """``/dev/nvidia0`` .. and ``/proc/driver/nvidia``: the kernel driver is (or was) loaded."""
+    found = []
+    try:
+        names = sorted(n for n in os.listdir(root / "dev")
+                       if n.startswith("nvidia") and n[6:].isdigit())
+    except OSError:
+        names = []
+    if names:
+        found.append("/dev/" + names[0] + (f" (+{len(names) - 1} more)" if len(names) > 1
+                                           else ""))
+    if (root / "proc/driver/nvidia").is_dir():
+        found.append("/proc/driver/nvidia")
+    return found
+
+
 def _probe_nvidia(root: Path, env: Mapping[str, str], limit: float, wsl: bool,
-                  warnings: list[str], sources: dict[str, str]) -> Optional[NvidiaInfo]:
+                  warnings: list[str], sources: dict[str, str],
+                  evidence: list[str]) -> Optional[NvidiaInfo]:
     from torchenv.detection._cuda_visible import parse_cuda_visible_devices
     from torchenv.detection._nvidia_proc import read_kernel_driver_version, read_proc_gpus
     from torchenv.detection._nvml import probe_nvml_bounded
 
-    nvml = probe_nvml_bounded(wsl=wsl, timeout=limit)
+    nvml = probe_nvml_bounded(wsl=wsl, timeout=limit, environ=env)
     warnings.extend(nvml.warnings)
+    if not nvml.ok and nvml.warnings:
+        evidence.append(f"NVML loaded but failed: {nvml.warnings[0]}")
     driver: Optional[str] = None
     cuda: Optional[str] = None
     source = "unknown"
@@ -182,6 +237,9 @@ def _probe_nvidia(root: Path, env: Mapping[str, str], limit: float, wsl: bool,
         if exe is not None:
             smi = probe_nvidia_smi(exe, timeout=limit, env=dict(env))
             warnings.extend(smi.warnings)
+            if not smi.ok:
+                evidence.append(f"{exe} exists but failed: "
+                                + (smi.warnings[0] if smi.warnings else "no answer"))
             if smi.ok:
                 gpus = _merge_gpus(gpus, smi.gpus)
                 sources["nvidia.gpus"] = "nvidia-smi --query-gpu"
@@ -240,10 +298,11 @@ def _probe_rocm(root: Path, env: Mapping[str, str], limit: float, warnings: list
                     source=facts.source or "unknown")
 
 
-def _probe_xpu(root: Path, env: Mapping[str, str], sources: dict[str, str]) -> Optional[XpuInfo]:
+def _probe_xpu(root: Path, env: Mapping[str, str], sources: dict[str, str],
+               pci: tuple[PciDevice, ...]) -> Optional[XpuInfo]:
     from torchenv.detection._xpu import probe_xpu
 
-    facts = probe_xpu(root, env)
+    facts = probe_xpu(root, env, pci)
     if not facts.devices:
         return None
     sources["xpu"] = "/sys/bus/pci/devices"
@@ -298,6 +357,8 @@ def apply_overrides(profile: HostProfile, overrides: Overrides) -> HostProfile:
                 changes["rocm"] = None
             changes["xpu"] = None
             changes["torch"] = None
+            changes["pci"] = ()
+            changes["nvidia_evidence"] = ()
             changes["wsl"] = False
             changes["container"] = None
             if overrides.glibc is None and overrides.platform.startswith("linux"):
@@ -313,7 +374,7 @@ def apply_overrides(profile: HostProfile, overrides: Overrides) -> HostProfile:
         changes["glibc"] = overrides.glibc
         sources["glibc"] = "override"
     if overrides.no_gpu:
-        changes.update(nvidia=None, rocm=None, xpu=None, mps=False)
+        changes.update(nvidia=None, rocm=None, xpu=None, mps=False, nvidia_evidence=())
         sources["gpu"] = "override (--no-gpu)"
     else:
         if overrides.driver is not None or overrides.gpus is not None:

@@ -16,6 +16,7 @@ __all__ = [
     "Gpu",
     "HostProfile",
     "NvidiaInfo",
+    "PciDevice",
     "PythonInfo",
     "RocmInfo",
     "TorchInfo",
@@ -98,6 +99,31 @@ class NvidiaInfo:
             cuda_visible_devices=d.get("cuda_visible_devices"),
             visible=tuple(int(i) for i in vis) if vis is not None else None,
         )
+
+
+@record
+class PciDevice:
+    """A display or 3D controller on the PCI bus: driver-independent evidence of a GPU.
+
+    ``vendor`` and ``device`` are 4 lower-case hex digits (``10de``, ``1b80``); ``driver`` is the
+    kernel driver bound to it, or None.
+    """
+
+    address: str
+    vendor: str
+    device: str
+    pci_class: str
+    driver: Optional[str] = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"address": self.address, "vendor": self.vendor, "device": self.device,
+                "class": self.pci_class, "driver": self.driver}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> PciDevice:
+        return cls(address=str(d.get("address", "")), vendor=str(d.get("vendor", "")).lower(),
+                   device=str(d.get("device", "")).lower(), pci_class=str(d.get("class", "")),
+                   driver=d.get("driver"))
 
 
 @record
@@ -234,6 +260,10 @@ class HostProfile:
     torch: Optional[TorchInfo] = None
     warnings: tuple[str, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict)
+    pci: tuple[PciDevice, ...] = ()
+    # what shows an NVIDIA GPU or driver is here even when its facts could not be read: a PCI
+    # function, /dev/nvidia*, /proc/driver/nvidia, an nvidia-smi or NVML that failed or hung
+    nvidia_evidence: tuple[str, ...] = ()
 
     @property
     def has_gpu(self) -> bool:
@@ -266,6 +296,8 @@ class HostProfile:
             "interpreter": self.python.to_json(),
             "warnings": list(self.warnings),
             "sources": dict(self.sources),
+            "pci": [d.to_json() for d in self.pci],
+            "nvidia_evidence": list(self.nvidia_evidence),
         }
 
     @classmethod
@@ -273,7 +305,7 @@ class HostProfile:
         """Read a ``detect --json`` document; raises :class:`BadInput` naming ``origin``."""
         if not isinstance(d, dict):
             raise BadInput(f"{origin}: expected a JSON object from 'torchenv detect --json'")
-        _check_host_document(d, origin)
+        d = _normalised_host_document(d, origin)
         try:
             platform = d["platform"]
             py = d.get("interpreter") or {"version": d["python"]}
@@ -291,8 +323,10 @@ class HostProfile:
                 xpu=XpuInfo.from_json(d["xpu"]) if d.get("xpu") else None,
                 mps=bool(d.get("mps", False)),
                 torch=TorchInfo.from_json(d["torch"]) if d.get("torch") else None,
-                warnings=tuple(d.get("warnings") or ()),
+                warnings=tuple(str(w) for w in d.get("warnings") or ()),
                 sources=dict(d.get("sources") or {}),
+                pci=tuple(PciDevice.from_json(x) for x in d.get("pci") or ()),
+                nvidia_evidence=tuple(str(e) for e in d.get("nvidia_evidence") or ()),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             what = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
@@ -301,8 +335,11 @@ class HostProfile:
                            hint="create one with 'torchenv detect --json > host.json'") from exc
 
 
-def _check_host_document(d: Mapping[str, Any], origin: str) -> None:
-    """Validate the facts the resolver reads, naming the key of a bad value (BadInput)."""
+def _normalised_host_document(d: Mapping[str, Any], origin: str) -> dict[str, Any]:
+    """A copy of the document whose facts the resolver reads are validated and normalised
+    (``sm_86`` -> ``8.6``, ``cp312`` -> ``3.12``); raises :class:`BadInput` naming the key."""
+    import copy
+
     from torchenv.detection.overrides import (
         normalize_compute_capability,
         normalize_driver_version,
@@ -312,40 +349,56 @@ def _check_host_document(d: Mapping[str, Any], origin: str) -> None:
         normalize_rocm_arch,
     )
 
+    hint = "create the file with 'torchenv detect --json > host.json'"
+
     def text(value: Any, key: str) -> str:
         if not isinstance(value, str):
-            raise BadInput(f"{origin}: {key}: expected a string, got {value!r}",
-                           hint="create the file with 'torchenv detect --json > host.json'")
+            raise BadInput(f"{origin}: {key}: expected a string, got {value!r}", hint=hint)
         return value
 
-    if "platform" not in d:
-        raise BadInput(f"{origin}: 'platform' is missing",
-                       hint="create the file with 'torchenv detect --json > host.json'")
-    normalize_platform(text(d["platform"], "platform"), origin=f"{origin}: platform")
-    interp = d.get("interpreter")
-    version = interp.get("version") if isinstance(interp, dict) else d.get("python")
-    normalize_python(text(version, "python"), origin=f"{origin}: python")
-    if d.get("glibc") is not None:
-        normalize_glibc(text(d["glibc"], "glibc"), origin=f"{origin}: glibc")
-    nv = d.get("nvidia")
+    out: dict[str, Any] = copy.deepcopy(dict(d))
+    if "platform" not in out:
+        raise BadInput(f"{origin}: 'platform' is missing", hint=hint)
+    out["platform"] = normalize_platform(text(out["platform"], "platform"),
+                                         origin=f"{origin}: platform")
+    interp = out.get("interpreter")
+    if isinstance(interp, dict):
+        interp["version"] = normalize_python(text(interp.get("version"), "interpreter.version"),
+                                             origin=f"{origin}: interpreter.version")
+        out["python"] = interp["version"]
+    else:
+        out["python"] = normalize_python(text(out.get("python"), "python"),
+                                         origin=f"{origin}: python")
+    if out.get("glibc") is not None:
+        out["glibc"] = normalize_glibc(text(out["glibc"], "glibc"), origin=f"{origin}: glibc")
+    nv = out.get("nvidia")
     if nv is not None:
         if not isinstance(nv, dict):
-            raise BadInput(f"{origin}: nvidia: expected an object or null")
+            raise BadInput(f"{origin}: nvidia: expected an object or null", hint=hint)
         if nv.get("driver_version") is not None:
-            normalize_driver_version(text(nv["driver_version"], "nvidia.driver_version"),
-                                     origin=f"{origin}: nvidia.driver_version")
+            nv["driver_version"] = normalize_driver_version(
+                text(nv["driver_version"], "nvidia.driver_version"),
+                origin=f"{origin}: nvidia.driver_version")
         gpus = nv.get("gpus") or []
         if not isinstance(gpus, list):
-            raise BadInput(f"{origin}: nvidia.gpus: expected a list")
+            raise BadInput(f"{origin}: nvidia.gpus: expected a list", hint=hint)
         for i, g in enumerate(gpus):
-            key = f"nvidia.gpus[{i}].compute_capability"
             if not isinstance(g, dict):
-                raise BadInput(f"{origin}: nvidia.gpus[{i}]: expected an object")
+                raise BadInput(f"{origin}: nvidia.gpus[{i}]: expected an object", hint=hint)
+            key = f"nvidia.gpus[{i}].compute_capability"
             if g.get("compute_capability") is not None:
-                normalize_compute_capability(text(g["compute_capability"], key),
-                                             origin=f"{origin}: {key}")
-    rocm = d.get("rocm")
+                g["compute_capability"] = normalize_compute_capability(
+                    text(g["compute_capability"], key), origin=f"{origin}: {key}")
+            mem = g.get("memory_mib")
+            if mem is not None and (isinstance(mem, bool) or not isinstance(mem, int)
+                                    or mem < 0):
+                raise BadInput(f"{origin}: nvidia.gpus[{i}].memory_mib: {mem!r} is not a "
+                               "size in MiB (a whole number ≥ 0)", hint=hint)
+    rocm = out.get("rocm")
     if isinstance(rocm, dict):
-        for i, gfx in enumerate(rocm.get("gfx_targets") or []):
+        rocm["gfx_targets"] = [
             normalize_rocm_arch(text(gfx, f"rocm.gfx_targets[{i}]"),
                                 origin=f"{origin}: rocm.gfx_targets[{i}]")
+            for i, gfx in enumerate(rocm.get("gfx_targets") or [])
+        ]
+    return out

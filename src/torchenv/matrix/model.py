@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 from torchenv._record import field, record
 
 __all__ = [
+    "EVIDENCE_CLASSES",
     "PLATFORMS",
     "AmdGpu",
+    "ArchFact",
     "CompatFloor",
     "CondaAvailability",
+    "Evidence",
     "Matrix",
     "NvidiaGpu",
     "Platform",
@@ -39,6 +42,11 @@ PLATFORMS: tuple[str, ...] = (
 )
 
 VariantKind = Literal["cpu", "cuda", "rocm", "xpu"]
+
+Evidence = Literal["confirmed", "inferred", "unknown"]
+EVIDENCE_CLASSES: tuple[str, ...] = ("confirmed", "inferred", "unknown")
+"""How a fact is known: ``confirmed`` by a primary source for that exact build, ``inferred`` by a
+named rule of :mod:`torchenv.matrix.inference` from confirmed facts, or ``unknown``."""
 
 _CUDA_RE = re.compile(r"^cu(\d{2,3})$")
 _ROCM_RE = re.compile(r"^rocm(\d+)\.(\d+)(?:\.(\d+))?$")
@@ -76,11 +84,44 @@ def parse_version_tuple(text: str) -> tuple[int, ...]:
 
 @record
 class Source:
-    """Where facts come from."""
+    """Where facts come from. ``primary`` is False for copies, third-party reports and
+    documentation, which corroborate a fact but cannot confirm it alone."""
 
     id: str
     title: str
     url: str
+    primary: bool = True
+
+
+@record
+class ArchFact:
+    """What is known of one CUDA variant's compiled targets on one platform.
+
+    SASS and PTX are judged apart: a wheel read confirms both (a missing ``compute_XX`` entry
+    confirms there is no PTX), a build script that is later post-processed may confirm only the
+    SASS entries. ``rule`` names the inference rule when a class is ``inferred``.
+    """
+
+    arch_list: Optional[tuple[str, ...]]
+    sass: str = "unknown"
+    ptx: str = "unknown"
+    rule: Optional[str] = None
+    sources: tuple[str, ...] = ()
+    note: Optional[str] = None
+
+    @property
+    def known(self) -> bool:
+        return self.arch_list is not None and self.sass != "unknown"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "arch_list": list(self.arch_list) if self.arch_list is not None else None,
+            "sass": self.sass,
+            "ptx": self.ptx,
+            "rule": self.rule,
+            "sources": list(self.sources),
+            "note": self.note,
+        }
 
 
 @record
@@ -94,9 +135,17 @@ class Variant:
     python: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     cudnn: Optional[str] = None
     nccl: Optional[str] = None
-    status: str = "verified"
+    index: str = "confirmed"  # evidence class of "the index has this build for these releases"
     sources: tuple[str, ...] = ()
     note: Optional[str] = None
+    # per platform, filled by the loader and the inference rules; platforms of a CUDA variant only
+    arch_facts: Mapping[str, ArchFact] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        """``verified`` when the index entry and every platform's arch list are known."""
+        facts_known = all(f.known for f in self.arch_facts.values())
+        return "verified" if self.index != "unknown" and facts_known else "unverified"
 
     @property
     def kind(self) -> VariantKind:
@@ -108,8 +157,20 @@ class Variant:
     def cuda_version(self) -> str | None:
         return cuda_version_of(self.name)
 
+    def arch_fact(self, platform: str) -> ArchFact:
+        """The compiled targets on ``platform`` with their evidence."""
+        fact = self.arch_facts.get(platform)
+        if fact is not None:
+            return fact
+        arch = self.arch_list_for(platform)
+        return ArchFact(arch, "confirmed" if arch is not None else "unknown",
+                        "confirmed" if arch is not None else "unknown", sources=self.sources)
+
     def arch_list_for(self, platform: str) -> tuple[str, ...] | None:
-        """The compiled targets on ``platform``; None when unknown."""
+        """The compiled targets on ``platform`` (confirmed or inferred); None when unknown."""
+        fact = self.arch_facts.get(platform)
+        if fact is not None:
+            return fact.arch_list if fact.sass != "unknown" else None
         if platform in self.arch_list_by_platform:
             return self.arch_list_by_platform[platform]
         return self.arch_list
@@ -206,6 +267,7 @@ class NvidiaGpu:
     memory_bandwidth_gbs: Optional[float] = None
     sources: tuple[str, ...] = ()
     note: Optional[str] = None
+    pci_ids: tuple[str, ...] = ()  # PCI device ids ("1b80") under vendor 0x10de
 
 
 @record
@@ -272,6 +334,14 @@ class Matrix:
         wanted = _norm_gpu_name(name)
         for gpu in self.nvidia_gpus:
             if wanted in {_norm_gpu_name(n) for n in (gpu.name, *gpu.aliases)}:
+                return gpu
+        return None
+
+    def nvidia_gpu_by_pci(self, device_id: str) -> NvidiaGpu | None:
+        """Catalog entry for a PCI device id under NVIDIA's vendor id (``"1b80"``)."""
+        wanted = device_id.lower().removeprefix("0x")
+        for gpu in self.nvidia_gpus:
+            if wanted in gpu.pci_ids:
                 return gpu
         return None
 

@@ -14,9 +14,12 @@ from collections.abc import Mapping
 from typing import Any, Callable, TypeVar
 
 from torchenv.errors import MatrixError
+from torchenv.matrix.inference import PtxPolicy, RuntimeTable, apply_inference
 from torchenv.matrix.model import (
+    EVIDENCE_CLASSES,
     PLATFORMS,
     AmdGpu,
+    ArchFact,
     CompatFloor,
     CondaAvailability,
     Matrix,
@@ -40,6 +43,7 @@ _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _VERSION_RE = re.compile(r"^\d+(\.\d+)+$")
 _DRIVER_RE = re.compile(r"^\d+(\.\d+){0,2}$")
 _GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
+_PCI_ID_RE = re.compile(r"^[0-9a-f]{4}$")
 _SOURCE_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 T = TypeVar("T")
@@ -176,6 +180,7 @@ def _header(ctx: _Ctx, doc: Any) -> tuple[Mapping[str, Any], int, str, list[Sour
                 id=ctx.string(s.get("id"), f"{p}.id", _SOURCE_ID_RE, "a source id ([a-z0-9-])"),
                 title=ctx.string(s.get("title"), f"{p}.title"),
                 url=ctx.string(s.get("url"), f"{p}.url"),
+                primary=bool(s.get("primary", True)),
             )
         )
     return d, schema, version, srcs
@@ -197,11 +202,17 @@ def _variant(ctx: _Ctx, raw: Any, path: str) -> Variant:
     )
     if kind != "cuda" and (arch or by_plat):
         raise ctx.fail(f"{path}.arch_list", f"only CUDA variants carry an arch list ({name})")
-    status = ctx.string(v.get("status", "verified"), f"{path}.status")
-    if status not in ("verified", "unverified"):
-        raise ctx.fail(f"{path}.status", f"{status!r} is not 'verified' or 'unverified'")
-    if kind == "cuda" and arch is None and status == "verified":
-        raise ctx.fail(f"{path}.arch_list", "unknown arch list must be marked status: unverified")
+    index = _index_evidence(ctx, v, path)
+    sources = ctx.sources(v, path)
+    facts: dict[str, ArchFact] = {}
+    if kind == "cuda":
+        explicit = ctx.platform_map(
+            v.get("arch_evidence"), f"{path}.arch_evidence", lambda x, p: ctx.mapping(x, p)
+        )
+        for plat in plats:
+            lst = by_plat.get(plat, arch)
+            facts[plat] = _arch_fact(ctx, lst, explicit.get(plat), sources,
+                                     f"{path}.arch_evidence.{plat}")
     return Variant(
         name=name,
         platforms=plats,
@@ -210,10 +221,105 @@ def _variant(ctx: _Ctx, raw: Any, path: str) -> Variant:
         python=ctx.platform_map(v.get("python"), f"{path}.python", ctx.python_list),
         cudnn=ctx.opt_string(v.get("cudnn"), f"{path}.cudnn"),
         nccl=ctx.opt_string(v.get("nccl"), f"{path}.nccl"),
-        status=status,
-        sources=ctx.sources(v, path),
+        index=index,
+        sources=sources,
         note=v.get("note"),
+        arch_facts=facts,
     )
+
+
+def _evidence_class(ctx: _Ctx, value: Any, path: str) -> str:
+    text = ctx.string(value, path)
+    if text not in EVIDENCE_CLASSES:
+        raise ctx.fail(path, f"{text!r} is not one of {', '.join(EVIDENCE_CLASSES)}")
+    return text
+
+
+def _index_evidence(ctx: _Ctx, v: Mapping[str, Any], path: str) -> str:
+    """``index:`` (an evidence class); the older ``status: verified|unverified`` still reads."""
+    if "index" in v:
+        return _evidence_class(ctx, v["index"], f"{path}.index")
+    status = ctx.string(v.get("status", "verified"), f"{path}.status")
+    if status not in ("verified", "unverified"):
+        raise ctx.fail(f"{path}.status", f"{status!r} is not 'verified' or 'unverified'")
+    return "confirmed" if status == "verified" else "unknown"
+
+
+def _arch_fact(
+    ctx: _Ctx,
+    arch: tuple[str, ...] | None,
+    explicit: Mapping[str, Any] | None,
+    variant_sources: tuple[str, ...],
+    path: str,
+) -> ArchFact:
+    """One platform's arch list with its evidence.
+
+    A list written in the data is confirmed, SASS and PTX, by the variant's sources unless
+    ``arch_evidence`` says otherwise; an ``unknown`` list is unknown until an inference rule
+    (run after loading) says more.
+    """
+    if explicit is None:
+        cls = "confirmed" if arch is not None else "unknown"
+        return ArchFact(arch, cls, cls, sources=variant_sources if arch is not None else ())
+    sass = _evidence_class(ctx, explicit.get("sass", "confirmed"), f"{path}.sass")
+    ptx = _evidence_class(ctx, explicit.get("ptx", sass), f"{path}.ptx")
+    if arch is None and (sass != "unknown" or ptx != "unknown"):
+        raise ctx.fail(path, "an unknown arch list cannot have confirmed or inferred evidence")
+    if sass == "inferred" or ptx == "inferred":
+        raise ctx.fail(path, "'inferred' is set by the inference rules, not written in the data")
+    srcs = ctx.sources(explicit, path) if "sources" in explicit else variant_sources
+    return ArchFact(arch, sass, ptx, sources=srcs, note=explicit.get("note"))
+
+
+def _runtime_tables(ctx: _Ctx, doc: Mapping[str, Any],
+                    by_torch: Mapping[str, Any]) -> list[RuntimeTable]:
+    tables = []
+    for i, raw in enumerate(ctx.seq(doc.get("runtime_cc_tables") or [], "runtime_cc_tables")):
+        path = f"runtime_cc_tables[{i}]"
+        entry = ctx.mapping(raw, path)
+        rels = tuple(ctx.string(t, f"{path}.releases[{j}]")
+                     for j, t in enumerate(ctx.seq(entry.get("releases"), f"{path}.releases")))
+        for j, t in enumerate(rels):
+            if t not in by_torch:
+                raise ctx.fail(f"{path}.releases[{j}]", f"torch {t} is not in releases.yaml")
+        rows: dict[str, dict[str, tuple[str, ...]]] = {}
+        for cuda, per_plat in ctx.mapping(entry.get("cuda"), f"{path}.cuda").items():
+            ctx.string(cuda, f"{path}.cuda", re.compile(r"^\d+\.\d+$"), "a CUDA version")
+            lists = ctx.platform_map(per_plat, f"{path}.cuda.{cuda}", ctx.arch_list)
+            rows[str(cuda)] = {k: v for k, v in lists.items() if v is not None}
+        tables.append(RuntimeTable(releases=rels, rows=rows, synced=bool(entry.get("synced")),
+                                   sources=ctx.sources(entry, path), note=entry.get("note")))
+    return tables
+
+
+def _check_primary_sources(
+    ctx: _Ctx, releases: list[Release], sources: Mapping[str, Source]
+) -> None:
+    """A ``confirmed`` fact must cite at least one primary source (not only copies or reports)."""
+
+    def primary(ids: tuple[str, ...]) -> bool:
+        return any(sources[s].primary for s in ids if s in sources)
+
+    seen: set[int] = set()
+    for rel in releases:
+        for v in rel.variants:
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            if v.index == "confirmed" and v.sources and not primary(v.sources):
+                raise ctx.fail(
+                    f"torch {rel.torch} {v.name}",
+                    "index entry is 'confirmed' but every source it cites is a copy or a "
+                    "third-party report (primary: false)",
+                )
+            for plat, fact in v.arch_facts.items():
+                confirmed = "confirmed" in (fact.sass, fact.ptx)
+                if confirmed and not primary(fact.sources):
+                    raise ctx.fail(
+                        f"torch {rel.torch} {v.name} {plat}",
+                        "arch list is 'confirmed' without a primary source (only copies or "
+                        "third-party reports are cited)",
+                    )
 
 
 def _floor_common(ctx: _Ctx, entry: Mapping[str, Any], path: str) -> dict[str, Any]:
@@ -383,6 +489,29 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
                     )
                 target.append(v)
 
+    policies = []
+    for i, raw in enumerate(vctx.seq(vdoc.get("ptx_policy") or [], "ptx_policy")):
+        path = f"ptx_policy[{i}]"
+        entry = vctx.mapping(raw, path)
+        rels = tuple(vctx.string(t, f"{path}.releases[{j}]")
+                     for j, t in enumerate(vctx.seq(entry.get("releases"), f"{path}.releases")))
+        for j, t in enumerate(rels):
+            if t not in by_torch:
+                raise vctx.fail(f"{path}.releases[{j}]", f"torch {t} is not in releases.yaml")
+        plats = tuple(vctx.seq(entry.get("platforms"), f"{path}.platforms"))
+        for j, plat in enumerate(plats):
+            if plat not in PLATFORMS:
+                raise vctx.fail(f"{path}.platforms[{j}]", f"unknown platform {plat!r}")
+        policies.append(PtxPolicy(
+            releases=rels,
+            cuda=tuple(vctx.string(c, f"{path}.cuda[{j}]", re.compile(r"^\d+\.\d+$"),
+                                   "a CUDA version like '12.8'")
+                       for j, c in enumerate(vctx.seq(entry.get("cuda"), f"{path}.cuda"))),
+            platforms=plats,
+            sources=vctx.sources(entry, path),
+            note=entry.get("note"),
+        ))
+
     releases = []
     for i, p in enumerate(parsed):
         rel = Release(**{**p, "variants": tuple(p["variants"])})
@@ -474,9 +603,14 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
             ARCH_RE,
             "a compute capability like '8.6'",
         )
+        pci_ids = tuple(
+            gctx.string(x, f"{path}.pci_ids[{j}]", _PCI_ID_RE, "a PCI device id like '1b80'")
+            for j, x in enumerate(gctx.seq(g.get("pci_ids") or [], f"{path}.pci_ids"))
+        )
         nvidia.append(
             NvidiaGpu(
                 compute_capability=cc,
+                pci_ids=pci_ids,
                 segment=gctx.string(g.get("segment", "unknown"), f"{path}.segment"),
                 **_gpu_common(gctx, g, path),
             )
@@ -500,6 +634,10 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
         for path, sid in c.cited:
             if sid not in sources:
                 raise c.fail(path, f"source {sid!r} is not defined in any file's 'sources' list")
+
+    _check_primary_sources(vctx, releases, sources)
+    tables = _runtime_tables(vctx, vdoc, by_torch)
+    releases = list(apply_inference(releases, policies, tables))
 
     return Matrix(
         schema_version=SCHEMA_VERSION,

@@ -35,6 +35,7 @@ class Alternative:
     variant: str
     level: Level
     warnings: tuple[str, ...] = ()
+    evidence: str = "n/a"  # arch support for the visible GPUs: confirmed / inferred / unknown
 
 
 @record
@@ -61,6 +62,7 @@ class Plan:
     conda_forge: Any = "unknown"
     pytorch_channel: Any = "unknown"
     extras: dict[str, Any] = field(default_factory=dict)
+    host_warnings: tuple[str, ...] = ()  # what detection could not read
 
     @property
     def from_pypi(self) -> bool:
@@ -101,7 +103,12 @@ class Plan:
             "reasons": list(self.reasons),
             "confirmed_alternative": self.extras.get("confirmed_alternative"),
             "alternatives": [
-                {"torch": a.torch, "variant": a.variant, "level": a.level}
+                {"torch": a.torch, "variant": a.variant, "level": a.level,
+                 "evidence": a.evidence}
                 for a in self.alternatives
             ],
+            "evidence": self.extras.get("evidence"),
+            "evidence_alternative": self.extras.get("evidence_alternative"),
+            "newer_unverified": self.extras.get("newer_unverified"),
+            "host_warnings": list(self.host_warnings),
         }

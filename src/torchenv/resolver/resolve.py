@@ -1,16 +1,21 @@
 """``resolve(request, host, matrix) -> Plan``: the pure heart of torchenv.
 
 Candidates are (release, variant) pairs. Each is checked against the rules of DESIGN.md in order
-(platform and Python, glibc, driver, GPU architecture, user constraints); survivors are ranked:
+(platform and Python, glibc, driver, GPU architecture, index entry, user constraints), one
+function of :mod:`torchenv.resolver.rules` per rule; survivors are ranked:
 
 1. on a host with a GPU, every GPU build above every CPU build;
-2. newest torch first;
-3. within a release: the PyPI build when fully compatible, then the newest fully compatible
-   variant, then variants that work only with warnings (minor-version compatibility,
-   unconfirmed arch lists), closest CUDA to the driver first.
+2. evidence before recency: a build whose support for every visible GPU is confirmed or
+   inferred above every build whose support is unknown, across releases;
+3. newest torch first;
+4. within a release: the PyPI build when fully compatible, then the newest fully compatible
+   variant, then variants that work only with warnings; an index entry whose existence is
+   unconfirmed below a confirmed one of the same tier.
 
-CPU is never chosen silently on an NVIDIA or AMD host: when no GPU build fits, ``Unsatisfiable``
-(exit 3) carries every rejection and the nearest fixes.
+CPU is never chosen silently on an NVIDIA or AMD host: when no GPU build fits, ``NoMatch``
+(exit 3) carries every rejection and the nearest fixes (:mod:`torchenv.resolver.fixes`). A host
+with evidence of an NVIDIA GPU whose facts could not be read is not a host without one: it is
+``NoMatch`` too, with the reason.
 """
 
 from __future__ import annotations
@@ -26,13 +31,14 @@ from torchenv.resolver.plan import Alternative, Plan, Rejection
 from torchenv.resolver.request import Request, torch_specifier
 from torchenv.resolver.rules import (
     arch_range,
+    check_cuda_arch,
     check_driver,
-    check_gpu_arch,
-    driver_floors,
-    ptx_only_gpus,
+    check_glibc,
+    check_python,
+    check_rocm,
 )
 
-__all__ = ["Candidate", "NoMatch", "evaluate", "resolve"]
+__all__ = ["Candidate", "NoMatch", "complete_gpu_facts", "evaluate", "gpu_facts_gap", "resolve"]
 
 
 @record
@@ -44,8 +50,25 @@ class Candidate:
     full: bool
     warnings: tuple[str, ...]
     driver_full: bool = True
-    arch_known: bool = True
+    arch_evidence: str = "n/a"  # confirmed / inferred / unknown, or n/a when no GPU decides
     ptx_only: bool = False
+    index: str = "confirmed"
+    arch_rule: Optional[str] = None
+    arch_sources: tuple[str, ...] = ()
+
+    @property
+    def arch_known(self) -> bool:
+        return self.arch_evidence != "unknown"
+
+    def evidence_json(self) -> dict[str, Any]:
+        return {
+            "arch": self.arch_evidence,
+            "arch_rule": self.arch_rule,
+            "arch_sources": list(self.arch_sources),
+            "index": self.index,
+            "index_sources": list(self.release.sources if self.from_pypi
+                                  else self.variant.sources),
+        }
 
 
 class NoMatch(Unsatisfiable):
@@ -60,6 +83,7 @@ class NoMatch(Unsatisfiable):
         matrix_version: str,
         python: str,
         platform: str,
+        host_warnings: tuple[str, ...] = (),
     ) -> None:
         super().__init__(message, hint)
         self.rejected = rejected
@@ -67,6 +91,7 @@ class NoMatch(Unsatisfiable):
         self.matrix_version = matrix_version
         self.python = python
         self.platform = platform
+        self.host_warnings = host_warnings
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,12 +108,15 @@ class NoMatch(Unsatisfiable):
             "fixes": list(self.fixes),
             "rejected": [r.to_json() for r in self.rejected],
             "matrix_version": self.matrix_version,
+            "host_warnings": list(self.host_warnings),
         }
 
 
-def _gpu_kinds(host: HostProfile) -> set[str]:
+def gpu_kinds(host: HostProfile) -> set[str]:
+    """The accelerator families on ``host`` that steer the choice."""
     kinds = set()
-    if host.nvidia is not None and (host.nvidia.gpus or host.nvidia.driver_version):
+    if host.nvidia is not None and (host.nvidia.gpus or host.nvidia.driver_version
+                                    or host.nvidia.cuda_driver_version):
         kinds.add("cuda")
     if host.rocm is not None and host.rocm.gfx_targets:
         kinds.add("rocm")
@@ -97,6 +125,81 @@ def _gpu_kinds(host: HostProfile) -> set[str]:
         # xpu build cannot use; it must not steer the choice
         kinds.add("xpu")
     return kinds
+
+
+def complete_gpu_facts(host: HostProfile, matrix: Matrix) -> HostProfile:
+    """``host`` with each GPU's unknown compute capability taken from the GPU catalog by name.
+
+    Old drivers' nvidia-smi has no ``compute_cap`` field and /proc gives names only; the catalog
+    (gpus.yaml, sourced from NVIDIA's compute capability tables) maps those names.
+    """
+    nv = host.nvidia
+    if nv is None or all(g.compute_capability for g in nv.gpus):
+        return host
+    sources = dict(host.sources)
+    gpus = []
+    for g in nv.gpus:
+        entry = matrix.nvidia_gpu(g.name) if g.name and not g.compute_capability else None
+        if entry is not None:
+            g = replace(g, compute_capability=entry.compute_capability.rstrip("af"))
+            sources[f"nvidia.gpus[{g.index}].compute_capability"] = (
+                f"GPU catalog ({entry.name}; sources: {', '.join(entry.sources)})")
+        gpus.append(g)
+    return host.with_changes(nvidia=replace(nv, gpus=tuple(gpus)), sources=sources)
+
+
+def gpu_facts_gap(host: HostProfile, matrix: Matrix) -> tuple[str, list[str]] | None:
+    """(reason, fixes) when there is evidence of an NVIDIA GPU whose facts could not be read.
+
+    A failed probe is "unknown", never "absent": without the driver version no CUDA build can be
+    chosen, and without a GPU's compute capability no arch list can be checked.
+    """
+    nv = host.nvidia
+    evidence = host.nvidia_evidence
+    hw = _hardware_hint(host, matrix)
+    gpu_flag = f"--gpu {hw[1]}" if hw and hw[1] else "--gpu CC"
+    if nv is None or (nv.driver_version is None and nv.cuda_driver_version is None):
+        if not evidence and nv is None:
+            return None
+        seen = evidence[0] if evidence else f"{len(nv.gpus) if nv else 0} GPU(s) listed"
+        what = f" ({hw[0]})" if hw else ""
+        reason = (f"an NVIDIA GPU is present{what} but its driver version could not be read "
+                  f"(evidence: {seen})")
+        return reason, [
+            "load or repair the NVIDIA driver (nvidia-smi must answer), then run this again",
+            f"or describe the machine: --driver VERSION {gpu_flag}",
+            "or choose the CPU build knowingly: --variant cpu",
+        ]
+    if nv.source.startswith("override") and not nv.gpus:
+        return None  # --driver alone: the GPUs were left out on purpose (evidence is unknown)
+    if not nv.gpus and nv.visible is None:
+        return ("the NVIDIA driver " + (nv.driver_version or "") + " answered but the facts "
+                "of its GPUs could not be read", [
+                    f"pass the GPUs' compute capabilities: {gpu_flag} (repeat for each)",
+                    "or choose the CPU build knowingly: --variant cpu"])
+    unknown = [g for g in nv.visible_gpus() if not g.compute_capability]
+    if unknown:
+        names = ", ".join(f"GPU {g.index}" + (f" ({g.name})" if g.name else "")
+                          for g in unknown)
+        return (f"the compute capability of {names} could not be read and the GPU catalog "
+                "does not know it", [
+                    "pass it: --gpu CC (e.g. --gpu 8.6; repeat for each GPU)",
+                    "or choose the CPU build knowingly: --variant cpu"])
+    return None
+
+
+def _hardware_hint(host: HostProfile, matrix: Matrix) -> tuple[str, str | None] | None:
+    """("PCI 10de:1b80, GeForce GTX 1080 per the catalog", "6.1") for the first NVIDIA device."""
+    for dev in host.pci:
+        if dev.vendor != "10de":
+            continue
+        entry = matrix.nvidia_gpu_by_pci(dev.device)
+        if entry is None:
+            return f"PCI {dev.vendor}:{dev.device} at {dev.address}", None
+        cc = entry.compute_capability.rstrip("af")
+        return (f"PCI {dev.vendor}:{dev.device}, {entry.name} per the GPU catalog, "
+                f"compute capability {cc}"), cc
+    return None
 
 
 def _variants_for(release: Release, platform: str) -> list[tuple[Variant, bool]]:
@@ -113,14 +216,81 @@ def _variants_for(release: Release, platform: str) -> list[tuple[Variant, bool]]
         if default == "cpu" or listed is None:
             # the PyPI build itself: its wheels are facts of releases.yaml; only a CUDA
             # build's arch list can be missing
-            listed = Variant(
-                name=default,
-                platforms=(platform,),
-                status="verified" if default == "cpu" else "unverified",
-                sources=release.sources,
-            )
+            listed = Variant(name=default, platforms=(platform,), index="confirmed",
+                             sources=release.sources)
         out.append((listed, True))
     return out
+
+
+@record
+class _Verdict:
+    """What the accelerator rules said of one candidate (reject when ``reason`` is set)."""
+
+    reason: Optional[str] = None
+    category: str = "other"
+    warnings: tuple[str, ...] = ()
+    full: bool = True
+    driver_full: bool = True
+    evidence: str = "n/a"
+    ptx_only: bool = False
+    rule: Optional[str] = None
+    sources: tuple[str, ...] = ()
+
+
+def _check_cuda(request: Request, host: HostProfile, matrix: Matrix, kinds: set[str],
+                rel: Release, variant: Variant) -> _Verdict:
+    """Rules 2 and 3 for a CUDA variant: the driver floors, then the arch list with evidence."""
+    cuda = variant.cuda_version
+    assert cuda is not None
+    if "cuda" not in kinds:
+        if request.explicit_variant:
+            return _Verdict(warnings=(f"no NVIDIA GPU found: {variant.name} was asked for "
+                                      "explicitly and will run on the CPU here",), full=False)
+        return _Verdict("no NVIDIA GPU or driver", "no-gpu")
+    dv = check_driver(host, matrix, cuda)
+    if not dv.ok:
+        return _Verdict(dv.reason or "driver too old", "driver")
+    av = check_cuda_arch(host, matrix, rel, variant, jit_ok=dv.full)
+    if av.reason:
+        return _Verdict(av.reason, "arch", rule=av.rule)
+    full = dv.full and not av.ptx_only and av.evidence != "unknown"
+    return _Verdict(warnings=(*dv.warnings, *av.warnings), full=full, driver_full=dv.full,
+                    evidence=av.evidence, ptx_only=av.ptx_only, rule=av.rule,
+                    sources=av.sources)
+
+
+def _check_rocm(request: Request, host: HostProfile, matrix: Matrix, kinds: set[str],
+                rel: Release, variant: Variant) -> _Verdict:
+    if "rocm" not in kinds:
+        if request.explicit_variant:
+            return _Verdict(warnings=(f"no AMD GPU found: {variant.name} was asked for "
+                                      "explicitly",), full=False)
+        return _Verdict("no AMD ROCm GPU", "no-gpu")
+    av = check_rocm(host, matrix, rel, variant)
+    if av.reason:
+        return _Verdict(av.reason, "arch")
+    return _Verdict(warnings=av.warnings, full=av.evidence != "unknown", evidence=av.evidence,
+                    sources=av.sources)
+
+
+def _check_xpu(request: Request, kinds: set[str]) -> _Verdict:
+    if "xpu" in kinds:
+        return _Verdict()
+    if not request.explicit_variant:
+        return _Verdict("no Intel GPU with the Level Zero runtime", "no-gpu")
+    return _Verdict(warnings=("no Intel GPU found: xpu was asked for explicitly",), full=False)
+
+
+def _index_warning(rel: Release, variant: Variant, from_pypi: bool) -> tuple[str, str | None]:
+    """(evidence class of the index entry, its warning when not confirmed)."""
+    if from_pypi:
+        return "confirmed", None
+    if variant.index == "confirmed":
+        return "confirmed", None
+    return variant.index, (
+        f"that torch {rel.torch} has a {variant.name} build on the PyTorch index is "
+        f"{'only inferred' if variant.index == 'inferred' else 'not confirmed'} "
+        f"(see 'torchenv matrix show --release {rel.torch}')")
 
 
 def evaluate(
@@ -131,197 +301,66 @@ def evaluate(
     ``only_kind`` (``"cuda"``, ...) limits the candidates to one accelerator family.
     """
     spec: Any = torch_specifier(request.torch)
-    kinds = _gpu_kinds(host)
+    kinds = gpu_kinds(host)
     platform = host.platform
-    py = host.python.version
     ok: list[Candidate] = []
     rejected: list[Rejection] = []
-
-    def reject(rel: Release, name: str, reason: str, category: str) -> None:
-        rejected.append(Rejection(rel.torch, name, reason, category))
 
     for rel in matrix.releases:
         if spec is not None and not spec.contains(rel.torch, prereleases=True):
             continue
         variants = _variants_for(rel, platform)
         if not variants:
-            reject(rel, "*", f"no wheels for {platform}", "platform")
+            rejected.append(Rejection(rel.torch, "*", f"no wheels for {platform}", "platform"))
             continue
         for variant, from_pypi in variants:
-            name = variant.name
             kind = variant.kind
-            if request.explicit_variant and name != request.variant:
+            if request.explicit_variant and variant.name != request.variant:
                 continue
             if only_kind is not None and kind != only_kind:
                 continue
             if request.cuda is not None and variant.cuda_version != request.cuda:
                 continue
-            tags = rel.python_tags(platform, None if from_pypi else variant)
-            if py not in tags:
-                have = ", ".join(tags) if tags else "none"
-                reject(rel, name, f"no wheel for Python {py} on {platform} (has {have})", "python")
+            why = check_python(rel, variant, from_pypi, platform, host.python.version)
+            category = "python"
+            if why is None:
+                why, category = check_glibc(host, rel), "glibc"
+            if why is not None:
+                rejected.append(Rejection(rel.torch, variant.name, why, category))
                 continue
-            floor = rel.manylinux.get(platform)
-            if platform.startswith("linux") and floor:
-                if host.musl and not host.glibc:
-                    reject(
-                        rel,
-                        name,
-                        f"musl libc {host.musl}: the wheels need glibc ≥ {floor}",
-                        "glibc",
-                    )
-                    continue
-                if host.glibc and parse_version_tuple(host.glibc) < parse_version_tuple(floor):
-                    reject(
-                        rel,
-                        name,
-                        f"glibc {host.glibc} is older than the wheels' manylinux floor {floor}",
-                        "glibc",
-                    )
-                    continue
-            warnings: list[str] = []
-            full = True
-            driver_full = True
-            arch_known = True
-            ptx_only = False
-            gpu_build = kind != "cpu" or platform == "macos-arm64"
             if kind == "cuda":
-                cuda = variant.cuda_version
-                assert cuda is not None
-                if "cuda" not in kinds:
-                    if request.explicit_variant:
-                        warnings.append(
-                            f"no NVIDIA GPU found: {name} was asked for explicitly "
-                            "and will run on the CPU here"
-                        )
-                        full = False
-                    else:
-                        reject(rel, name, "no NVIDIA GPU or driver", "no-gpu")
-                        continue
-                else:
-                    dv = check_driver(host, matrix, cuda)
-                    if not dv.ok:
-                        reject(rel, name, dv.reason or "driver too old", "driver")
-                        continue
-                    warnings.extend(dv.warnings)
-                    full = full and dv.full
-                    driver_full = dv.full
-                    arch = variant.arch_list_for(platform)
-                    too_new = _beyond_toolkit(host, matrix, cuda) if arch is None else None
-                    if too_new:
-                        reject(rel, name, too_new, "arch")
-                        continue
-                    if arch is None:
-                        warnings.append(
-                            f"the arch list of torch {rel.torch} {name} on "
-                            f"{platform} is not confirmed; GPU support unchecked"
-                        )
-                        full = False
-                        arch_known = False
-                    else:
-                        why = check_gpu_arch(host, arch, jit_ok=dv.full)
-                        if why:
-                            reject(rel, name, why, "arch")
-                            continue
-                        jit = ptx_only_gpus(host, arch)
-                        if jit:
-                            ptx_only = True
-                            full = False
-                            warnings.append(
-                                f"{', '.join(jit)} not compiled for in {name}: runs "
-                                "only by JIT-compiling PTX (slow first start, some "
-                                "kernels may be missing)"
-                            )
-                    if host.nvidia and any(
-                        g.compute_capability is None for g in host.nvidia.visible_gpus()
-                    ):
-                        warnings.append(
-                            "the compute capability of some GPU is unknown; "
-                            "architecture not checked for it"
-                        )
+                verdict = _check_cuda(request, host, matrix, kinds, rel, variant)
             elif kind == "rocm":
-                if "rocm" not in kinds:
-                    if request.explicit_variant:
-                        warnings.append(f"no AMD GPU found: {name} was asked for explicitly")
-                        full = False
-                    else:
-                        reject(rel, name, "no AMD ROCm GPU", "no-gpu")
-                        continue
-                else:
-                    assert host.rocm is not None
-                    targets = matrix.rocm_targets(name, rel.torch)
-                    if targets is None:
-                        warnings.append(
-                            f"the gfx targets of {name} are not known; GPU support unchecked"
-                        )
-                        full = False
-                    else:
-                        missing = [g for g in host.rocm.gfx_targets if g not in targets.gfx]
-                        if missing:
-                            reject(
-                                rel,
-                                name,
-                                f"GPU target {missing[0]} not in {name}'s list "
-                                f"({', '.join(targets.gfx)})",
-                                "arch",
-                            )
-                            continue
-            elif kind == "xpu" and "xpu" not in kinds:
-                if not request.explicit_variant:
-                    reject(rel, name, "no Intel GPU with the Level Zero runtime", "no-gpu")
-                    continue
-                warnings.append("no Intel GPU found: xpu was asked for explicitly")
-                full = False
-            arch_gap = kind == "cuda" and variant.arch_list_for(platform) is None
-            if variant.status != "verified" and not from_pypi and not arch_gap:
-                warnings.append(
-                    f"that torch {rel.torch} has a {name} build on the PyTorch index is not "
-                    "confirmed by a primary source (see 'torchenv matrix show --release "
-                    f"{rel.torch}')"
-                )
-                full = False
+                verdict = _check_rocm(request, host, matrix, kinds, rel, variant)
+            elif kind == "xpu":
+                verdict = _check_xpu(request, kinds)
+            else:
+                verdict = _Verdict()
+            if verdict.reason is not None:
+                rejected.append(Rejection(rel.torch, variant.name, verdict.reason,
+                                          verdict.category))
+                continue
+            index, index_warning = _index_warning(rel, variant, from_pypi)
+            warnings = list(verdict.warnings)
+            if index_warning:
+                warnings.append(index_warning)
             ok.append(
                 Candidate(
                     rel,
                     variant,
                     from_pypi,
-                    gpu_build,
-                    full,
-                    tuple(warnings),
-                    driver_full,
-                    arch_known,
-                    ptx_only,
+                    gpu_build=kind != "cpu" or platform == "macos-arm64",
+                    full=verdict.full and index_warning is None,
+                    warnings=tuple(warnings),
+                    driver_full=verdict.driver_full,
+                    arch_evidence=verdict.evidence,
+                    ptx_only=verdict.ptx_only,
+                    index=index,
+                    arch_rule=verdict.rule,
+                    arch_sources=verdict.sources,
                 )
             )
     return ok, rejected
-
-
-def _beyond_toolkit(host: HostProfile, matrix: Matrix, cuda: str) -> str | None:
-    """A reason when a visible GPU is newer than anything CUDA ``cuda`` can compile for.
-
-    Used only where the variant's own arch list is unknown: whatever it holds, it cannot hold
-    code for an architecture its toolkit does not know (and PTX never runs on an older GPU).
-    """
-    floor = matrix.toolkit_floor(cuda)
-    if floor is None or host.nvidia is None:
-        return None
-    for gpu in host.nvidia.visible_gpus():
-        cc = gpu.compute_capability
-        if not cc:
-            continue
-        have = parse_version_tuple(cc.rstrip("af"))
-        sm = "sm_" + cc.rstrip("af").replace(".", "")
-        if floor.newest_arch and have > parse_version_tuple(floor.newest_arch.rstrip("af")):
-            return (
-                f"GPU {gpu.index} ({sm}) is newer than anything CUDA {cuda} compiles for "
-                f"(newest sm_{floor.newest_arch.replace('.', '')})"
-            )
-        if floor.oldest_arch and have < parse_version_tuple(floor.oldest_arch):
-            return (
-                f"GPU {gpu.index} ({sm}) is older than anything CUDA {cuda} compiles for "
-                f"(oldest sm_{floor.oldest_arch.replace('.', '')})"
-            )
-    return None
 
 
 def _variant_version(name: str) -> tuple[int, ...]:
@@ -337,13 +376,15 @@ def _variant_version(name: str) -> tuple[int, ...]:
     return (0,)
 
 
-def _rank_key(c: Candidate, strict_gpu: bool, prefer_gpu: bool) -> tuple[Any, ...]:
-    """Sort key (smaller first): GPU builds, newest torch, then the tiers of DESIGN.md.
+def rank_key(c: Candidate, strict_gpu: bool, prefer_gpu: bool) -> tuple[Any, ...]:
+    """Sort key (smaller first): GPU builds, evidence, newest torch, then the tiers of DESIGN.md.
 
-    Within a release: the PyPI build when fully compatible; other fully compatible variants,
-    newest first; then variants that work with warnings: unconfirmed arch list (PyPI's first,
-    then newest), a GPU reached only through PTX JIT, and last minor-version-compatibility
-    drivers (the CUDA closest to the driver first).
+    Evidence: a build whose arch support for the visible GPUs is unknown ranks below every build
+    whose support is confirmed or inferred, whatever the release. Within a release: the PyPI
+    build when fully compatible; other fully compatible variants, newest first; then variants
+    that work with warnings (PyPI's first, then newest), a GPU reached only through PTX JIT,
+    and last minor-version-compatibility drivers (the CUDA closest to the driver first). An
+    index entry that is not confirmed comes after a confirmed one of the same tier.
     """
     version = _variant_version(c.variant.name)
     newest_first = tuple(-x for x in version)
@@ -352,22 +393,32 @@ def _rank_key(c: Candidate, strict_gpu: bool, prefer_gpu: bool) -> tuple[Any, ..
         tier, sub = 0, (0,)
     elif c.full:
         tier, sub = 1, newest_first
-    elif c.driver_full and not c.arch_known:
-        tier, sub = 2, (0 if c.from_pypi else 1, *newest_first)
     elif c.driver_full and c.ptx_only:
         tier, sub = 3, newest_first
     elif c.driver_full:
-        tier, sub = 2, (0 if c.from_pypi else 1, *newest_first)  # other warnings (no GPU seen)
+        tier, sub = 2, (0 if c.from_pypi else 1, *newest_first)
     else:
         tier, sub = 4, version
     gpu_first = 0 if (c.gpu_build or not (strict_gpu or prefer_gpu)) else 1
-    return (gpu_first, tuple(-x for x in c.release.key), tier, sub, c.variant.name)
+    unknown = 1 if c.arch_evidence == "unknown" else 0
+    index_rank = 0 if c.index == "confirmed" else 1
+    return (gpu_first, unknown, tuple(-x for x in c.release.key), tier, index_rank, sub,
+            c.variant.name)
 
 
 def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
     """The one build to install on ``host``; raises :class:`NoMatch` (exit 3) when none fits."""
+    from torchenv.resolver.fixes import evidence_alternative, no_match
+
+    host = complete_gpu_facts(host, matrix)
+    if not request.explicit_variant:
+        gap = gpu_facts_gap(host, matrix)
+        if gap is not None:
+            reason, fixes = gap
+            raise NoMatch(reason, fixes[0], (), tuple(fixes), matrix.matrix_version,
+                          host.python.version, host.platform, host.warnings)
     compatible, rejected = evaluate(request, host, matrix)
-    kinds = _gpu_kinds(host)
+    kinds = gpu_kinds(host)
     strict_gpu = bool(kinds & {"cuda", "rocm"}) and not request.explicit_variant
     prefer_gpu = bool(kinds) or host.mps
     if strict_gpu:
@@ -385,12 +436,38 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
                 )
             compatible = []
     if not compatible:
-        raise _no_match(request, host, matrix, rejected)
-    compatible.sort(key=lambda c: _rank_key(c, strict_gpu, prefer_gpu))
+        raise no_match(request, host, matrix, rejected)
+    compatible.sort(key=lambda c: rank_key(c, strict_gpu, prefer_gpu))
     best = compatible[0]
     rel, variant = best.release, best.variant
     warnings = list(best.warnings)
     reasons = _reasons(best, host, request)
+    extras: dict[str, Any] = {"evidence": best.evidence_json()}
+    if best.arch_evidence == "unknown" and best.gpu_build:
+        alt = evidence_alternative(request, host, matrix)
+        extras["evidence_alternative"] = alt
+        if alt is not None:
+            warnings.append(
+                f"nothing proves torch {rel.torch} {variant.name} runs on this GPU; the newest "
+                f"build whose support is {alt['evidence']} is torch {alt['torch']} "
+                f"{alt['variant']} (--torch =={alt['torch']} --variant {alt['variant']})")
+        else:
+            warnings.append(
+                f"nothing proves torch {rel.torch} {variant.name} runs on this GPU, and no "
+                "build in the matrix has confirmed support for it; run 'torchenv validate' "
+                "after installing")
+    elif best.gpu_build:
+        newer = [c for c in compatible if c.arch_evidence == "unknown" and c.gpu_build
+                 and c.release.key > rel.key]
+        if newer:
+            top = newer[0]  # already ranked: the newest of them
+            extras["newer_unverified"] = {"torch": top.release.torch,
+                                          "variant": top.variant.name}
+            reasons.append(
+                f"newer builds exist whose support for this GPU is unknown, e.g. torch "
+                f"{top.release.torch} {top.variant.name} (arch list on {host.platform} not "
+                f"known; --torch =={top.release.torch} --variant {top.variant.name} takes "
+                "the risk)")
     if "xpu" in kinds and variant.kind == "cpu" and not request.explicit_variant:
         warnings.append("an Intel GPU is present but no xpu build fits; using the CPU build")
     if host.nvidia is not None and host.nvidia.visible == () and variant.kind == "cuda":
@@ -398,6 +475,10 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
             "CUDA_VISIBLE_DEVICES hides every GPU: torch will see none until it "
             "is unset or lists a GPU"
         )
+    if (variant.kind == "cuda" and host.nvidia is not None and not host.nvidia.gpus
+            and host.nvidia.source.startswith("override")):
+        warnings.append("no GPU was described (only the driver): the arch list was not "
+                        "checked; give the GPUs with --gpu")
     torchvision = rel.torchvision
     torchaudio = rel.torchaudio
     if not request.with_torchvision:
@@ -426,15 +507,16 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
     accelerator = {"cuda": "cuda", "rocm": "rocm", "xpu": "xpu"}.get(variant.kind, "cpu")
     if variant.kind == "cpu" and host.platform == "macos-arm64":
         accelerator = "mps"
-    confirmed = None
     if not best.full:
-        # DESIGN ranks the newest torch first even when it only works with warnings; name the
-        # newest build that fits without any, so the choice is the user's
+        # the pick works only with warnings; name the best build that fits without any, so the
+        # choice is the user's
         fit = next((c for c in compatible if c.full and c.gpu_build == best.gpu_build), None)
         if fit is not None:
-            confirmed = {"torch": fit.release.torch, "variant": fit.variant.name}
+            extras["confirmed_alternative"] = {"torch": fit.release.torch,
+                                               "variant": fit.variant.name}
     alternatives = tuple(
-        Alternative(c.release.torch, c.variant.name, "full" if c.full else "compat", c.warnings)
+        Alternative(c.release.torch, c.variant.name, "full" if c.full else "compat", c.warnings,
+                    c.arch_evidence)
         for c in compatible[1:6]
     )
     return Plan(
@@ -457,7 +539,8 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
         glibc_floor=rel.manylinux.get(host.platform),
         conda_forge=rel.conda.conda_forge,
         pytorch_channel=rel.conda.pytorch_channel,
-        extras={"confirmed_alternative": confirmed} if confirmed else {},
+        extras=extras,
+        host_warnings=host.warnings,
     )
 
 
@@ -475,160 +558,31 @@ def _reasons(c: Candidate, host: HostProfile, request: Request) -> list[str]:
         )
         arch = v.arch_list_for(host.platform)
         gpus = nv.visible_gpus()
+        how = {"confirmed": "confirmed", "inferred": f"inferred: {c.arch_rule}"}.get(
+            c.arch_evidence, c.arch_evidence)
         if arch and gpus and c.ptx_only:
-            out.append(f"its arch list {arch_range(arch)} reaches every visible GPU, some only "
-                       "through PTX JIT")
+            out.append(f"its arch list {arch_range(arch)} ({how}) reaches every visible GPU, "
+                       "some only through PTX JIT")
         elif arch and gpus:
             out.append(
                 f"every visible GPU ({', '.join(g.compute_capability or '?' for g in gpus)}"
-                f") is in its arch list {arch_range(arch)}"
+                f") is in its arch list {arch_range(arch)} ({how})"
             )
     elif v.kind == "rocm" and host.rocm is not None:
         out.append(f"{v.name} is built for {', '.join(host.rocm.gfx_targets)}")
     elif v.kind == "cpu":
         if host.platform == "macos-arm64":
             out.append("the macOS arm64 build uses the GPU through MPS")
-        elif not _gpu_kinds(host):
+        elif not gpu_kinds(host):
             out.append("no NVIDIA, AMD or Intel GPU was found, so the CPU build is the right one")
+    newest = ("the newest release" if c.arch_evidence != "unknown"
+              else "the newest release (no build with known support fits)")
     out.append(
-        f"torch {c.release.torch} is the newest release with a wheel for Python "
+        f"torch {c.release.torch} is {newest} with a wheel for Python "
         f"{host.python.version} on {host.platform} that fits"
         if not request.torch
-        else f"torch {c.release.torch} is the newest release matching {request.torch!r} that fits"
+        else f"torch {c.release.torch} is {newest} matching {request.torch!r} that fits"
     )
     if c.from_pypi:
         out.append(f"PyPI's own {host.platform} build is {v.name}, so no extra index is needed")
     return out
-
-
-def _no_match(
-    request: Request, host: HostProfile, matrix: Matrix, rejected: list[Rejection]
-) -> NoMatch:
-    fixes: list[str] = []
-    kinds = _gpu_kinds(host)
-    nv = host.nvidia
-    if nv is not None and nv.driver_version is None and nv.cuda_driver_version is None:
-        fixes.append("no NVIDIA driver version is known: pass --driver VERSION (as nvidia-smi "
-                     "prints it), or install the NVIDIA driver")
-    elif any(r.category == "driver" for r in rejected) and nv is not None:
-        lowest, newest = _driver_upgrades(request, host, matrix)
-        if newest is not None:
-            fixes.append(f"upgrade the NVIDIA driver to ≥ {newest[0]} for torch {newest[1]} "
-                         f"{newest[2]}")
-        if lowest is not None and lowest != newest:
-            fixes.append(f"the smallest driver upgrade that gives a GPU build: ≥ {lowest[0]} "
-                         f"(torch {lowest[1]} {lowest[2]})")
-    if request.torch or request.explicit_variant or request.cuda:
-        try:
-            alt = resolve(
-                Request(
-                    with_torchvision=request.with_torchvision,
-                    with_torchaudio=request.with_torchaudio,
-                    index_base=request.index_base,
-                ),
-                host,
-                matrix,
-            )
-            fixes.append(
-                f"without the constraints, torch {alt.torch} {alt.variant} fits this machine"
-            )
-        except Unsatisfiable:
-            pass
-    if kinds & {"cuda", "rocm"} and any(r.category == "arch" for r in rejected):
-        first_rel = matrix.releases[-1].torch if matrix.releases else "?"
-        last_rel = matrix.releases[0].torch if matrix.releases else "?"
-        fixes.append(
-            f"no build of torch {first_rel} – {last_rel} in the matrix was compiled for this GPU "
-            "(see --explain); releases older than the matrix may have been"
-            if not request.torch
-            else "a release outside --torch may support this GPU: drop the constraint to see"
-        )
-    if request.variant != "cpu" and kinds:
-        fixes.append("--variant cpu installs the CPU build explicitly")
-    py_rej = [r for r in rejected if r.category in ("python", "platform")]
-    if py_rej and len(py_rej) == len(rejected):
-        have = sorted(
-            {t for r in matrix.releases for t in r.python.get(host.platform, ())},
-            key=lambda t: (parse_version_tuple(t.rstrip("t")), t.endswith("t")),
-        )
-        if have:
-            fixes.append(
-                f"no release has a wheel for Python {host.python.version} on {host.platform}; "
-                f"Pythons with wheels there: {', '.join(have)}"
-            )
-        else:
-            fixes.append(f"no release has wheels for {host.platform}")
-    what = "GPU build" if kinds & {"cuda", "rocm"} and request.variant != "cpu" else "build"
-    constraint = f" matching {request.torch!r}" if request.torch else ""
-    message = (
-        f"no {what} of torch{constraint} fits this machine ({host.platform}, "
-        f"Python {host.python.version}"
-        + (
-            f", driver {host.nvidia.driver_version}"
-            if host.nvidia and host.nvidia.driver_version
-            else ""
-        )
-        + ")"
-    )
-    return NoMatch(
-        message,
-        fixes[0] if fixes else None,
-        tuple(rejected),
-        tuple(fixes),
-        matrix.matrix_version,
-        host.python.version,
-        host.platform,
-    )
-
-
-def _driver_upgrades(
-    request: Request, host: HostProfile, matrix: Matrix
-) -> tuple[tuple[str, str, str] | None, tuple[str, str, str] | None]:
-    """(lowest, best): the smallest known driver floor that gives some CUDA build, and the
-    smallest one that gives the newest torch reachable by any driver; each (driver, torch,
-    variant). Only the CUDA candidates are re-checked, at each floor above the current driver.
-    """
-    assert host.nvidia is not None
-    windows = host.platform == "win-amd64" or host.wsl
-    cudas = {
-        v.cuda_version
-        for r in matrix.releases
-        for v in r.variants
-        if v.cuda_version and host.platform in v.platforms
-    }
-    floors: set[str] = set()
-    for cuda in cudas:
-        for floor in driver_floors(matrix, cuda, windows=windows):
-            if floor:
-                floors.add(floor)
-    current = host.nvidia.driver_version
-    ordered = sorted(floors, key=parse_version_tuple)
-    if current:
-        ordered = [f for f in ordered if parse_version_tuple(f) > parse_version_tuple(current)]
-    if not ordered:
-        return None, None
-
-    def best_at(floor: str) -> tuple[str, str, str] | None:
-        assert host.nvidia is not None
-        trial = host.with_changes(
-            nvidia=replace(host.nvidia, driver_version=floor, cuda_driver_version=None)
-        )
-        fits, _ = evaluate(request, trial, matrix, only_kind="cuda")
-        if not fits:
-            return None
-        top = min(fits, key=lambda c: _rank_key(c, True, True))
-        return floor, top.release.torch, top.variant.name
-
-    ceiling = best_at(ordered[-1])  # the newest torch any known driver reaches
-    if ceiling is None:
-        return None, None
-    lowest: tuple[str, str, str] | None = None
-    for floor in ordered:
-        found = best_at(floor) if floor != ordered[-1] else ceiling
-        if found is None:
-            continue
-        if lowest is None:
-            lowest = found
-        if found[1] == ceiling[1]:
-            return lowest, found
-    return lowest, ceiling

@@ -11,15 +11,25 @@ from collections.abc import Sequence
 
 from torchenv._record import field, record
 from torchenv.detection.profile import HostProfile
-from torchenv.matrix.model import Matrix, parse_version_tuple
+from torchenv.matrix.inference import toolkit_excludes
+from torchenv.matrix.model import Matrix, Release, Variant, parse_version_tuple
 from torchenv.matrix.validate import ARCH_RE
 
+EVIDENCE_ORDER = {"confirmed": 0, "inferred": 1, "unknown": 2}
+"""Weakest wins when several GPUs or entries decide one verdict."""
+
 __all__ = [
+    "EVIDENCE_ORDER",
     "ArchEntry",
+    "ArchVerdict",
     "DriverVerdict",
     "arch_range",
+    "check_cuda_arch",
     "check_driver",
+    "check_glibc",
     "check_gpu_arch",
+    "check_python",
+    "check_rocm",
     "driver_floors",
     "parse_arch",
     "ptx_only_gpus",
@@ -204,3 +214,132 @@ def _compat_warning(driver: str, cuda: str, toolkit: str | None) -> str:
         f"driver {driver} runs CUDA {cuda} only through minor-version compatibility: no PTX "
         f"JIT and some features need the toolkit-level driver{floor}"
     )
+
+
+def check_python(release: Release, variant: Variant, from_pypi: bool, platform: str,
+                 python: str) -> str | None:
+    """Rule 1a: a wheel for the interpreter's tag on this platform (the index's own tags when
+    the variant lists them)."""
+    tags = release.python_tags(platform, None if from_pypi else variant)
+    if python in tags:
+        return None
+    have = ", ".join(tags) if tags else "none"
+    return f"no wheel for Python {python} on {platform} (has {have})"
+
+
+def check_glibc(host: HostProfile, release: Release) -> str | None:
+    """Rule 1b: on Linux the host's glibc meets the wheels' manylinux floor; musl never does."""
+    floor = release.manylinux.get(host.platform)
+    if not host.platform.startswith("linux") or not floor:
+        return None
+    if host.musl and not host.glibc:
+        return f"musl libc {host.musl}: the wheels need glibc ≥ {floor}"
+    if host.glibc and parse_version_tuple(host.glibc) < parse_version_tuple(floor):
+        return f"glibc {host.glibc} is older than the wheels' manylinux floor {floor}"
+    return None
+
+
+@record
+class ArchVerdict:
+    """Rule 3 for one CUDA candidate: does every visible GPU run it, and how do we know.
+
+    ``evidence`` is the weakest class over the visible GPUs (``n/a`` when no GPU is visible);
+    ``rule`` names the inference rule behind an ``inferred`` verdict or a rejection by rule.
+    """
+
+    reason: str | None
+    evidence: str = "n/a"
+    ptx_only: bool = False
+    warnings: tuple[str, ...] = ()
+    rule: str | None = None
+    sources: tuple[str, ...] = ()
+
+
+def _weakest(classes: Sequence[str]) -> str:
+    return max(classes, key=lambda c: EVIDENCE_ORDER.get(c, 2)) if classes else "n/a"
+
+
+def _gpu_label(index: int, cc: str, name: str | None) -> str:
+    return f"GPU {index} (sm_{cc.replace('.', '')}{', ' + name if name else ''})"
+
+
+def check_cuda_arch(host: HostProfile, matrix: Matrix, release: Release, variant: Variant,
+                    *, jit_ok: bool) -> ArchVerdict:
+    """Rule 3 with evidence: every visible GPU against the variant's arch facts on the platform.
+
+    A known list decides by :func:`runs_on`; its verdict is as strong as the SASS (or, for a GPU
+    reached only through PTX, the PTX) evidence. An unknown list still rejects a GPU the toolkit
+    cannot compile for (rule ``toolkit-bounds``); otherwise the verdict is ``unknown``.
+    """
+    if host.nvidia is None:
+        return ArchVerdict(None)
+    gpus = host.nvidia.visible_gpus()
+    cuda = variant.cuda_version
+    assert cuda is not None
+    platform = host.platform
+    fact = variant.arch_fact(platform)
+    known = [g for g in gpus if g.compute_capability]
+    if not known:
+        if not gpus:
+            return ArchVerdict(None)  # nothing torch would use; nothing to check
+        return ArchVerdict(None, "unknown", warnings=(
+            "the compute capability of some GPU is unknown; architecture not checked for it",))
+    arch = fact.arch_list if fact.sass != "unknown" else None
+    if arch is None:
+        floor = matrix.toolkit_floor(cuda)
+        for g in known:
+            assert g.compute_capability is not None
+            why = toolkit_excludes(g.compute_capability, cuda, floor)
+            if why:
+                sm = "sm_" + g.compute_capability.rstrip("af").replace(".", "")
+                return ArchVerdict(f"GPU {g.index} ({sm}) {why}", "inferred",
+                                   rule="toolkit-bounds",
+                                   sources=floor.sources if floor else ())
+        labels = ", ".join(_gpu_label(g.index, g.compute_capability or "?", g.name)
+                           for g in known)
+        return ArchVerdict(None, "unknown", warnings=(
+            f"the arch list of torch {release.torch} {variant.name} on {platform} is not "
+            f"known: it may not run on {labels}",))
+    entries = [parse_arch(a) for a in arch]
+    classes: list[str] = []
+    jit: list[str] = []
+    for g in known:
+        cc = g.compute_capability
+        assert cc is not None
+        if any(runs_on(e, cc, jit_ok=False) for e in entries):
+            classes.append(fact.sass)
+        elif any(runs_on(e, cc, jit_ok=jit_ok) for e in entries):
+            classes.append(_weakest([fact.sass, fact.ptx]))
+            jit.append(f"GPU {g.index} (sm_{cc.replace('.', '')})")
+        else:
+            why = check_gpu_arch(host, arch, jit_ok=jit_ok)
+            if fact.ptx == "unknown":
+                why = f"{why} (whether it carries PTX is not known)"
+            return ArchVerdict(why, _weakest([fact.sass]), rule=fact.rule,
+                               sources=fact.sources)
+    warnings: list[str] = []
+    if jit:
+        warnings.append(f"{', '.join(jit)} not compiled for in {variant.name}: runs only by "
+                        "JIT-compiling PTX (slow first start, some kernels may be missing)")
+    if len(known) < len(gpus):
+        warnings.append("the compute capability of some GPU is unknown; architecture not "
+                        "checked for it")
+    evidence = _weakest(classes) if len(known) == len(gpus) else "unknown"
+    return ArchVerdict(None, evidence, ptx_only=bool(jit), warnings=tuple(warnings),
+                       rule=fact.rule, sources=fact.sources)
+
+
+def check_rocm(host: HostProfile, matrix: Matrix, release: Release,
+               variant: Variant) -> ArchVerdict:
+    """Rule 3 for ROCm: every gfx target of the host in the variant's list."""
+    assert host.rocm is not None
+    targets = matrix.rocm_targets(variant.name, release.torch)
+    if targets is None:
+        return ArchVerdict(None, "unknown", warnings=(
+            f"the gfx targets of {variant.name} are not known; GPU support unchecked",))
+    missing = [g for g in host.rocm.gfx_targets if g not in targets.gfx]
+    if missing:
+        return ArchVerdict(
+            f"GPU target {missing[0]} not in {variant.name}'s list ({', '.join(targets.gfx)})",
+            "confirmed", sources=targets.sources)
+    return ArchVerdict(None, "confirmed", sources=targets.sources)
