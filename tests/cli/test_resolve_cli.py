@@ -73,8 +73,11 @@ def test_unsatisfiable_on_the_terminal_prints_the_fixes() -> None:
         (["--variant", "cuda12"], {}, "'cuda12'"),
         (["--platform", "solaris"], {}, "'solaris'"),
         (["--python", "three"], {}, "'three'"),
+        (["--gpu", "99.9"], {}, "'99.9'"),
+        (["--gpu", "sm_999"], {}, "'sm_999'"),
     ],
-    ids=["gpu", "driver", "env-driver", "spec", "variant", "platform", "python"],
+    ids=["gpu", "driver", "env-driver", "spec", "variant", "platform", "python", "gpu-99.9",
+         "gpu-sm_999"],
 )
 def test_bad_input_exits_2_naming_the_value(
     args: list[str], env: dict[str, str], named: str
@@ -175,3 +178,30 @@ def test_install_refuses_targets_that_are_not_this_machine(tmp_path: Path) -> No
     host.write_text(json.dumps({"platform": "linux-x86_64", "python": "3.12"}))
     r = run_cli(["install", "--dry-run", "--host", str(host)])
     assert r.returncode == 2 and "--host describes another machine" in r.stderr
+
+
+def test_a_host_file_is_normalised_once_and_resolves(tmp_path: Path) -> None:
+    host = tmp_path / "node.json"
+    host.write_text(json.dumps({
+        "platform": "linux", "python": "cp312", "glibc": "2.35",
+        "nvidia": {"driver_version": "580.65.06",
+                   "gpus": [{"index": 0, "compute_capability": "sm_86"}]}}))
+    r = run_cli(["resolve", "--json", "--host", str(host)])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert (doc["platform"], doc["python"]) == ("linux-x86_64", "3.12")
+    assert any("(8.6)" in reason for reason in doc["reasons"])
+
+
+@pytest.mark.parametrize(("gpu", "named"), [
+    ({"index": 0, "compute_capability": "8.6", "memory_mib": -5}, "memory_mib: -5"),
+    ({"index": 0, "compute_capability": "99.9"}, "'99.9'"),
+], ids=["negative-memory", "impossible-cc"])
+def test_bad_facts_in_a_host_file_exit_2_naming_the_key(tmp_path: Path, gpu: dict[str, object],
+                                                         named: str) -> None:
+    host = tmp_path / "node.json"
+    host.write_text(json.dumps({"platform": "linux-x86_64", "python": "3.12",
+                                "nvidia": {"driver_version": "580.65.06", "gpus": [gpu]}}))
+    r = run_cli(["resolve", "--host", str(host)])
+    assert r.returncode == 2
+    assert named in r.stderr and "nvidia.gpus[0]" in r.stderr and "Traceback" not in r.stderr

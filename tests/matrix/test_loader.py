@@ -221,3 +221,77 @@ def test_an_overlay_that_is_not_yaml_is_ignored(tmp_path: Path, matrix: Matrix) 
     loaded = load_matrix(overlay=overlay)
     assert loaded.overlay_error is not None and "not valid YAML" in loaded.overlay_error
     assert len(loaded.releases) == len(matrix.releases)
+
+
+def _variant_entry(docs: dict[str, Any], torch: str, name: str) -> dict[str, Any]:
+    for s in docs["variants.yaml"]["variant_sets"]:
+        if torch in s["releases"]:
+            for v in s["variants"]:
+                if v["name"] == name:
+                    return v  # type: ignore[no-any-return]
+    raise AssertionError(f"{torch} {name} not in the data")
+
+
+def test_a_written_list_is_confirmed_by_the_variants_sources(matrix: Matrix) -> None:
+    rel = matrix.release("2.13.0")
+    assert rel is not None and rel.variant("cu126") is not None
+    fact = rel.variant("cu126").arch_fact("linux-x86_64")  # type: ignore[union-attr]
+    assert (fact.sass, fact.ptx, fact.rule) == ("confirmed", "confirmed", None)
+    assert "pytorch-build-env-setup-v2-13-0" in fact.sources
+    windows = rel.variant("cu126").arch_fact("win-amd64")  # type: ignore[union-attr]
+    assert (windows.arch_list, windows.sass, windows.ptx) == (None, "unknown", "unknown")
+
+
+def test_arch_evidence_can_confirm_sass_and_leave_ptx_unknown(documents: dict[str, Any]) -> None:
+    docs = copy.deepcopy(documents)
+    v = _variant_entry(docs, "2.13.0", "cu130")
+    v["arch_evidence"] = {"linux-x86_64": {"sass": "confirmed", "ptx": "unknown"}}
+    rel = build_matrix(docs, origin=ORIGIN).release("2.13.0")
+    assert rel is not None
+    fact = rel.variant("cu130").arch_fact("linux-x86_64")  # type: ignore[union-attr]
+    # the release policy of 2.13.0 then settles the PTX entry by rule
+    assert (fact.sass, fact.ptx, fact.rule) == ("confirmed", "inferred", "release-ptx-policy")
+
+
+def test_inferred_cannot_be_written_in_the_data(documents: dict[str, Any]) -> None:
+    docs = copy.deepcopy(documents)
+    v = _variant_entry(docs, "2.13.0", "cu130")
+    v["arch_evidence"] = {"linux-x86_64": {"sass": "inferred"}}
+    _expect_error(docs, "'inferred' is set by the inference rules, not written in the data")
+
+
+def test_a_confirmed_list_needs_a_primary_source(documents: dict[str, Any]) -> None:
+    docs = copy.deepcopy(documents)
+    v = _variant_entry(docs, "2.13.0", "cu130")
+    v["sources"] = ["pytorch-release-md"]  # a stored copy of documentation: primary: false
+    _expect_error(docs, "index entry is 'confirmed' but every source it cites is a copy")
+    v["index"] = "unknown"
+    _expect_error(docs, "arch list is 'confirmed' without a primary source")
+
+
+def test_the_older_status_field_still_reads_as_index_evidence(documents: dict[str, Any]) -> None:
+    docs = copy.deepcopy(documents)
+    v = _variant_entry(docs, "2.13.0", "xpu")
+    del v["index"]
+    v["status"] = "unverified"
+    rel = build_matrix(docs, origin=ORIGIN).release("2.13.0")
+    assert rel is not None and rel.variant("xpu").index == "unknown"  # type: ignore[union-attr]
+
+
+def test_the_coverage_report_in_docs_is_current(matrix: Matrix) -> None:
+    from torchenv.cli.matrix import COVERAGE_COMMAND
+    from torchenv.matrix.coverage import coverage, coverage_markdown
+
+    text = coverage_markdown(coverage(matrix), generated_by=COVERAGE_COMMAND)
+    committed = Path(__file__).parents[2] / "docs" / "data-coverage.md"
+    assert committed.read_text(encoding="utf-8") == text, f"run '{COVERAGE_COMMAND}'"
+
+
+def test_coverage_counts_every_fact_once(matrix: Matrix) -> None:
+    from torchenv.matrix.coverage import coverage
+
+    report = coverage(matrix)
+    facts = sum(len(v.arch_facts) for r in matrix.releases for v in r.variants)
+    assert sum(report["totals"]["sass"].values()) == facts
+    assert report["totals"]["sass"]["inferred"] >= 10
+    assert "2.8.0 cu126 linux-x86_64: arch list" in report["open"]

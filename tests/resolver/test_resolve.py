@@ -379,3 +379,68 @@ def test_unknown_arch_lists_are_still_bounded_by_the_toolkit(
     assert [r.reason for r in info.value.rejected if r.variant == variant] == [
         f"GPU 0 (sm_{cc.replace('.', '')}) is {words}"
     ]
+
+
+def test_a_container_without_the_gpu_passed_in_says_so(matrix: Matrix) -> None:
+    host = BASE.with_changes(container="docker", pci=(PCI_1080,),
+                             nvidia_evidence=("PCI 10de:1b80 at 0000:01:00.0 (driver nvidia)",))
+    with pytest.raises(NoMatch) as info:
+        resolve(Request(), host, matrix)
+    assert "this container has no /dev/nvidia* device" in info.value.message
+    assert info.value.fixes[0].startswith("run the container with the GPU")
+
+
+def test_the_pci_id_names_the_gpu_and_the_flag_to_pass(matrix: Matrix) -> None:
+    entry = matrix.nvidia_gpu_by_pci("1b80")
+    host = HOSTS["smi hangs, PCI sees a GPU"]
+    with pytest.raises(NoMatch) as info:
+        resolve(Request(), host, matrix)
+    if entry is None:
+        pytest.skip("the catalog has no PCI ids yet")
+    assert f"{entry.name} per the GPU catalog" in info.value.message
+    assert "--gpu 6.1" in " ".join(info.value.fixes)
+
+
+def test_a_gpu_named_in_the_catalog_gets_its_capability(matrix: Matrix) -> None:
+    host = HOSTS["driver read, GPU names only (K80 on 470)"]
+    plan = resolve(Request(), host, matrix)
+    assert plan.extras["evidence"]["arch"] == "confirmed"
+    assert "3.7" in " ".join(plan.reasons)  # every visible GPU (3.7, 3.7) is in its arch list
+
+
+def test_the_cvd_warning_and_json_keys_of_an_unknown_pick(matrix: Matrix) -> None:
+    plan = resolve(Request(), HOSTS["CVD hides every GPU"], matrix)
+    assert "CUDA_VISIBLE_DEVICES hides every GPU: torch will see none until it is unset or " \
+           "lists a GPU" in plan.warnings
+    doc = plan.to_json()
+    assert {"evidence", "evidence_alternative", "newer_unverified", "host_warnings",
+            "confirmed_alternative", "alternatives"} <= set(doc)
+    unknown = resolve(Request(torch="==2.8.*"), _host("580.65.06", "6.1"), matrix).to_json()
+    assert unknown["evidence"]["arch"] == "unknown"
+    assert unknown["evidence_alternative"] == {"torch": "2.14.1", "variant": "cu126",
+                                               "evidence": "inferred",
+                                               "rule": "runtime-table-in-sync + "
+                                                       "release-ptx-policy"}
+    assert unknown["alternatives"] and all(a["evidence"] for a in unknown["alternatives"])
+
+
+def test_an_unconfirmed_index_entry_ranks_below_a_confirmed_one_and_always_warns(
+        matrix: Matrix) -> None:
+    # 2.15.0 cu130 (index unknown) and cu132 (confirmed) both run an H200 on a 13.2 driver at
+    # the same level; the confirmed one wins, and forcing the other shows its warning
+    host = _host("595.45.04", "9.0")
+    plan = resolve(Request(torch="==2.15.0"), host, matrix)
+    assert plan.variant == "cu132"
+    forced = resolve(Request(torch="==2.15.0", variant="cu130"), host, matrix)
+    assert any("has a cu130 build on the PyTorch index is not confirmed" in w
+               for w in forced.warnings)
+
+
+def test_musl_is_rejected_naming_the_glibc_floor(matrix: Matrix) -> None:
+    host = BASE.with_changes(glibc=None, musl="1.2.4")
+    with pytest.raises(NoMatch) as info:
+        resolve(Request(), host, matrix)
+    # every release with a cp312 wheel is turned away for musl; none for another reason
+    assert {r.category for r in info.value.rejected} == {"glibc", "python"}
+    assert any(r.reason == "musl libc 1.2.4: the wheels need glibc ≥ 2.28"
+               for r in info.value.rejected)

@@ -29,6 +29,31 @@ def test_arch_rule(arch: str, cc: tuple[int, int], runs: bool) -> None:
     assert _probe.arch_runs(arch, *cc) is runs
 
 
+_CAPABILITIES = [(major, minor) for major in range(3, 13) for minor in range(10)]
+_TARGETS = [(major, minor) for major in (3, 5, 6, 7, 8, 9, 10, 11, 12) for minor in (0, 1, 5, 7)]
+
+
+@pytest.mark.parametrize("suffix", ["", "a", "f", "+PTX"], ids=["sass", "arch-a", "family-f",
+                                                                "ptx"])
+def test_the_probes_arch_rule_is_the_resolvers(suffix: str) -> None:
+    """The standalone probe's copy against ``resolver.rules.runs_on`` for every suffix, target and
+    capability: ``sm_XYs`` is SASS ``X.Ys``; ``compute_XY`` is PTX, which the resolver writes
+    ``X.Y+PTX`` and judges with the driver's JIT available."""
+    from torchenv.resolver.rules import parse_arch, runs_on
+
+    compared = 0
+    for t_major, t_minor in _TARGETS:
+        if suffix == "+PTX":
+            probe_name, entry = f"compute_{t_major}{t_minor}", f"{t_major}.{t_minor}+PTX"
+        else:
+            probe_name, entry = f"sm_{t_major}{t_minor}{suffix}", f"{t_major}.{t_minor}{suffix}"
+        for major, minor in _CAPABILITIES:
+            want = runs_on(parse_arch(entry), f"{major}.{minor}", jit_ok=True)
+            assert _probe.arch_runs(probe_name, major, minor) is want, (probe_name, major, minor)
+            compared += 1
+    assert compared == len(_TARGETS) * len(_CAPABILITIES)
+
+
 def _report() -> Report:
     return Report(python="/p/python", torch="2.13.0+cpu", level="quick", checks=(
         CheckResult(name="a", status="pass", seconds=0.1, detail="fine"),

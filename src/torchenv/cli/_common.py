@@ -23,6 +23,7 @@ __all__ = [
     "console",
     "emit_json",
     "host_from_args",
+    "index_base",
     "overrides_from_args",
 ]
 
@@ -100,6 +101,15 @@ def add_target_flags(parser: argparse.ArgumentParser, *, host_only: bool = False
         help="base URL of a PyTorch wheel index mirror (default: "
         "https://download.pytorch.org/whl; env TORCHENV_INDEX_BASE)",
     )
+
+
+def index_base(args: argparse.Namespace) -> str | None:
+    """``--index-base``, else a non-empty ``TORCHENV_INDEX_BASE``, else None (the default host).
+
+    The only place the variable is read: the library takes the value as an argument.
+    """
+    flag = getattr(args, "index_base", None)
+    return flag or os.environ.get("TORCHENV_INDEX_BASE", "").strip() or None
 
 
 def overrides_from_args(args: argparse.Namespace) -> Overrides:

@@ -41,6 +41,17 @@ def register(sub: Any) -> None:
     add_json_flag(check)
     check.set_defaults(func=run_check)
 
+    cov = msub.add_parser(
+        "coverage",
+        help="count facts per evidence class (confirmed / inferred / unknown)",
+        description="How much of the matrix is confirmed, inferred by a named rule, or unknown, "
+        "per release and platform; -o writes the Markdown report (docs/data-coverage.md).",
+    )
+    cov.add_argument("-o", "--output", metavar="FILE", help="write the Markdown report here")
+    cov.add_argument("--force", action="store_true", help="replace an existing file")
+    add_json_flag(cov)
+    cov.set_defaults(func=run_coverage)
+
     from torchenv.cli import matrix_ci, matrix_update
 
     matrix_ci.register(msub)
@@ -132,3 +143,25 @@ def run_check(args: argparse.Namespace) -> int:
         for p in problems:
             print(f"warning: {p}", file=sys.stderr)
     return 0 if summary["ok"] else 2
+
+
+COVERAGE_COMMAND = "torchenv matrix coverage -o docs/data-coverage.md --force"
+
+
+def run_coverage(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from torchenv.matrix.coverage import coverage, coverage_markdown
+    from torchenv.matrix.loader import load_matrix
+
+    report = coverage(load_matrix(overlay=False))
+    text = coverage_markdown(report, generated_by=COVERAGE_COMMAND)
+    if args.output:
+        from torchenv._files import write_atomic
+
+        write_atomic(Path(args.output), text, force=args.force)
+    if args.json:
+        emit_json(report)
+    elif not args.output:
+        print(text, end="")
+    return 0

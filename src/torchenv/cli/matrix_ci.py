@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
         parse_variants,
     )
     from torchenv.ci.rows import generate_rows
+    from torchenv.cli._common import index_base
     from torchenv.matrix.loader import load_matrix
 
     fmt = args.format or "github"
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         runners=parse_runners(args.runner),
         strategy=cast(Strategy, args.strategy),
         max_rows=args.max_rows,
-        index_base=args.index_base,
+        index_base=index_base(args),
     )
     matrix = load_matrix()
     if request.variants:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from torchenv.cli._common import add_json_flag, add_target_flags, emit_json, host_from_args
+from torchenv.cli._common import (
+    add_json_flag,
+    add_target_flags,
+    emit_json,
+    host_from_args,
+    index_base,
+)
 from torchenv.errors import BadInput
 
 if TYPE_CHECKING:
@@ -153,7 +158,7 @@ def _request(args: argparse.Namespace) -> Request:
         cuda=args.cuda,
         with_torchvision=not args.no_torchvision,
         with_torchaudio=not args.no_torchaudio,
-        index_base=args.index_base or os.environ.get("TORCHENV_INDEX_BASE"),
+        index_base=index_base(args),
     )
 
 

@@ -26,6 +26,9 @@ __all__ = [
 
 _DRIVER_RE = re.compile(r"^\d{2,4}(\.\d{1,3}){1,2}$")
 _CC_RE = re.compile(r"^(?:sm_?|compute_)?(\d{1,2})\.?(\d)([af]?)$")
+# a generous bound above the newest architecture (12.x): it catches typos like 99.9 or sm_999
+# without turning away a GPU newer than this release of torchenv
+_MAX_CC_MAJOR = 19
 _PY_RE = re.compile(r"^(?:cp|py)?3\.?(\d{1,2})(t?)$")
 _GLIBC_RE = re.compile(r"^2\.\d{1,2}$")
 _GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
@@ -69,7 +72,14 @@ def normalize_compute_capability(value: str, *, origin: str = "--gpu") -> str:
             hint="give it as major.minor (8.6) or sm_86; see 'nvidia-smi --query-gpu=compute_cap "
             "--format=csv'",
         )
-    return f"{int(m.group(1))}.{m.group(2)}{m.group(3)}"
+    major = int(m.group(1))
+    if not 1 <= major <= _MAX_CC_MAJOR:
+        raise BadInput(
+            f"{origin}: {value!r} is not a compute capability any GPU has (major {major})",
+            hint="NVIDIA GPUs have compute capabilities 1.0 to 12.x; give it as major.minor "
+            "(8.6) or sm_86",
+        )
+    return f"{major}.{m.group(2)}{m.group(3)}"
 
 
 def normalize_python(value: str, *, origin: str = "--python") -> str:

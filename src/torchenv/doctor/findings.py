@@ -337,21 +337,16 @@ def _env_findings(host: HostProfile, env: Mapping[str, str], installs: Installs,
     cvd = env.get("CUDA_VISIBLE_DEVICES")
     gpus = host.nvidia.gpus if host.nvidia is not None else ()
     if cvd is not None and gpus:
-        ids = {str(g.index) for g in gpus} | {g.uuid for g in gpus if g.uuid}
-        wanted = [p.strip() for p in cvd.split(",") if p.strip()]
-        # CUDA stops at the first invalid entry
-        valid = []
-        for p in wanted:
-            if p in ids or any(g.uuid and p.startswith("GPU-") and g.uuid.startswith(p)
-                               for g in gpus):
-                valid.append(p)
-            else:
-                break
-        if not valid:
+        from torchenv.detection._cuda_visible import parse_cuda_visible_devices
+
+        # detection's own parser: indices, UUID prefixes, MIG ids, CUDA's stop at a bad entry
+        visible, _ = parse_cuda_visible_devices(cvd, gpus, env)
+        if visible == ():
+            ids = sorted({str(g.index) for g in gpus} | {g.uuid for g in gpus if g.uuid})
             out.append(Finding(
                 "error", "cuda-visible-devices-hides-all",
                 f"CUDA_VISIBLE_DEVICES={cvd!r} hides every GPU",
-                f"This machine has {len(gpus)} GPU(s) ({', '.join(sorted(ids))}), but none is "
+                f"This machine has {len(gpus)} GPU(s) ({', '.join(ids)}), but none is "
                 "named first in CUDA_VISIBLE_DEVICES, so torch sees no device.",
                 "unset CUDA_VISIBLE_DEVICES"))
     if "CUDA_MEMORY_POOL" in env:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 from collections.abc import Sequence
 
@@ -20,9 +19,10 @@ DEFAULT_INDEX_BASE = "https://download.pytorch.org/whl"
 def index_url_for(variant: str, base: str | None = None) -> str:
     """The wheel index of ``variant``: ``https://download.pytorch.org/whl/cu128``.
 
-    ``base`` (or ``TORCHENV_INDEX_BASE``) replaces the PyTorch host (mirrors, air-gapped sites).
+    ``base`` replaces the PyTorch host (mirrors, air-gapped sites); the CLI reads it from
+    ``--index-base`` or ``TORCHENV_INDEX_BASE`` (:func:`torchenv.cli._common.index_base`).
     """
-    root = base or os.environ.get("TORCHENV_INDEX_BASE") or DEFAULT_INDEX_BASE
+    root = base or DEFAULT_INDEX_BASE
     return f"{root.rstrip('/')}/{variant}"
 
 

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from torchenv.errors import BadInput
-from torchenv.matrix.model import PLATFORMS, Matrix, Release, parse_version_tuple
+from torchenv.matrix.inference import describe
+from torchenv.matrix.model import PLATFORMS, ArchFact, Matrix, Release, parse_version_tuple
 
 __all__ = ["matrix_to_json", "release_detail", "release_to_json", "render_table", "select"]
 
@@ -41,7 +42,9 @@ def release_to_json(r: Release, *, with_sources: bool = False) -> dict[str, Any]
             }
         if v.python:
             entry["python"] = {k: list(t) for k, t in v.python.items()}
-        entry.update(cudnn=v.cudnn, nccl=v.nccl, status=v.status)
+        entry.update(cudnn=v.cudnn, nccl=v.nccl, status=v.status, index=v.index)
+        if v.arch_facts:
+            entry["evidence"] = {plat: describe(f) for plat, f in v.arch_facts.items()}
         if with_sources:
             entry["sources"] = list(v.sources)
             entry["note"] = v.note
@@ -138,8 +141,19 @@ def render_table(matrix: Matrix, releases: Sequence[Release]) -> None:
     )
 
 
+def _fact_line(platform: str, fact: ArchFact) -> str:
+    """``linux-x86_64: 7.5, …, 12.0 — SASS confirmed, PTX confirmed (sources: a, b)``."""
+    arch = ", ".join(fact.arch_list) if fact.arch_list is not None else "unknown"
+    how = f"SASS {fact.sass}, PTX {fact.ptx}"
+    if fact.rule:
+        how += f" by rule {fact.rule}"
+    srcs = f" (sources: {', '.join(fact.sources)})" if fact.sources else ""
+    return f"{platform}: {arch} — {how}{srcs}"
+
+
 def release_detail(matrix: Matrix, r: Release) -> None:
     from rich.console import Console
+    from rich.markup import escape
 
     out = Console(highlight=False)
     out.print(
@@ -154,26 +168,27 @@ def release_detail(matrix: Matrix, r: Release) -> None:
                 + (f"  glibc ≥ {r.manylinux[plat]}" if plat in r.manylinux else "")
             )
     for v in r.variants:
-        if v.kind != "cuda":
-            arch = ""
-        else:
-            arch = ": arch " + (", ".join(v.arch_list) if v.arch_list else "unknown")
         out.print(
-            f"  [bold]{v.name}[/bold] on {', '.join(v.platforms)}{arch}"
+            f"  [bold]{v.name}[/bold] on {', '.join(v.platforms)}"
             + (f"; cuDNN {v.cudnn}" if v.cudnn else "")
             + (f"; NCCL {v.nccl}" if v.nccl else "")
-            + (f" [{v.status}]" if v.status != "verified" else "")
+            + f"; index entry {v.index}"
         )
-        for plat, lst in v.arch_list_by_platform.items():
-            out.print(f"      {plat}: {', '.join(lst) if lst is not None else 'unknown'}")
+        for plat, fact in v.arch_facts.items():
+            out.print("      " + escape(_fact_line(plat, fact)), soft_wrap=True)
         if v.note:
-            out.print(f"      note: {v.note}", soft_wrap=True)
+            out.print(f"      note: {escape(v.note)}", soft_wrap=True)
     out.print(
         f"  conda: pytorch channel {r.conda.pytorch_channel}, conda-forge {r.conda.conda_forge}"
     )
     if r.note:
-        out.print(f"  note: {r.note}", soft_wrap=True)
-    for sid in r.sources:
+        out.print(f"  note: {escape(r.note)}", soft_wrap=True)
+    cited = list(r.sources)
+    for v in r.variants:
+        cited += [*v.sources, *(sid for f in v.arch_facts.values() for sid in f.sources)]
+    for sid in dict.fromkeys(cited):
         s = matrix.sources.get(sid)
         if s:
-            out.print(f"  source {sid}: {s.title} <{s.url}>", soft_wrap=True)
+            out.print(f"  source {sid}: {escape(s.title)} <{s.url}>"
+                      + ("" if s.primary else " (corroboration only, not a primary source)"),
+                      soft_wrap=True)

@@ -11,6 +11,13 @@ from torchenv.resolver.plan import Plan, Rejection
 __all__ = ["group_rejections", "render_no_match", "render_plan"]
 
 
+def escape(text: str) -> str:
+    """``text`` safe to print through rich: a ``[...]`` in a value is never read as markup."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
 def group_rejections(rejected: tuple[Rejection, ...]) -> dict[str, list[str]]:
     """Reasons grouped by kind, each line ``torch variant: reason`` (for ``--explain``)."""
     titles = {
@@ -46,11 +53,12 @@ def render_plan(
     )
     out.print("[bold]Why[/bold]")
     for r in plan.reasons:
-        out.print(f"  • {r}")
+        out.print(f"  • {escape(r)}")
     if plan.warnings:
         out.print("[bold yellow]Warnings[/bold yellow]")
         for w in plan.warnings:
-            out.print(f"  ! {w}")
+            out.print(f"  ! {escape(w)}")
+    _render_host_warnings(out, plan.host_warnings)
     alt = plan.extras.get("confirmed_alternative")
     if alt:
         out.print(
@@ -60,7 +68,7 @@ def render_plan(
     out.print("[bold]Install[/bold]")
     width = max(len(k) for k in commands)
     for name, cmd in commands.items():
-        out.print(f"  {name:<{width}}  {cmd}", soft_wrap=True)
+        out.print(f"  {name:<{width}}  {escape(cmd)}", soft_wrap=True)
     out.print("Then prove it works: [bold]torchenv validate[/bold]")
     if explain:
         _render_rejections(out, plan.rejected)
@@ -68,6 +76,17 @@ def render_plan(
         out.print(
             f"[dim]{len(plan.rejected)} other candidates rejected; --explain lists them[/dim]"
         )
+
+
+def _render_host_warnings(out: object, warnings: tuple[str, ...]) -> None:
+    """What detection could not read: printed with every decision, so it is never lost."""
+    from rich.console import Console
+
+    assert isinstance(out, Console)
+    if warnings:
+        out.print("[bold yellow]Detection could not read everything[/bold yellow]")
+        for w in warnings:
+            out.print(f"  ? {escape(w)}", soft_wrap=True)
 
 
 def _render_rejections(out: object, rejected: tuple[Rejection, ...]) -> None:
@@ -80,7 +99,7 @@ def _render_rejections(out: object, rejected: tuple[Rejection, ...]) -> None:
     for title, lines in group_rejections(rejected).items():
         out.print(f"  [bold]{title}[/bold] ({len(lines)})")
         for line in lines:
-            out.print(f"    {line}", soft_wrap=True)
+            out.print(f"    {escape(line)}", soft_wrap=True)
 
 
 def render_no_match(exc: object, *, explain: bool) -> None:
@@ -92,16 +111,18 @@ def render_no_match(exc: object, *, explain: bool) -> None:
 
     assert isinstance(exc, NoMatch)
     err = Console(stderr=True, highlight=False)
-    err.print(f"[bold red]torchenv: {exc.message}[/bold red]")
+    err.print(f"[bold red]torchenv: {escape(exc.message)}[/bold red]")
+    _render_host_warnings(err, exc.host_warnings)
     if exc.fixes:
         err.print("[bold]What would fix it[/bold]")
         for f in exc.fixes:
-            err.print(f"  • {f}")
+            err.print(f"  • {escape(f)}")
     groups = group_rejections(exc.rejected)
     if explain:
         _render_rejections(err, exc.rejected)
     else:
         for title, lines in groups.items():
-            err.print(f"  {title}: {len(lines)} candidates, e.g. {lines[0]}", soft_wrap=True)
+            err.print(f"  {title}: {len(lines)} candidates, e.g. {escape(lines[0])}",
+                      soft_wrap=True)
         err.print("  (--explain lists every candidate)")
     sys.stderr.flush()

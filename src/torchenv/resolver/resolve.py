@@ -163,6 +163,14 @@ def gpu_facts_gap(host: HostProfile, matrix: Matrix) -> tuple[str, list[str]] | 
             return None
         seen = evidence[0] if evidence else f"{len(nv.gpus) if nv else 0} GPU(s) listed"
         what = f" ({hw[0]})" if hw else ""
+        if host.container and nv is None and evidence and all(
+                e.startswith("PCI ") for e in evidence):
+            return (f"an NVIDIA GPU is on the PCI bus{what}, but this container has no "
+                    "/dev/nvidia* device: the GPU is not passed in", [
+                        "run the container with the GPU (docker run --gpus all …, or the "
+                        "NVIDIA Container Toolkit's runtime), then run this again",
+                        f"or describe the machine: --driver VERSION {gpu_flag}",
+                        "or choose the CPU build knowingly: --variant cpu"])
         reason = (f"an NVIDIA GPU is present{what} but its driver version could not be read "
                   f"(evidence: {seen})")
         return reason, [
@@ -408,8 +416,6 @@ def rank_key(c: Candidate, strict_gpu: bool, prefer_gpu: bool) -> tuple[Any, ...
 
 def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
     """The one build to install on ``host``; raises :class:`NoMatch` (exit 3) when none fits."""
-    from torchenv.resolver.fixes import evidence_alternative, no_match
-
     host = complete_gpu_facts(host, matrix)
     if not request.explicit_variant:
         gap = gpu_facts_gap(host, matrix)
@@ -436,6 +442,8 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
                 )
             compatible = []
     if not compatible:
+        from torchenv.resolver.fixes import no_match
+
         raise no_match(request, host, matrix, rejected)
     compatible.sort(key=lambda c: rank_key(c, strict_gpu, prefer_gpu))
     best = compatible[0]
@@ -444,6 +452,8 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
     reasons = _reasons(best, host, request)
     extras: dict[str, Any] = {"evidence": best.evidence_json()}
     if best.arch_evidence == "unknown" and best.gpu_build:
+        from torchenv.resolver.fixes import evidence_alternative
+
         alt = evidence_alternative(request, host, matrix)
         extras["evidence_alternative"] = alt
         if alt is not None:

@@ -115,18 +115,22 @@ def rel_err(torch: Any, out: Any, ref: Any) -> float:
 def arch_runs(arch: str, major: int, minor: int) -> bool:
     """Whether a compiled target from ``torch.cuda.get_arch_list()`` runs on ``major.minor``.
 
-    ``sm_86`` (SASS) runs on 8.6 and later minors of major 8; ``sm_90a`` only on exactly 9.0;
-    ``compute_90`` (PTX) on anything >= 9.0, by JIT.
+    ``sm_86`` (SASS) runs on 8.6 and later minors of major 8; ``sm_100f`` (family) likewise;
+    ``sm_90a`` only on exactly 9.0; ``compute_90`` (PTX) on anything >= 9.0, by JIT.
+
+    This probe runs standalone in the target interpreter, so it keeps its own copy of the
+    resolver's rule (``torchenv.resolver.rules.runs_on``); a test compares the two for every
+    suffix and capability.
     """
     kind, _, digits = arch.partition("_")
-    specific = digits.endswith(("a", "f"))
+    exact = digits.endswith("a")
     digits = digits.rstrip("af")
-    if not digits.isdigit() or len(digits) < 2:
+    if kind not in ("sm", "compute") or not digits.isdigit() or len(digits) < 2:
         return False
     a_major, a_minor = int(digits[:-1]), int(digits[-1])
     if kind == "compute":
         return (major, minor) >= (a_major, a_minor)
-    if specific:
+    if exact:
         return (major, minor) == (a_major, a_minor)
     return major == a_major and minor >= a_minor
 

@@ -1,0 +1,141 @@
+"""The inference rules, one by one, and what they derive from the embedded data."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchenv.matrix.inference import (
+    RULES,
+    PtxPolicy,
+    RuntimeTable,
+    infer_from_adjacent_releases,
+    infer_from_runtime_table,
+    infer_ptx_from_policy,
+    toolkit_excludes,
+)
+from torchenv.matrix.model import ArchFact, Matrix, ToolkitFloor
+
+LIST = ("7.5", "8.0", "8.6", "9.0", "10.0", "12.0")
+CONFIRMED = ArchFact(LIST, "confirmed", "confirmed", sources=("a",))
+CONFIRMED_B = ArchFact(LIST, "confirmed", "confirmed", sources=("b",))
+
+
+def test_adjacent_releases_that_agree_give_the_list_with_both_sources() -> None:
+    got = infer_from_adjacent_releases(CONFIRMED, CONFIRMED_B)
+    assert got == ArchFact(LIST, "inferred", "inferred", "adjacent-releases-agree", ("a", "b"))
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    (CONFIRMED, None),
+    (None, CONFIRMED),
+    (CONFIRMED, ArchFact(LIST[1:], "confirmed", "confirmed", sources=("b",))),
+    (CONFIRMED, ArchFact(LIST, "inferred", "inferred", "adjacent-releases-agree", ("b",))),
+    (CONFIRMED, ArchFact(None, "unknown", "unknown")),
+], ids=["no-newer", "no-older", "lists-differ", "newer-only-inferred", "newer-unknown"])
+def test_adjacent_releases_rule_needs_two_confirmed_equal_neighbours(
+        older: ArchFact | None, newer: ArchFact | None) -> None:
+    assert infer_from_adjacent_releases(older, newer) is None
+
+
+def test_adjacent_releases_judge_ptx_apart() -> None:
+    with_ptx = ArchFact((*LIST[:-1], "12.0+PTX"), "confirmed", "confirmed", sources=("b",))
+    got = infer_from_adjacent_releases(CONFIRMED, with_ptx)
+    assert got is not None
+    assert (got.arch_list, got.sass, got.ptx) == (LIST, "inferred", "unknown")
+
+
+def test_runtime_table_applies_to_synced_linux_rows_only() -> None:
+    table = RuntimeTable(("2.14.0",), {"13.0": {"linux-x86_64": LIST}}, True, ("t",))
+    got = infer_from_runtime_table("13.0", "linux-x86_64", table)
+    assert got == ArchFact(LIST, "inferred", "unknown", "runtime-table-in-sync", ("t",))
+    assert infer_from_runtime_table("13.0", "win-amd64", table) is None
+    assert infer_from_runtime_table("13.2", "linux-x86_64", table) is None
+    unsynced = RuntimeTable(("2.12.0",), {"13.0": {"linux-x86_64": LIST}}, False, ("t",))
+    assert infer_from_runtime_table("13.0", "linux-x86_64", unsynced) is None
+
+
+def test_ptx_policy_strips_ptx_from_a_list_whose_ptx_is_unknown() -> None:
+    policy = PtxPolicy(("2.12.0",), ("13.0",), ("linux-x86_64",), ("p",))
+    fact = ArchFact((*LIST[:-1], "12.0+PTX"), "confirmed", "unknown", sources=("s",))
+    got = infer_ptx_from_policy(fact, policy)
+    assert (got.arch_list, got.sass, got.ptx, got.rule) == (
+        LIST, "confirmed", "inferred", "release-ptx-policy")
+    assert got.sources == ("s", "p")
+    # a confirmed PTX entry and an unknown SASS list are left alone
+    assert infer_ptx_from_policy(CONFIRMED, policy) is CONFIRMED
+    unknown = ArchFact(None, "unknown", "unknown")
+    assert infer_ptx_from_policy(unknown, policy) is unknown
+
+
+@pytest.mark.parametrize(("cc", "cuda", "floor", "words"), [
+    ("12.0", "12.6", ToolkitFloor("12.6", None, None, newest_arch="9.0", oldest_arch="5.0"),
+     "is newer than anything CUDA 12.6 compiles for (newest sm_90)"),
+    ("3.7", "13.0", ToolkitFloor("13.0", None, None, newest_arch="12.1", oldest_arch="7.5"),
+     "is older than anything CUDA 13.0 compiles for (oldest sm_75)"),
+    ("8.6", "12.6", ToolkitFloor("12.6", None, None, newest_arch="9.0", oldest_arch="5.0"),
+     None),
+    ("12.0", "12.6", None, None),
+])
+def test_toolkit_bounds(cc: str, cuda: str, floor: ToolkitFloor | None,
+                        words: str | None) -> None:
+    assert toolkit_excludes(cc, cuda, floor) == words
+
+
+def _fact(matrix: Matrix, torch: str, variant: str, platform: str) -> ArchFact:
+    rel = matrix.release(torch)
+    assert rel is not None
+    v = rel.variant(variant)
+    assert v is not None
+    return v.arch_fact(platform)
+
+
+@pytest.mark.parametrize(("torch", "variant", "platform", "rule", "arch"), [
+    ("2.12.0", "cu126", "linux-x86_64", "adjacent-releases-agree",
+     ("5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0")),
+    ("2.14.1", "cu126", "linux-aarch64", "runtime-table-in-sync + release-ptx-policy",
+     ("8.0", "9.0")),
+    ("2.15.0", "cu134", "linux-x86_64", "runtime-table-in-sync + release-ptx-policy", LIST),
+], ids=lambda v: str(v))
+def test_what_the_rules_derive_from_the_embedded_data(
+        matrix: Matrix, torch: str, variant: str, platform: str, rule: str,
+        arch: tuple[str, ...]) -> None:
+    fact = _fact(matrix, torch, variant, platform)
+    assert (fact.sass, fact.ptx, fact.rule, fact.arch_list) == ("inferred", "inferred", rule, arch)
+
+
+def test_the_runtime_table_agrees_with_every_confirmed_list_it_covers(matrix: Matrix) -> None:
+    """The premise of rule runtime-table-in-sync, checked wherever a confirmed list exists."""
+    from torchenv.matrix.loader import load_embedded_documents
+
+    docs, _ = load_embedded_documents()
+    compared = 0
+    for table in docs["variants.yaml"]["runtime_cc_tables"]:
+        for torch in table["releases"]:
+            for cuda, rows in table["cuda"].items():
+                rel = matrix.release(torch)
+                assert rel is not None
+                v = rel.variant("cu" + cuda.replace(".", ""))
+                if v is None:
+                    continue
+                for plat, row in rows.items():
+                    fact = v.arch_fact(plat)
+                    if fact.sass == "confirmed":
+                        assert fact.arch_list is not None
+                        assert [a.removesuffix("+PTX") for a in fact.arch_list] == row, \
+                            (torch, cuda, plat)
+                        compared += 1
+    assert compared >= 8
+
+
+def test_every_inferred_fact_names_a_rule_and_every_confirmed_one_a_primary_source(
+        matrix: Matrix) -> None:
+    inferred = 0
+    for rel in matrix.releases:
+        for v in rel.variants:
+            for fact in v.arch_facts.values():
+                if "inferred" in (fact.sass, fact.ptx):
+                    assert fact.rule and all(r in RULES for r in fact.rule.split(" + "))
+                    inferred += 1
+                if "confirmed" in (fact.sass, fact.ptx):
+                    assert any(matrix.sources[s].primary for s in fact.sources)
+    assert inferred >= 10
