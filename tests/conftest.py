@@ -16,6 +16,15 @@ from torchenv.matrix.loader import load_matrix
 from torchenv.matrix.model import Matrix
 
 
+@pytest.fixture(autouse=True)
+def _no_host_gpu_facts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process detection in any test sees no NVML, no nvidia-smi and an empty /sys, /proc and
+    /dev, whatever driver the machine running the tests has (tests of those probes set their own
+    values)."""
+    for key, value in hermetic({}).items():
+        monkeypatch.setenv(key, value)
+
+
 @pytest.fixture(scope="session")
 def matrix() -> Matrix:
     return load_matrix(overlay=False)

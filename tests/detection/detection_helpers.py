@@ -18,7 +18,8 @@ FAKE_NVML_SOURCE = Path(__file__).parent / "fake_nvml.c"
 # variables a developer's shell may carry that would change what detection sees
 _SCRUB = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "LD_LIBRARY_PATH", "ROCM_PATH",
           "HSA_OVERRIDE_GFX_VERSION", "TORCHENV_DRIVER_VERSION", "TORCHENV_GPUS",
-          "TORCHENV_PLATFORM", "TORCHENV_PYTHON", "TORCHENV_PROBE_TIMEOUT")
+          "TORCHENV_PLATFORM", "TORCHENV_PYTHON", "TORCHENV_PROBE_TIMEOUT",
+          "TORCHENV_NVML_LIBRARY", "TORCHENV_NVIDIA_SMI", "TORCHENV_PROBE_ROOT")
 
 
 def data(name: str) -> str:

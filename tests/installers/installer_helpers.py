@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hermetic import hermetic
+
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 #: A Linux x86-64 workstation with an Ampere GPU and a CUDA 12.8 driver, on this interpreter's
@@ -37,6 +39,7 @@ def clean_env(**extra: str) -> dict[str, str]:
     env["PIP_NO_INPUT"] = "1"
     env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
     env.update(extra)
+    hermetic(env)  # nor the machine's own NVIDIA driver
     return env
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from torchenv.cli._common import add_json_flag, emit_json
@@ -37,6 +38,14 @@ def register(sub: Any) -> None:
         "--write-cache",
         action="store_true",
         help="rebuild the embedded cache.json from the YAML (maintainers)",
+    )
+    check.add_argument(
+        "--git",
+        metavar="OWNER/NAME=PATH",
+        action="append",
+        default=[],
+        help="a local clone of a cited repository: every source citing a commit of it on a "
+        "release branch is checked with git (repeatable; e.g. pytorch/test-infra=../test-infra)",
     )
     add_json_flag(check)
     check.set_defaults(func=run_check)
@@ -116,8 +125,14 @@ def run_check(args: argparse.Namespace) -> int:
     unverified = [
         f"{r.torch} {v.name}" for r in matrix.releases for v in r.variants if v.status != "verified"
     ]
+    provenance = None
+    if args.git:
+        from torchenv.matrix.provenance import check_commits
+
+        provenance = check_commits(list(matrix.sources.values()), _git_clones(args.git))
+    failed = bool(matrix.overlay_error) or bool(provenance and provenance.problems)
     summary = {
-        "ok": not matrix.overlay_error,
+        "ok": not failed,
         "matrix_version": matrix.matrix_version,
         "releases": len(matrix.releases),
         "variants": sum(len(r.variants) for r in matrix.releases),
@@ -125,6 +140,10 @@ def run_check(args: argparse.Namespace) -> int:
         "cache_current": cached,
         "problems": problems,
     }
+    if provenance is not None:
+        summary["commits"] = {"problems": list(provenance.problems),
+                              "checked": list(provenance.checked),
+                              "unchecked": list(provenance.unchecked)}
     if args.json:
         emit_json(summary)
     else:
@@ -142,7 +161,27 @@ def run_check(args: argparse.Namespace) -> int:
             )
         for p in problems:
             print(f"warning: {p}", file=sys.stderr)
+        if provenance is not None:
+            print(f"cited commits: {len(provenance.checked)} on their branch, "
+                  f"{len(provenance.problems)} not, {len(provenance.unchecked)} not checkable here")
+            for p in provenance.problems:
+                print(f"error: {p}", file=sys.stderr)
     return 0 if summary["ok"] else 2
+
+
+def _git_clones(values: list[str]) -> dict[str, Path]:
+    from pathlib import Path
+
+    clones = {}
+    for value in values:
+        repo, sep, path = value.partition("=")
+        if not sep or repo.count("/") != 1 or not path:
+            raise BadInput(f"--git: {value!r} is not OWNER/NAME=PATH",
+                           hint="e.g. --git pytorch/test-infra=../test-infra")
+        if not Path(path).exists():
+            raise BadInput(f"--git: {path} does not exist (for {repo})")
+        clones[repo] = Path(path)
+    return clones
 
 
 COVERAGE_COMMAND = "torchenv matrix coverage -o docs/data-coverage.md --force"

@@ -9,6 +9,7 @@ __all__ = ["render_profile"]
 
 def render_profile(profile: HostProfile) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     out = Console(highlight=False)
@@ -16,12 +17,17 @@ def render_profile(profile: HostProfile) -> None:
     out.print(f"[bold]Platform[/bold]  {profile.platform}"
               + (f"  glibc {profile.glibc}" if profile.glibc else "")
               + ("  (WSL2)" if profile.wsl else "")
-              + (f"  container: {profile.container}" if profile.container else ""))
+              + (f"  container: {escape(profile.container)}" if profile.container else ""))
     out.print(f"[bold]Python[/bold]    {py.full_version or py.version} ({py.implementation}"
               + (", free-threaded" if py.free_threaded else "") + f", {py.env_kind})"
-              + (f"  {py.executable}" if py.executable else ""))
+              + (f"  {escape(py.executable)}" if py.executable else ""))
     nv = profile.nvidia
-    if nv is None:
+    if nv is None and profile.nvidia_evidence:
+        out.print("[bold]NVIDIA[/bold]    [yellow]a GPU is present but its driver could not be "
+                  "read[/yellow]")
+        for e in profile.nvidia_evidence:
+            out.print(f"          evidence: {escape(e)}", soft_wrap=True)
+    elif nv is None:
         out.print("[bold]NVIDIA[/bold]    no driver found")
     else:
         out.print(f"[bold]NVIDIA[/bold]    driver {nv.driver_version or 'unknown'}"
@@ -33,12 +39,12 @@ def render_profile(profile: HostProfile) -> None:
                 t.add_column(col)
             visible = {g.index for g in nv.visible_gpus()}
             for g in nv.gpus:
-                t.add_row(str(g.index), g.name or "?", g.compute_capability or "?",
+                t.add_row(str(g.index), escape(g.name or "?"), g.compute_capability or "?",
                           f"{g.memory_mib} MiB" if g.memory_mib else "?",
                           "yes" if g.index in visible else "no")
             out.print(t)
         if nv.cuda_visible_devices is not None:
-            out.print(f"          CUDA_VISIBLE_DEVICES={nv.cuda_visible_devices!r}")
+            out.print(f"          CUDA_VISIBLE_DEVICES={escape(repr(nv.cuda_visible_devices))}")
     if profile.rocm:
         out.print(f"[bold]ROCm[/bold]      {profile.rocm.version or 'version unknown'}: "
                   + (", ".join(profile.rocm.gfx_targets) or "no GPU agents")
@@ -52,9 +58,9 @@ def render_profile(profile: HostProfile) -> None:
     if torch is None:
         out.print("[bold]torch[/bold]     not installed in this interpreter")
     else:
-        out.print(f"[bold]torch[/bold]     {torch.version}"
+        out.print(f"[bold]torch[/bold]     {escape(torch.version)}"
                   + (f" ({torch.variant})" if torch.variant else "")
                   + (f", torchvision {torch.torchvision}" if torch.torchvision else "")
                   + (f", torchaudio {torch.torchaudio}" if torch.torchaudio else ""))
     for w in profile.warnings:
-        out.print(f"[yellow]warning:[/yellow] {w}")
+        out.print(f"[yellow]warning:[/yellow] {escape(w)}")
