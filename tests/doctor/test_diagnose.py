@@ -112,3 +112,36 @@ def test_pairing_fix_pins_the_paired_release() -> None:
            if f.code == "torchvision-unpaired"]
     assert f.fix is not None
     assert "torchvision==0.22.1" in f.fix and "whl/cu128" in f.fix
+
+
+def test_pairing_fix_is_the_exact_command_resolve_would_pin() -> None:
+    torch = TorchInfo(version="2.7.1+cu128", variant="cu128", cuda_version="12.8",
+                      arch_list=GOOD_TORCH.arch_list, torchvision="0.21.0+cu124")
+    [f] = [f for f in diagnose(host(torch=torch), {}, MATRIX, Installs())
+           if f.code == "torchvision-unpaired"]
+    assert f.fix == ("pip install --force-reinstall --no-deps torchvision==0.22.1+cu128 "
+                     "--index-url https://download.pytorch.org/whl/cu128")
+
+
+@pytest.mark.parametrize("value", ["MIG-GPU-1234/1/0", "GPU-1234,0"], ids=["mig", "uuid-then-0"])
+def test_cuda_visible_devices_is_read_as_detection_reads_it(value: str) -> None:
+    # a MIG instance of the GPU is a visible device: no false "hides every GPU"
+    assert diagnose(host(), {"CUDA_VISIBLE_DEVICES": value}, MATRIX, Installs()) == []
+
+
+def test_cuda_visible_devices_hiding_every_gpu_is_an_error_with_the_fix() -> None:
+    [f] = diagnose(host(), {"CUDA_VISIBLE_DEVICES": "7"}, MATRIX, Installs())
+    assert (f.code, f.severity, f.fix) == ("cuda-visible-devices-hides-all", "error",
+                                           "unset CUDA_VISIBLE_DEVICES")
+
+
+def test_a_gpu_whose_driver_cannot_be_read_is_an_error_not_silence() -> None:
+    broken = HostProfile(platform="linux-x86_64", python=PythonInfo(version="3.12"),
+                         torch=GOOD_TORCH,
+                         nvidia_evidence=("/dev/nvidia0", "/usr/bin/nvidia-smi exists but failed: "
+                                          "couldn't communicate with the NVIDIA driver"))
+    [f] = [f for f in diagnose(broken, {}, MATRIX, Installs()) if f.code == "nvidia-unreadable"]
+    assert f.severity == "error"
+    assert f.explanation.startswith("An NVIDIA GPU is present but its driver version could not "
+                                    "be read (evidence: /dev/nvidia0)")
+    assert f.fix == "load or repair the NVIDIA driver (nvidia-smi must answer), then run this again"

@@ -15,7 +15,7 @@ from typing import Any, Optional
 from packaging.version import Version
 
 from torchenv.ci.request import CiRequest
-from torchenv.installers.commands import index_url_for, pip_install_command
+from torchenv.installers.commands import index_url_for, pins, pip_install_command
 from torchenv.matrix.model import PLATFORMS, Matrix, Release, parse_version_tuple, variant_kind
 
 __all__ = ["CiRow", "candidate_rows", "generate_rows", "row_sort_key"]
@@ -101,11 +101,8 @@ def candidate_rows(matrix: Matrix, request: CiRequest) -> Iterator[CiRow]:
     for release in matrix.releases:
         if torch_spec is not None and not torch_spec.contains(release.torch, prereleases=True):
             continue
-        pins = [f"torch=={release.torch}"]
-        if release.torchvision:
-            pins.append(f"torchvision=={release.torchvision}")
-        if release.torchaudio:
-            pins.append(f"torchaudio=={release.torchaudio}")
+        versions = (("torch", release.torch), ("torchvision", release.torchvision),
+                    ("torchaudio", release.torchaudio))
         for platform in request.platforms:
             runner = request.runners.get(platform, platform)
             default = release.pypi_default.get(platform)
@@ -118,7 +115,7 @@ def candidate_rows(matrix: Matrix, request: CiRequest) -> Iterator[CiRow]:
                 index_url = None if name == default else index_url_for(name, request.index_base)
                 # an index build is pinned with its local tag, as `torchenv resolve` pins it
                 install = pip_install_command(
-                    pins if index_url is None else [f"{p}+{name}" for p in pins], index_url
+                    pins(versions, None if index_url is None else name), index_url
                 )
                 for tag in tags:
                     if not request.python.accepts(tag):

@@ -48,21 +48,24 @@ def run(args: argparse.Namespace) -> int:
         emit_json({"ok": errors == 0, "python": installs.python or python,
                    "torch": host.torch.version if host.torch else
                    next((d.version for d in installs.dists("torch")), None),
-                   "findings": [f.to_json() for f in findings]})
+                   "findings": [f.to_json() for f in findings],
+                   "host_warnings": list(host.warnings)})
     else:
-        _print(findings, installs.python or python)
+        _print(findings, installs.python or python, host.warnings)
     return 1 if errors else 0
 
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def _print(findings: list[Any], python: str) -> None:
+def _print(findings: list[Any], python: str, host_warnings: tuple[str, ...]) -> None:
     from rich.markup import escape
 
     from torchenv.cli._common import console
 
     out = console()
+    for w in host_warnings:
+        out.print(f"[yellow]detection could not read everything:[/] {escape(w)}")
     if not findings:
         out.print(f"[green]No problems found[/] in {escape(python)}.")
         return

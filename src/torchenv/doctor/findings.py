@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Optional
 
 from torchenv.detection.profile import Gpu, HostProfile, TorchInfo
+from torchenv.installers.commands import index_url_for, pin
 from torchenv.matrix.model import Matrix, cuda_version_of
 from torchenv.resolver.rules import check_driver, driver_floors, parse_arch, runs_on
 
@@ -195,6 +196,16 @@ def diagnose(host: HostProfile, env: Mapping[str, str], matrix: Matrix,
         findings += _pairing_findings(host, matrix, torch)
     findings += _install_findings(installs, target)
     findings += _env_findings(host, env, installs, torch, cpu_build)
+    from torchenv.resolver.resolve import complete_gpu_facts, gpu_facts_gap
+
+    gap = gpu_facts_gap(complete_gpu_facts(host, matrix), matrix)
+    if gap is not None:
+        reason, fixes = gap
+        findings.append(Finding(
+            "error", "nvidia-unreadable",
+            "An NVIDIA GPU is present but its facts could not be read",
+            f"{reason[0].upper()}{reason[1:]}. Until the driver answers, torch cannot use the GPU "
+            "and no CUDA build can be checked against it.", fixes[0]))
     for warning in host.warnings:
         if re.search(r"mismatch", warning, re.I) and re.search(r"nvml|driver", warning, re.I):
             findings.append(Finding(
@@ -273,9 +284,10 @@ def _pairing_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> li
         if not installed:
             continue
         variant = torch.variant or torch_local
-        index = f" --index-url https://download.pytorch.org/whl/{variant}" if variant else ""
-        pin = f"{name}=={wanted}" if wanted else name
-        fix = f"pip install --force-reinstall --no-deps {pin}{index}"
+        index = f" --index-url {index_url_for(variant)}" if variant else ""
+        # pinned as resolve pins it: with the local tag of the torch build it must pair with
+        requirement = pin(name, wanted, torch_local or None) if wanted else name
+        fix = f"pip install --force-reinstall --no-deps {requirement}{index}"
         if wanted and _public(installed) != wanted:
             out.append(Finding(
                 "error", f"{name}-unpaired",

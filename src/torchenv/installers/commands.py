@@ -8,12 +8,29 @@ from collections.abc import Sequence
 __all__ = [
     "DEFAULT_INDEX_BASE",
     "index_url_for",
+    "pin",
+    "pins",
     "pip_install_command",
     "quote_command",
     "uv_install_command",
 ]
 
 DEFAULT_INDEX_BASE = "https://download.pytorch.org/whl"
+
+
+def pin(package: str, version: str, local_tag: str | None = None) -> str:
+    """``torch==2.7.1`` or, for a build from a variant index, ``torch==2.7.1+cu128``.
+
+    The one place a requirement is written: the plan, the installers, CI rows and doctor's fixes
+    all pin through it, so an index build is always pinned with its local tag (a bare
+    ``torch==2.7.1`` is satisfied by a leftover ``2.7.1+cpu``).
+    """
+    return f"{package}=={version}" + (f"+{local_tag}" if local_tag else "")
+
+
+def pins(versions: Sequence[tuple[str, str | None]], local_tag: str | None = None) -> list[str]:
+    """:func:`pin` for each (package, version) that has a version, in order."""
+    return [pin(p, v, local_tag) for p, v in versions if v]
 
 
 def index_url_for(variant: str, base: str | None = None) -> str:

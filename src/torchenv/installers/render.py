@@ -11,7 +11,12 @@ import shlex
 from typing import Literal, get_args
 
 from torchenv import __version__
-from torchenv.installers.commands import pip_install_command, quote_command, uv_install_command
+from torchenv.installers.commands import (
+    pins,
+    pip_install_command,
+    quote_command,
+    uv_install_command,
+)
 from torchenv.resolver.plan import Plan
 
 __all__ = [
@@ -181,22 +186,16 @@ def _toml_str(text: str) -> str:
 
 def render_pyproject(plan: Plan, *, name: str = "torch-project") -> str:
     """A pyproject.toml for uv: the index is explicit and only used where its wheels exist."""
-    pins = [
-        f"{pkg}=={ver}"
-        for pkg, ver in (
-            ("torch", plan.torch),
-            ("torchvision", plan.torchvision),
-            ("torchaudio", plan.torchaudio),
-        )
-        if ver
-    ]
+    # no local tag: [tool.uv.sources] routes each package to the variant's index
+    requirements = pins((("torch", plan.torch), ("torchvision", plan.torchvision),
+                         ("torchaudio", plan.torchaudio)))
     py = plan.python.rstrip("t")
     out = _comment(header_lines(plan))
     out += "[project]\n"
     out += f'name = {_toml_str(name)}\nversion = "0.1.0"\n'
     # the plan holds for this Python minor only (wheels differ per minor)
     out += f"requires-python = {_toml_str('==' + py + '.*')}\n"
-    out += "dependencies = [\n" + "".join(f"    {_toml_str(p)},\n" for p in pins) + "]\n"
+    out += "dependencies = [\n" + "".join(f"    {_toml_str(p)},\n" for p in requirements) + "]\n"
     if plan.index_url:
         index_name = f"pytorch-{plan.variant}"
         marker = _UV_MARKER.get(plan.platform, "sys_platform == 'linux'")
@@ -204,7 +203,7 @@ def render_pyproject(plan: Plan, *, name: str = "torch-project") -> str:
             marker = "sys_platform == 'linux' or sys_platform == 'win32'"
         out += "\n[tool.uv.sources]\n"
         for pkg in ("torch", "torchvision", "torchaudio"):
-            if any(p.startswith(pkg + "==") for p in pins):
+            if any(p.startswith(pkg + "==") for p in requirements):
                 out += (
                     f"{pkg} = [{{ index = {_toml_str(index_name)}, "
                     f"marker = {_toml_str(marker)} }}]\n"

@@ -70,18 +70,20 @@ class Plan:
 
     def pin(self, package: str) -> str | None:
         """``torch==2.7.1+cu128`` style requirement for ``package``; None when not installed."""
+        from torchenv.installers.commands import pin
+
         version = {
             "torch": self.torch,
             "torchvision": self.torchvision,
             "torchaudio": self.torchaudio,
         }[package]
-        if version is None:
-            return None
-        tag = f"+{self.local_tag}" if self.local_tag else ""
-        return f"{package}=={version}{tag}"
+        return pin(package, version, self.local_tag) if version is not None else None
 
     def requirements(self) -> list[str]:
-        return [p for p in (self.pin(n) for n in ("torch", "torchvision", "torchaudio")) if p]
+        from torchenv.installers.commands import pins
+
+        return pins((("torch", self.torch), ("torchvision", self.torchvision),
+                     ("torchaudio", self.torchaudio)), self.local_tag)
 
     def to_json(self, commands: dict[str, str] | None = None) -> dict[str, Any]:
         return {
