@@ -85,7 +85,7 @@ def test_only_sources_naming_a_commit_and_a_release_branch_make_claims() -> None
 
 
 def test_the_cli_names_a_malformed_git_argument() -> None:
-    from conftest import run_cli
+    from tests.conftest import run_cli
 
     r = run_cli(["matrix", "check", "--git", "pytorch-test-infra"])
     assert r.returncode == 2 and "'pytorch-test-infra' is not OWNER/NAME=PATH" in r.stderr
@@ -93,7 +93,7 @@ def test_the_cli_names_a_malformed_git_argument() -> None:
 
 def test_the_cli_checks_the_embedded_sources_against_a_clone(
         repo: tuple[Path, dict[str, str]]) -> None:
-    from conftest import run_cli
+    from tests.conftest import run_cli
 
     path, _ = repo
     r = run_cli(["matrix", "check", "--json", "--git", f"pytorch/test-infra={path}"])
