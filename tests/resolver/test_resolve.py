@@ -392,12 +392,11 @@ def test_a_container_without_the_gpu_passed_in_says_so(matrix: Matrix) -> None:
 
 def test_the_pci_id_names_the_gpu_and_the_flag_to_pass(matrix: Matrix) -> None:
     entry = matrix.nvidia_gpu_by_pci("1b80")
+    assert entry is not None and entry.compute_capability == "6.1"
     host = HOSTS["smi hangs, PCI sees a GPU"]
     with pytest.raises(NoMatch) as info:
         resolve(Request(), host, matrix)
-    if entry is None:
-        pytest.skip("the catalog has no PCI ids yet")
-    assert f"{entry.name} per the GPU catalog" in info.value.message
+    assert f"PCI 10de:1b80, {entry.name} per the GPU catalog" in info.value.message
     assert "--gpu 6.1" in " ".join(info.value.fixes)
 
 
