@@ -1,18 +1,104 @@
-"""The one funnel for child processes: every call has a timeout and a uniform result."""
+"""The one funnel for child processes: every call has a timeout and a uniform result.
+
+Every child starts in its own process group and is registered until it has ended, so that
+:func:`reap_children` (called when the command is interrupted) can end whatever is still running.
+Every wait is bounded, including the ones after a kill: a child stuck in the kernel (an
+uninterruptible driver call) is given up on rather than waited for.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
 
 from torchenv._record import record
 
 if TYPE_CHECKING:
     import subprocess
 
-__all__ = ["ProcessResult", "run_process", "start_process", "stop_process"]
+__all__ = ["RUN_TOKEN_ENV", "ProcessResult", "kill_token", "reap_children", "run_process",
+           "run_to_files", "start_process", "stop_process"]
+
+RUN_TOKEN_ENV = "TORCHENV_RUN_TOKEN"
+"""An environment variable that marks every process of one run, however it was started."""
+
+_AFTER_KILL = 10.0
+"""Seconds to wait for a killed child before giving up on it."""
+_DRAIN = 2.0
+"""Seconds to wait for a killed child's pipes to close (a descendant may hold them)."""
+
+_LIVE: set[Any] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def _register(proc: Any) -> None:
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+
+
+def _unregister(proc: Any) -> None:
+    with _LIVE_LOCK:
+        _LIVE.discard(proc)
+
+
+def reap_children() -> int:
+    """Kill every child (with its process group) this process started that is still running.
+
+    Returns how many were killed. Used when a command is interrupted (Ctrl-C, SIGTERM).
+    """
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+        _LIVE.clear()
+    killed = 0
+    for proc in live:
+        if proc.poll() is None:
+            _kill_group(proc)
+            killed += 1
+        with contextlib.suppress(Exception):
+            proc.wait(timeout=_AFTER_KILL)
+    return killed
+
+
+def kill_token(token: str, *, rounds: int = 3) -> int:
+    """SIGKILL every process of this user whose environment carries ``RUN_TOKEN_ENV=token``.
+
+    This finds the processes that left the process group (torchrun starts its workers in their
+    own sessions). Linux only (it reads ``/proc/PID/environ``); elsewhere it does nothing.
+    Returns how many processes were signalled.
+    """
+    import signal
+
+    needle = f"{RUN_TOKEN_ENV}={token}".encode()
+    proc_root = Path("/proc")
+    if not token or not proc_root.is_dir():
+        return 0
+    me = os.getpid()
+    total = 0
+    for _ in range(rounds):  # a process may fork while the others are being killed
+        found = 0
+        for entry in proc_root.iterdir():
+            if not entry.name.isdigit() or int(entry.name) == me:
+                continue
+            try:
+                environ = (entry / "environ").read_bytes()
+            except OSError:
+                continue
+            if needle in environ.split(b"\0"):
+                try:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    found += 1
+                except OSError:
+                    pass
+        total += found
+        if not found:
+            break
+        time.sleep(0.05)
+    return total
 
 
 @record
@@ -87,15 +173,118 @@ def run_process(
             time.monotonic() - start,
             error=f"cannot run {argv[0]}: {exc}",
         )
+    _register(proc)
     try:
         out, err = proc.communicate(input=input_text, timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        out, err = proc.communicate()
+        out, err = _drain(proc)
         return ProcessResult(
-            tuple(argv), None, out or "", err or "", time.monotonic() - start, timed_out=True
+            tuple(argv), None, out, err, time.monotonic() - start, timed_out=True
         )
+    except BaseException:  # interrupted: the child must not outlive the command
+        _kill_group(proc)
+        _drain(proc)
+        raise
+    finally:
+        _unregister(proc)
     return ProcessResult(tuple(argv), proc.returncode, out, err, time.monotonic() - start)
+
+
+def _drain(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """What a killed child had written, waiting at most ``_DRAIN`` seconds for it.
+
+    A descendant in another session may still hold the pipes open; then the pipes are closed
+    and the output is lost rather than waited for.
+    """
+    import subprocess
+
+    try:
+        out, err = proc.communicate(timeout=_DRAIN)
+        return out or "", err or ""
+    except subprocess.TimeoutExpired:
+        for stream in (proc.stdout, proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=_AFTER_KILL)
+        return "", ""
+
+
+def run_to_files(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    stdout_path: str,
+    stderr_path: str,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    token: str | None = None,
+    term_grace: float = 10.0,
+    tail: int = 20000,
+) -> ProcessResult:
+    """Run a launcher (torchrun) whose descendants may leave its process group.
+
+    Output goes to files, never to pipes a stray descendant could hold open. Past ``timeout``
+    the launcher gets SIGTERM (torchrun forwards it to its workers) and ``term_grace`` seconds,
+    then its group is killed. Whatever still carries ``token`` in its environment is killed in
+    every case, so nothing of the run survives it. The result holds the last ``tail``
+    characters of each file.
+    """
+    import signal
+    import subprocess
+
+    start = time.monotonic()
+    run_env = dict(env if env is not None else os.environ)
+    if token:
+        run_env[RUN_TOKEN_ENV] = token
+    try:
+        with open(stdout_path, "ab") as out, open(stderr_path, "ab") as err:
+            proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=err, env=run_env, cwd=cwd,
+                                    start_new_session=os.name == "posix")
+    except OSError as exc:
+        return ProcessResult(tuple(argv), None, "", "", time.monotonic() - start,
+                             error=f"cannot run {argv[0]}: {exc}")
+    _register(proc)
+    timed_out = False
+    try:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            try:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=term_grace)
+            except (subprocess.TimeoutExpired, OSError):
+                pass
+    except BaseException:
+        _kill_group(proc)
+        raise
+    finally:
+        if proc.poll() is None:
+            _kill_group(proc)
+        if token:
+            kill_token(token)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=_AFTER_KILL)
+        _unregister(proc)
+    return ProcessResult(tuple(argv), None if timed_out else proc.returncode,
+                         _tail(stdout_path, tail), _tail(stderr_path, tail),
+                         time.monotonic() - start, timed_out=timed_out)
+
+
+def _tail(path: str, limit: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - limit))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def start_process(
@@ -115,7 +304,7 @@ def start_process(
 
     err = open(stderr_path, "ab") if stderr_path else subprocess.DEVNULL  # noqa: SIM115
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -127,11 +316,15 @@ def start_process(
     finally:
         if stderr_path:
             err.close()  # type: ignore[union-attr]
+    _register(proc)
+    return proc
 
 
-def stop_process(proc: subprocess.Popen[bytes], *, grace: float = 2.0) -> int | None:
+def stop_process(proc: subprocess.Popen[bytes], *, grace: float = 2.0) -> Optional[int]:
     """Close the child's stdin, wait up to ``grace`` seconds, then kill its process group.
 
+    After the kill it waits at most ``_AFTER_KILL`` seconds: a child stuck in a driver call
+    cannot die until the call returns, and is then left behind (the result is None).
     stdout is left open: a thread blocked reading it would deadlock a close; it sees EOF once
     the child is gone and the caller closes it then.
     """
@@ -143,16 +336,21 @@ def stop_process(proc: subprocess.Popen[bytes], *, grace: float = 2.0) -> int | 
     except OSError:
         pass
     try:
-        code = proc.wait(timeout=grace) if grace > 0 else None
+        code = proc.wait(timeout=grace) if grace > 0 else proc.poll()
     except subprocess.TimeoutExpired:
         code = None
     if code is None:
-        _kill_group(proc)  # type: ignore[arg-type]
-        code = proc.wait()
+        _kill_group(proc)
+        try:
+            code = proc.wait(timeout=_AFTER_KILL)
+        except subprocess.TimeoutExpired:
+            code = None
+    if code is not None:
+        _unregister(proc)
     return code
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
+def _kill_group(proc: Any) -> None:
     import signal
 
     if os.name == "posix":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +13,7 @@ import pytest
 # --import-mode=importlib does not put test folders on sys.path; the helpers module needs it
 sys.path.insert(0, str(Path(__file__).parent))
 
-from detection_helpers import FAKE_NVML_SOURCE
+from detection_helpers import build_fake_nvml
 
 
 @pytest.fixture(scope="session")
@@ -30,11 +29,7 @@ def fake_nvml(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
     def build(omit: Optional[str] = None) -> Path:
         if omit not in built:
             out = tmp_path_factory.mktemp(f"nvml-{omit or 'full'}")
-            argv = [compiler, "-shared", "-fPIC", "-O1", "-o", str(out / "libnvidia-ml.so.1"),
-                    str(FAKE_NVML_SOURCE)]
-            if omit:
-                argv.insert(1, f"-DOMIT_{omit}")
-            subprocess.run(argv, check=True, capture_output=True, timeout=60)
+            build_fake_nvml(compiler, out, omit)
             built[omit] = out
         return built[omit]
 

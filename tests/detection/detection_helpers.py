@@ -22,6 +22,16 @@ _SCRUB = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "LD_LIBRARY_PATH", "ROCM_
           "TORCHENV_NVML_LIBRARY", "TORCHENV_NVIDIA_SMI", "TORCHENV_PROBE_ROOT")
 
 
+def build_fake_nvml(compiler: str, out: Path, omit: Optional[str] = None) -> Path:
+    """Compile the stand-in ``out/libnvidia-ml.so.1``, without function ``omit`` when given."""
+    argv = [compiler, "-shared", "-fPIC", "-O1", "-o", str(out / "libnvidia-ml.so.1"),
+            str(FAKE_NVML_SOURCE)]
+    if omit:
+        argv.insert(1, f"-DOMIT_{omit}")
+    subprocess.run(argv, check=True, capture_output=True, timeout=60)
+    return out / "libnvidia-ml.so.1"
+
+
 def data(name: str) -> str:
     return (DATA / name).read_text(encoding="utf-8")
 

@@ -100,3 +100,169 @@ def test_peak_comparison_flags_below_half() -> None:
     assert flagged.metrics["bf16_fraction_of_peak"] == pytest.approx(0.707, abs=1e-3)
     unknown = compare_with_peak(result, lambda name: None)
     assert unknown.status == "pass"
+
+
+def test_a_figure_above_the_catalogued_peak_is_a_failed_measurement() -> None:
+    """Timing cuda:1's work with events on cuda:0's stream measures launch time only: thousands
+    of TFLOP/s. That is a broken measurement, never a pass."""
+    result = CheckResult(name="perf[cuda:1]", status="pass", device="cuda:1", required=False,
+                         metrics={"gpu_name": "NVIDIA H100 80GB HBM3",
+                                  "tflops": {"fp16": 4200.0, "bf16": 700.0}})
+    peaks = {"fp16_tflops": 989.4, "bf16_tflops": 989.4, "memory_bandwidth_gbs": None}
+    judged = compare_with_peak(result, lambda name: peaks)
+    assert judged.status == "fail"
+    assert judged.error is not None and "measurement is wrong" in judged.error
+    assert "fp16 4200/989.4" in judged.error and "bf16" not in judged.error
+
+
+def test_one_wrong_lane_fails_the_element_wise_matmul_comparison() -> None:
+    import torch
+
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(257, 131, generator=g).to(torch.float16)
+    b = torch.randn(131, 67, generator=g).to(torch.float16)
+    good = a @ b
+    tol = _probe.MATMUL_TOLERANCE["fp16"]
+    assert _probe.matmul_violations(torch, good, a, b, tol)[0] == 0
+    bad = good.clone()
+    bad[200, 33] += float(bad[200, 33].abs()) * 0.05 + 0.5  # one lane, a few percent off
+    count, worst, where = _probe.matmul_violations(torch, bad, a, b, tol)
+    assert (count, where) == (1, (200, 33))
+    assert worst > tol
+    # the norm-wise relative error the check used before does not see it
+    assert _probe.rel_err(torch, bad, a.double() @ b.double()) < 5e-3
+
+
+def test_nan_in_a_result_is_a_violation() -> None:
+    import torch
+
+    a = torch.ones(4, 4)
+    out = a @ a
+    out[1, 2] = float("nan")
+    assert _probe.matmul_violations(torch, out, a, a, 1e-5)[0] == 1
+
+
+@pytest.mark.parametrize(("value", "forced"), [("1", True), ("0", False), ("", False),
+                                               (None, False)])
+def test_tf32_override_of_ngc_containers_is_detected(monkeypatch: pytest.MonkeyPatch,
+                                                     value: str | None, forced: bool) -> None:
+    if value is None:
+        monkeypatch.delenv(_probe.TF32_OVERRIDE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(_probe.TF32_OVERRIDE_ENV, value)
+    assert _probe.tf32_forced() is forced
+
+
+def test_fp32_under_forced_tf32_fails_fp32_tolerance_and_passes_tf32s() -> None:
+    """What cuBLAS returns for float32 under the override: inputs rounded to TF32's 10-bit
+    mantissa. Judged as fp32 it is 'wrong'; judged as TF32 (the labelled case) it is right."""
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(256, 192, generator=g)
+    b = torch.randn(192, 128, generator=g)
+
+    def to_tf32(t: torch.Tensor) -> torch.Tensor:
+        bits = t.view(torch.int32) & ~0x1FFF  # drop the 13 low mantissa bits
+        return bits.view(torch.float32)
+
+    out = to_tf32(a) @ to_tf32(b)
+    assert _probe.matmul_violations(torch, out, a, b, _probe.MATMUL_TOLERANCE["fp32"])[0] > 0
+    assert _probe.matmul_violations(torch, out, a, b, _probe.MATMUL_TOLERANCE["tf32"])[0] == 0
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    ("CUDA unknown error - this may be due to an incorrectly set up environment, e.g. changing "
+     "env variable CUDA_VISIBLE_DEVICES after program start. Setting the available devices to "
+     "be zero. (Triggered internally at ...) Error 802: system not yet initialized",
+     "Fabric Manager"),
+    ("Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
+     "calling NumCudaDevices() that might have already set an error? Error 804: forward "
+     "compatibility was attempted on non supported HW", "forward-compatibility"),
+    ("Error 803: system has unsupported display driver / cuda driver combination",
+     "cuda-compat"),
+    ("The NVIDIA driver on your system is too old (found version 11040).", "upgrade the driver"),
+    ("Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and "
+     "installed a driver", "container toolkit"),
+    ("Failed to initialize NVML: Driver/library version mismatch", "reboot"),
+    ("something nobody has seen", "torchenv doctor"),
+], ids=["802", "804", "803", "old-driver", "no-driver", "mismatch", "unknown"])
+def test_the_reason_cuda_is_unavailable_gets_a_specific_hint(message: str,
+                                                             expected: str) -> None:
+    assert expected in _probe.cuda_init_hint(message)
+
+
+def test_cuda_init_on_a_cpu_build_has_no_error() -> None:
+    import torch
+
+    assert _probe.cuda_init(torch) == (0, None)
+
+
+def test_a_stale_extension_lock_is_cleared_only_when_no_build_holds_the_directory(
+        tmp_path: Path) -> None:
+    """A killed build leaves torch's ``lock`` file and every later build would wait for it."""
+    import fcntl
+    import subprocess
+    import sys
+
+    (tmp_path / "lock").write_text("")
+    held = _probe.clear_stale_lock(str(tmp_path))
+    assert held is not None
+    try:
+        assert not (tmp_path / "lock").exists()
+        # while one build holds the directory, another waits instead of removing its lock
+        (tmp_path / "lock").write_text("")
+        probe = subprocess.run(
+            [sys.executable, "-c",
+             "import fcntl, sys; f = open(sys.argv[1], 'a+b'); "
+             "fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)",
+             str(tmp_path / ".torchenv.lock")], capture_output=True, text=True, check=False)
+        assert probe.returncode != 0 and "BlockingIOError" in probe.stderr
+        assert (tmp_path / "lock").exists()
+    finally:
+        held.close()
+    assert fcntl is not None
+
+
+def test_collective_launches_never_run_a_single_rank_alone() -> None:
+    from torchenv.validation.runner import collective_launches
+
+    def plan(**kw: object) -> list[tuple[str, int, int]]:
+        args = {"cuda_devices": 0, "nccl_available": True, "nnodes": 1, "nproc_per_node": None}
+        args.update(kw)
+        return [(la.backend, la.nproc, la.nnodes)
+                for la in collective_launches(**args)]  # type: ignore[arg-type]
+
+    assert plan() == [("gloo", 2, 1)]
+    assert plan(cuda_devices=8) == [("nccl", 8, 1)]
+    # one GPU: NCCL is initialised alone (its checks skip) and gloo gets two ranks of its own
+    assert plan(cuda_devices=1) == [("nccl", 1, 1), ("gloo", 2, 1)]
+    assert plan(cuda_devices=1, nnodes=2) == [("nccl", 1, 2)]
+    # Windows builds have no NCCL
+    assert plan(cuda_devices=2, nccl_available=False) == [("gloo", 2, 1)]
+
+
+def test_rank_merge_skips_a_world_of_one_and_fails_a_missing_rank() -> None:
+    skip = {"name": "nccl_allreduce", "status": "skip", "rank": 0, "device": "cuda:0",
+            "reason": "world size 1: NCCL initialised on cuda:0; a collective needs at least 2 "
+                      "ranks", "seconds": 0.0}
+    [merged] = merge_rank_results([[skip]], expected_ranks=1)
+    assert merged.status == "skip" and "world size 1" in (merged.reason or "")
+    ok = {"name": "gloo_allreduce", "status": "pass", "rank": 0, "detail": "sum",
+          "seconds": 0.1}
+    [partial] = merge_rank_results([[ok]], expected_ranks=2)
+    assert partial.status == "fail"
+    assert partial.error == "1 of 2 local ranks reported no result (they hung or died)"
+
+
+def test_nccl_transports_are_read_from_its_debug_logs(tmp_path: Path) -> None:
+    from torchenv.validation.runner import nccl_transports
+
+    (tmp_path / "nccl.node1.4001.log").write_text(
+        "node1:4001:4100 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
+        "node1:4001:4100 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via SHM/direct/direct\n")
+    (tmp_path / "nccl.node1.4002.log").write_text(
+        "node1:4002:4101 [1] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/IB/0\n")
+    (tmp_path / "other.log").write_text("via NET/Socket/0\n")
+    assert nccl_transports(tmp_path) == ["NET/IB", "P2P/CUMEM", "SHM"]
+    assert nccl_transports(tmp_path / "missing") == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -215,3 +216,78 @@ def test_full_level_runs_gloo_through_torchrun(tmp_path: Path) -> None:
                                     "reason": "no CUDA device"}
     assert listing(tmpdir) == [], "torchrun/inductor left files in the temp dir"
     assert ET.parse(junit).getroot().find("testsuite") is not None
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "1e9"])
+def test_a_timeout_that_is_not_a_finite_positive_number_exits_2(value: str) -> None:
+    proc = run_cli("validate", "--timeout", value)
+    assert proc.returncode == 2
+    assert "--timeout: must be a number of seconds above 0 and at most 86400, not " in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_an_unwritable_junit_path_is_refused_before_any_check_runs(tmp_path: Path) -> None:
+    proc = run_cli("validate", "--junit", str(tmp_path / "missing" / "r.xml"), "--json",
+                   timeout=30)
+    assert proc.returncode == 2
+    assert "--junit: the folder" in proc.stderr and "does not exist" in proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["exit_code"] == 2 and "--junit" in doc["error"]
+
+
+def test_a_wrapper_printing_json_first_is_passed_over(tmp_path: Path) -> None:
+    wrapper = tmp_path / "python-wrapper"
+    wrapper.write_text(f'#!/bin/sh\necho \'{{"status": "ready"}}\'\nexec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    proc = run_cli("validate", "--json", "--python", str(wrapper))
+    assert proc.returncode == 0, proc.stderr
+    assert by_name(load(proc.stdout))["matmul"]["status"] == "pass"
+
+
+def test_an_interpreter_answering_in_another_shape_is_one_clear_failure(tmp_path: Path) -> None:
+    fake = tmp_path / "not-python"
+    fake.write_text('#!/bin/sh\necho \'{"event": "hello", "checks": 5}\'\nsleep 30\n')
+    fake.chmod(0o755)
+    proc = run_cli("validate", "--json", "--python", str(fake), timeout=60)
+    assert proc.returncode == 1
+    [check] = load(proc.stdout)["checks"]
+    assert check["name"] == "import_torch" and check["status"] == "fail"
+    assert "not as the validation probe does" in check["error"]
+    assert "Traceback" not in proc.stderr
+
+
+def test_markup_in_a_checks_output_is_printed_as_is(tmp_path: Path) -> None:
+    plant = tmp_path / "markup.py"
+    plant.write_text("def check_markup(ctx):\n"
+                     "    raise Fail('[enforce fail at alloc.cpp:42] . [/a] bad')\n")
+    proc = run_cli("validate", env={"TORCHENV_VALIDATE_EXTRA_CHECKS": str(plant),
+                                    "COLUMNS": "250"})
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "[enforce fail at alloc.cpp:42] . [/a] bad" in proc.stdout
+
+
+def test_a_sticky_cuda_error_restarts_the_child_for_the_checks_after_it(tmp_path: Path) -> None:
+    proc = run_cli("validate", "--json", env={
+        "TORCHENV_VALIDATE_EXTRA_CHECKS": str(HERE / "_planted_poison.py"),
+        "PLANTED_PID_DIR": str(tmp_path)})
+    assert proc.returncode == 1
+    checks = by_name(load(proc.stdout))
+    poisoned = checks["planted_poison"]
+    assert poisoned["status"] == "fail" and "illegal memory access" in poisoned["error"]
+    assert "fresh child" in poisoned["hint"]
+    assert checks["planted_next"]["status"] == "pass"
+    assert (tmp_path / "poisoned").read_text() != (tmp_path / "next").read_text()
+
+
+def test_a_plain_failure_keeps_the_same_child(tmp_path: Path) -> None:
+    plant = tmp_path / "plain.py"
+    plant.write_text("import os\n\n"
+                     "def check_plain_fail(ctx):\n"
+                     f"    open({str(tmp_path / 'a')!r}, 'w').write(str(os.getpid()))\n"
+                     "    raise RuntimeError('an ordinary error')\n\n"
+                     "def check_plain_next(ctx):\n"
+                     f"    open({str(tmp_path / 'b')!r}, 'w').write(str(os.getpid()))\n")
+    proc = run_cli("validate", "--json", env={"TORCHENV_VALIDATE_EXTRA_CHECKS": str(plant)})
+    assert proc.returncode == 1
+    assert (tmp_path / "a").read_text() == (tmp_path / "b").read_text()

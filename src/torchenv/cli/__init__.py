@@ -70,9 +70,21 @@ class _Parser(argparse.ArgumentParser):
                                      if issubclass(given, argparse.RawDescriptionHelpFormatter)
                                      else _Formatter)
         super().__init__(*args, **kwargs)
+        # the innermost (sub)command's defaults win, so a usage error names its own --help
+        self.set_defaults(_usage_prog=self.prog)
 
     def error(self, message: str) -> NoReturn:
         raise BadInput(message, hint=f"see '{self.prog} --help'")
+
+
+def _parse(parser: argparse.ArgumentParser, args: list[str]) -> argparse.Namespace:
+    """``parse_args``, with unrecognized arguments blamed on the subcommand that was given."""
+    namespace, extras = parser.parse_known_args(args)
+    if extras:
+        prog = getattr(namespace, "_usage_prog", parser.prog)
+        raise BadInput(f"unrecognized arguments: {' '.join(extras)}",
+                       hint=f"see '{prog} --help'")
+    return namespace
 
 
 def build_parser(prog: str | None = None, only: str | None = None) -> argparse.ArgumentParser:
@@ -106,9 +118,10 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     first = args_list[0] if args_list else None
     wants_help = any(a in ("-h", "--help") for a in args_list[:1])
     as_json = "--json" in args_list
+    previous = _catch_sigterm()
     try:
         parser = build_parser(prog, only=None if wants_help else first)
-        args = parser.parse_args(args_list)
+        args = _parse(parser, args_list)
         status: int = args.func(args)
         return status
     except TorchenvError as exc:
@@ -116,11 +129,51 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         if as_json:
             _report_json(exc)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except (KeyboardInterrupt, _Terminated) as exc:
+        from torchenv._subprocess import reap_children
+
+        reap_children()  # whatever is still running ends with the command
+        signum = exc.signum if isinstance(exc, _Terminated) else 2
+        print("torchenv: interrupted" + (" (SIGTERM)" if signum == 15 else ""), file=sys.stderr)
+        return 128 + signum
     except BrokenPipeError:
         return 1
+    finally:
+        _restore_sigterm(previous)
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that every cleanup on the way out runs."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated(signum)
+
+
+def _catch_sigterm() -> object:
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        return signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):
+        return None
+
+
+def _restore_sigterm(previous: object) -> None:
+    import contextlib
+    import signal
+
+    if previous is None:
+        return
+    with contextlib.suppress(ValueError, OSError, TypeError):
+        signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
 
 
 def _report(message: str, hint: str | None) -> None:

@@ -10,6 +10,7 @@ from torchenv.cli._common import add_json_flag
 from torchenv.errors import BadInput
 
 if TYPE_CHECKING:
+    from torchenv.validation.host import GpuHost
     from torchenv.validation.report import Report
     from torchenv.validation.runner import Peak, ProgressEvent
 
@@ -43,16 +44,27 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from torchenv.validation.runner import ValidationOptions, validate
 
-    if args.timeout is not None and args.timeout <= 0:
-        raise BadInput(f"--timeout: must be a positive number of seconds, not {args.timeout:g}")
+    if args.timeout is not None and not (0 < args.timeout <= _MAX_TIMEOUT):
+        raise BadInput(f"--timeout: must be a number of seconds above 0 and at most "
+                       f"{_MAX_TIMEOUT:g}, not {args.timeout:g}")
+    if args.junit:
+        _check_writable(args.junit)  # before the checks run, not after
     if args.nnodes < 1:
         raise BadInput(f"--nnodes: must be at least 1, not {args.nnodes}")
     if args.nnodes > 1 and not args.rdzv_endpoint:
         raise BadInput("--nnodes > 1 needs --rdzv-endpoint HOST:PORT reachable from every node")
+    if args.nproc_per_node is not None and args.nproc_per_node < 1:
+        raise BadInput(f"--nproc-per-node: must be at least 1, not {args.nproc_per_node}")
+    host = _gpu_host()
+    if (args.nproc_per_node is not None and host.nvidia and host.expected is not None
+            and args.nproc_per_node > host.expected):
+        raise BadInput(f"--nproc-per-node {args.nproc_per_node}: this node has {host.expected} "
+                       "visible GPU(s) and NCCL needs one GPU per process",
+                       hint=f"use --nproc-per-node {host.expected} or fewer")
     options = ValidationOptions(
         python=args.python or sys.executable, level=args.level, timeout=args.timeout,
         nnodes=args.nnodes, node_rank=args.node_rank, rdzv_endpoint=args.rdzv_endpoint,
-        nproc_per_node=args.nproc_per_node,
+        nproc_per_node=args.nproc_per_node, host=host,
         peak_lookup=_catalog_peak if args.level == "full" else None)
     with _Progress() as progress:
         report = validate(options, progress=progress.update)
@@ -70,6 +82,34 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_table(report)
     return 0 if report.ok else 1
+
+
+_MAX_TIMEOUT = 86400.0
+
+
+def _check_writable(path: str) -> None:
+    """Fail now when the JUnit report could not be written at the end."""
+    import os
+
+    target = os.path.abspath(path)
+    folder = os.path.dirname(target)
+    if os.path.isdir(target):
+        raise BadInput(f"--junit: {path} is a directory", hint="name a file")
+    if not os.path.isdir(folder):
+        raise BadInput(f"--junit: the folder {folder} does not exist",
+                       hint="create it first or name a file in an existing folder")
+    if not os.access(folder, os.W_OK) or (os.path.exists(target)
+                                          and not os.access(target, os.W_OK)):
+        raise BadInput(f"--junit: cannot write {path} (permission denied)",
+                       hint="name a file in a folder you can write")
+
+
+def _gpu_host() -> GpuHost:
+    """Detection's view of this machine's NVIDIA GPUs (the child cannot import torchenv)."""
+    from torchenv.detection.detect import detect
+    from torchenv.validation.host import gpu_host
+
+    return gpu_host(detect())
 
 
 def _catalog_peak(name: str) -> Optional[Peak]:
@@ -121,11 +161,12 @@ _STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow"}
 
 
 def _print_table(report: Report) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from torchenv.cli._common import console
 
-    table = Table(title=f"torchenv validate ({report.level}) — {report.python}",
+    table = Table(title=escape(f"torchenv validate ({report.level}) — {report.python}"),
                   title_justify="left")
     for col in ("check", "status", "device", "time", "detail"):
         table.add_column(col, overflow="fold", justify="right" if col == "time" else "left")
@@ -136,12 +177,12 @@ def _print_table(report: Report) -> None:
             text = (c.error or "") + (f"\nhint: {c.hint}" if c.hint else "")
         elif c.status == "skip":
             text = c.reason or ""
-        table.add_row(c.name, f"[{_STYLE[c.status]}]{status}[/]", c.device,
-                      f"{c.seconds:.2f}s", text)
+        table.add_row(escape(c.name), f"[{_STYLE[c.status]}]{status}[/]", escape(c.device),
+                      f"{c.seconds:.2f}s", escape(text))
     out = console()
     out.print(table)
     counts = report.counts()
     verdict = "[green]OK[/]" if report.ok else "[bold red]FAILED[/]"
     out.print(f"{verdict}: {counts['pass']} passed, {counts['fail']} failed, "
               f"{counts['skip']} skipped in {report.seconds:.1f} s"
-              + (f" — torch {report.torch}" if report.torch else ""))
+              + (f" — torch {escape(report.torch)}" if report.torch else ""))

@@ -4,12 +4,21 @@ Executed by path in the target interpreter (standard library and torch only, nev
 Usage: ``torchrun ... _dist_worker.py OUTPUT_DIR BACKEND`` where BACKEND is ``nccl`` (one GPU per
 local rank; gloo checks then use a gloo group on CPU tensors) or ``gloo``. Every rank writes
 ``OUTPUT_DIR/rank<R>.json``: a list of results ``{name, status, seconds, device, detail|error}``.
+
+With one rank in the whole job nothing collective can be proven: the process group is
+initialised (for NCCL, its communicator) and every check is reported as a skip saying so.
+
+Every rank dies with its parent (``PR_SET_PDEATHSIG`` on Linux), so a killed torchrun leaves no
+rank behind. Test seam: functions ``collective_<name>(ctx)`` in the files named by
+``TORCHENV_VALIDATE_EXTRA_CHECKS`` run as extra collective checks (``ctx`` is a dict with
+``torch``, ``dist``, ``rank``, ``world``, ``device``).
 """
 
 from __future__ import annotations
 
 import datetime
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -18,8 +27,37 @@ import traceback
 import warnings
 from typing import Any, Callable
 
+EXTRA_CHECKS_ENV = "TORCHENV_VALIDATE_EXTRA_CHECKS"
+
+
+def die_with_parent() -> None:
+    """The probe's ``die_with_parent``, loaded from the file beside this one."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_probe.py")
+    spec = importlib.util.spec_from_file_location("torchenv_validation_probe", path)
+    if spec is None or spec.loader is None:
+        return
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    probe.die_with_parent()
+
+
+def extra_collectives() -> dict[str, Callable[[dict[str, Any]], str]]:
+    found: dict[str, Callable[[dict[str, Any]], str]] = {}
+    for i, path in enumerate(p for p in os.environ.get(EXTRA_CHECKS_ENV, "").split(os.pathsep)
+                             if p):
+        spec = importlib.util.spec_from_file_location(f"torchenv_extra_collectives_{i}", path)
+        if spec is None or spec.loader is None:
+            continue
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for attr, fn in vars(module).items():
+            if attr.startswith("collective_") and callable(fn):
+                found[attr[len("collective_"):]] = fn
+    return found
+
 
 def main() -> int:
+    die_with_parent()
     out_dir, backend = sys.argv[1], sys.argv[2]
     timeout = float(sys.argv[3]) if len(sys.argv) > 3 else 60.0
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
@@ -33,13 +71,26 @@ def main() -> int:
     if backend == "nccl":
         torch.cuda.set_device(local_rank)
         device = f"cuda:{local_rank}"
+    extras = extra_collectives()
+    # the names first, so that a check whose every rank hangs is still reported (as a failure)
+    plan_tmp = os.path.join(out_dir, f".extra.{rank}.tmp")
+    with open(plan_tmp, "w", encoding="utf-8") as f:
+        json.dump(sorted(extras), f)
+    os.replace(plan_tmp, os.path.join(out_dir, "extra.json"))
     dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=timeout),
                             **({"device_id": torch.device(device)} if backend == "nccl" else {}))
     gloo_group = dist.new_group(backend="gloo") if backend == "nccl" else None
 
+    alone = (f"world size 1: {'NCCL' if backend == 'nccl' else 'the process group'} "
+             f"initialised on {device}; a collective needs at least 2 ranks")
+
     def run(name: str, dev: str, fn: Callable[[], str]) -> None:
         start = time.monotonic()
         entry: dict[str, Any] = {"name": name, "device": dev, "rank": rank}
+        if world == 1:
+            entry.update(status="skip", reason=alone, seconds=0.0)
+            results.append(entry)
+            return
         try:
             entry["detail"] = fn()
             entry["status"] = "pass"
@@ -109,6 +160,10 @@ def main() -> int:
 
     run("ddp_step", device, ddp_step)
 
+    for name, extra in extras.items():
+        run(name, device, lambda extra=extra: extra(  # type: ignore[misc]
+            {"torch": torch, "dist": dist, "rank": rank, "world": world, "device": device}))
+
     if backend == "nccl":
         def bus_bandwidth() -> str:
             n = 64 << 20  # 256 MiB of float32
@@ -122,9 +177,17 @@ def main() -> int:
                 dist.all_reduce(t)
             torch.cuda.synchronize(device)
             seconds = (time.perf_counter() - start) / reps
+            # every element is world ** (reps + 1), exact in float32 for any real world size:
+            # a large message must arrive whole, not only fast
+            want = float(world) ** (reps + 1)
+            wrong = int((t != want).sum())
+            if wrong:
+                raise AssertionError(f"all_reduce of 256 MiB: {wrong} of {n} elements differ "
+                                     f"from {want:g}")
             algbw = n * 4 / seconds / 1e9
             busbw = algbw * 2 * (world - 1) / world
-            return f"all_reduce 256 MiB: algbw {algbw:.1f} GB/s, busbw {busbw:.1f} GB/s"
+            return (f"all_reduce 256 MiB, result verified: algbw {algbw:.1f} GB/s, "
+                    f"busbw {busbw:.1f} GB/s")
         run("nccl_bus_bandwidth", device, bus_bandwidth)
 
     # results first: what happens during teardown must not lose them

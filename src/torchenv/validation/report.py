@@ -131,8 +131,14 @@ def write_junit(report: Report, path: str | os.PathLike[str]) -> None:
 
 
 def merge_rank_results(per_rank: Sequence[Sequence[Mapping[str, Any]]], *,
-                       required: bool = True, level: str = "full") -> list[CheckResult]:
-    """One result per collective check: fail when any rank failed, timed by the slowest rank."""
+                       required: bool = True, level: str = "full",
+                       expected_ranks: int = 0) -> list[CheckResult]:
+    """One result per collective check, from every local rank's results.
+
+    Fail when any rank failed or when fewer than ``expected_ranks`` ranks reported it (a rank
+    that hung or died proves nothing); skip when every rank skipped (one rank: no
+    collective was possible); pass otherwise. Timed by the slowest rank.
+    """
     order: list[str] = []
     by_name: dict[str, list[Mapping[str, Any]]] = {}
     for rank_results in per_rank:
@@ -145,15 +151,25 @@ def merge_rank_results(per_rank: Sequence[Sequence[Mapping[str, Any]]], *,
     merged = []
     for name in order:
         docs = by_name[name]
-        failed = [d for d in docs if d.get("status") != "pass"]
+        failed = [d for d in docs if d.get("status") not in ("pass", "skip")]
+        skipped = [d for d in docs if d.get("status") == "skip"]
+        missing = max(0, expected_ranks - len(docs))
         first = failed[0] if failed else docs[0]
-        error = None
-        if failed:
-            error = f"rank {first.get('rank')}: {first.get('error') or 'failed'}"
-        merged.append(CheckResult(
-            name=name, status="fail" if failed else "pass",
-            seconds=max(float(d.get("seconds") or 0.0) for d in docs),
-            device=str(first.get("device") or "cpu"), required=required,
-            detail=None if failed else f"{first.get('detail')} ({len(docs)} local ranks agree)",
-            error=error, level=level, log=first.get("traceback")))
+        common: dict[str, Any] = {
+            "name": name, "seconds": max(float(d.get("seconds") or 0.0) for d in docs),
+            "device": str(first.get("device") or "cpu"), "required": required, "level": level,
+            "metrics": dict(first.get("metrics") or {})}
+        if failed or missing:
+            error = (f"rank {first.get('rank')}: {first.get('error') or 'failed'}" if failed
+                     else f"{missing} of {expected_ranks} local ranks reported no result "
+                     "(they hung or died)")
+            merged.append(CheckResult(status="fail", error=error, log=first.get("traceback"),
+                                      **common))
+        elif len(skipped) == len(docs):
+            merged.append(CheckResult(status="skip", reason=str(first.get("reason") or
+                                                                "skipped"), **common))
+        else:
+            merged.append(CheckResult(
+                status="pass", detail=f"{first.get('detail')} ({len(docs)} local ranks agree)",
+                **common))
     return merged

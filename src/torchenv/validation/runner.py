@@ -25,7 +25,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, Callable, Literal, Optional, Union
 
-from torchenv._subprocess import ProcessResult, run_process, start_process, stop_process
+from torchenv._subprocess import (
+    ProcessResult,
+    reap_children,
+    run_to_files,
+    start_process,
+    stop_process,
+)
+from torchenv.validation.health import node_health
+from torchenv.validation.host import GpuHost, device_count_result
 from torchenv.validation.report import CheckResult, Report, merge_rank_results
 
 __all__ = [
@@ -82,6 +90,8 @@ class ValidationOptions:
     env: Mapping[str, str] = field(default_factory=dict)
     peak_lookup: Optional[Callable[[str], Optional[Peak]]] = None
     """GPU name → expected peaks (``fp16_tflops``, ``bf16_tflops``, ``memory_bandwidth_gbs``)."""
+    host: Optional[GpuHost] = None
+    """Detection's view of the NVIDIA GPUs; handed to the child and compared with torch's."""
 
 
 class _ChildGone(Exception):
@@ -180,6 +190,8 @@ def _cache_root(env: Mapping[str, str]) -> Path:
 def _child_env(options: ValidationOptions, scratch: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update(options.env)
+    if options.host is not None and not env.get(GPU_HOST_ENV):
+        env[GPU_HOST_ENV] = "1" if options.host.nvidia else "0"
     tmp = scratch / "tmp"
     for sub in ("tmp", "inductor", "triton", "extensions"):
         (scratch / sub).mkdir(parents=True, exist_ok=True)
@@ -206,10 +218,18 @@ def validate(options: ValidationOptions,
         env = _child_env(options, scratch)
         torch_version, results = _run_probe(options, env, scratch, notify)
         if options.level == "full" and torch_version is not None:
-            results += _run_collectives(options, env, scratch, notify,
-                                        cuda_devices=_last_hello_devices(results))
+            hello = _hello_metrics(results)
+            results += _run_collectives(
+                options, env, scratch, notify, cuda_devices=int(hello.get("cuda_devices", 0)),
+                nccl_available=bool(hello.get("nccl_available", True)))
+        if options.level == "full":  # the node's health needs NVML, not torch
+            notify(("start", "node health"))
+            for r in node_health(env):
+                results.append(r)
+                notify(("result", r))
         results = [_with_peak(r, options.peak_lookup) for r in results]
     finally:
+        reap_children()  # nothing of this run may outlive it, even when it is interrupted
         shutil.rmtree(scratch, ignore_errors=True)
     return Report(python=options.python, torch=torch_version, level=options.level,
                   checks=tuple(results), seconds=time.monotonic() - started)
@@ -222,11 +242,11 @@ def _interpreter_path(python: str) -> str:
     return shutil.which(python) or python
 
 
-def _last_hello_devices(results: Sequence[CheckResult]) -> int:
+def _hello_metrics(results: Sequence[CheckResult]) -> Mapping[str, Any]:
     for r in results:
         if r.name == "import_torch":
-            return int(r.metrics.get("cuda_devices", 0))
-    return 0
+            return r.metrics
+    return {}
 
 
 def _start(options: ValidationOptions, env: Mapping[str, str], scratch: Path,
@@ -234,8 +254,11 @@ def _start(options: ValidationOptions, env: Mapping[str, str], scratch: Path,
     """A fresh child and its hello; raises _ChildGone or TimeoutError when it never says hello."""
     child = _Child(options.python, env, str(scratch / "tmp"),
                    str(scratch / f"probe-{restarts}.stderr"))
+    deadline = time.monotonic() + max(_HELLO_TIMEOUT, options.timeout or 0)
     try:
-        hello = child.receive(time.monotonic() + max(_HELLO_TIMEOUT, options.timeout or 0))
+        hello = child.receive(deadline)
+        while hello.get("event") != "hello":  # JSON someone else printed first (a wrapper)
+            hello = child.receive(deadline)
     except _ChildGone as exc:
         how = child.exit_description()  # e.g. killed by SIGABRT while importing torch
         child.stop(kill=True)
@@ -294,10 +317,22 @@ def _run_probe(options: ValidationOptions, env: Mapping[str, str], scratch: Path
         notify(("result", result))
         return None, [result]
 
-    torch_version = str(hello["torch"])
     levels = {"quick"} if options.level == "quick" else {"quick", "full"}
-    entries = [e for e in hello["checks"] if e["level"] in levels]
-    names = ["import_torch"] + [e["name"] for e in entries]
+    try:
+        torch_version = str(hello["torch"])
+        entries = [e for e in hello["checks"] if e["level"] in levels]
+        for e in entries:
+            str(e["name"]), str(e["device"]), bool(e["required"]), float(e["timeout"])
+    except (KeyError, TypeError, ValueError) as exc:
+        child.stop(kill=True)
+        result = _import_failure(options, "the interpreter answered, but not as the validation "
+                                 f"probe does (missing or malformed {exc})",
+                                 time.monotonic() - start)
+        notify(("plan", [result.name]))
+        notify(("result", result))
+        return None, [result]
+    names = ["import_torch"] + (["device_count"] if options.host else []) \
+        + [e["name"] for e in entries]
     if options.level == "full":
         names += [name for name, _, _ in COLLECTIVE_CHECKS]
     notify(("plan", names))
@@ -306,7 +341,17 @@ def _run_probe(options: ValidationOptions, env: Mapping[str, str], scratch: Path
         device="cpu",
         detail=f"torch {torch_version} from Python {hello.get('python_version')} "
                f"in {hello.get('import_seconds')} s",
-        metrics={"cuda_devices": int(hello.get("cuda_devices") or 0)})]
+        metrics={"cuda_devices": int(hello.get("cuda_devices") or 0),
+                 "nccl_available": bool(hello.get("nccl_available", True))})]
+    if options.host is not None:
+        status, text = device_count_result(options.host, int(hello.get("cuda_devices") or 0))
+        results.append(CheckResult(
+            name="device_count", status=status, device="cuda",  # type: ignore[arg-type]
+            detail=text if status == "pass" else None,
+            error=text if status == "fail" else None,
+            reason=text if status == "skip" else None,
+            hint="run 'torchenv doctor'; a GPU in a bad state, CUDA_VISIBLE_DEVICES or a "
+                 "container without that device" if status == "fail" else None))
     if hello.get("extra_checks_error"):
         results.append(CheckResult(name="extra_checks", status="fail",
                                    error=str(hello["extra_checks_error"]),
@@ -338,6 +383,11 @@ def _run_probe(options: ValidationOptions, env: Mapping[str, str], scratch: Path
     return torch_version, results
 
 
+_POISONED_HINT = ("a sticky CUDA error (illegal address, uncorrectable ECC, launch failure) ends "
+                  "the process's CUDA context; the remaining checks ran in a fresh child. Check "
+                  "the GPU: nvidia-smi -q -d ECC,ROW_REMAPPER and dmesg for Xid errors")
+
+
 def _run_entry(child: _Child, entry: Mapping[str, Any], timeout: Optional[float]
                ) -> tuple[CheckResult, Optional[_Child]]:
     """Run one check; returns its result and the child (None when it had to go)."""
@@ -352,7 +402,11 @@ def _run_entry(child: _Child, entry: Mapping[str, Any], timeout: Optional[float]
         while True:
             doc = child.receive(deadline)
             if doc.get("event") == "result":
-                return CheckResult.from_child(doc, level=str(entry["level"])), child
+                result = CheckResult.from_child(doc, level=str(entry["level"]))
+                if doc.get("poisoned"):  # the CUDA context is unusable: a fresh child goes on
+                    child.stop(kill=True)
+                    return replace(result, hint=(result.hint or _POISONED_HINT)), None
+                return result, child
     except TimeoutError:
         child.stop(kill=True)
         return CheckResult(
@@ -388,55 +442,166 @@ def _torchrun_argv(options: ValidationOptions, nproc: int, out_dir: Path, backen
     return [*argv, str(DIST_WORKER), str(out_dir), backend, str(timeout)]
 
 
+@dataclass(frozen=True)
+class _Launch:
+    """One torchrun of the collective checks."""
+
+    backend: str
+    nproc: int
+    nnodes: int
+
+
+def collective_launches(*, cuda_devices: int, nccl_available: bool, nnodes: int,
+                        nproc_per_node: Optional[int]) -> list[_Launch]:
+    """Which torchrun launches the collective checks need.
+
+    NCCL runs one rank per GPU. With a single rank in the whole job no collective is possible:
+    NCCL is only initialised (its checks are then skips), and the CPU collectives get a launch
+    of their own with two gloo ranks, so they still prove something. Without NCCL (a CPU build,
+    or Windows, whose builds have none) gloo runs alone.
+    """
+    if cuda_devices and nccl_available:
+        nproc = nproc_per_node or cuda_devices
+        launches = [_Launch("nccl", nproc, nnodes)]
+        if nproc * nnodes == 1:
+            launches.append(_Launch("gloo", 2, 1))
+        return launches
+    return [_Launch("gloo", nproc_per_node or 2, nnodes)]
+
+
+def _collective_deadline(timeout: float) -> tuple[float, float]:
+    """(seconds for a whole torchrun, seconds it gets after SIGTERM) for a check budget.
+
+    The process-group timeout bounds each collective, but not NCCL's communicator set-up nor a
+    rank that never arrives; this bounds everything, leaving room to import torch.
+    """
+    slack = min(30.0, max(15.0, timeout))
+    return timeout + slack, min(10.0, slack / 2)
+
+
 def _run_collectives(options: ValidationOptions, env: Mapping[str, str], scratch: Path,
-                     notify: Callable[[ProgressEvent], None], *, cuda_devices: int
-                     ) -> list[CheckResult]:
-    backend = "nccl" if cuda_devices else "gloo"
-    nproc = options.nproc_per_node or (cuda_devices if cuda_devices else 2)
+                     notify: Callable[[ProgressEvent], None], *, cuda_devices: int,
+                     nccl_available: bool) -> list[CheckResult]:
+    import uuid
+
     timeout = options.timeout if options.timeout is not None else _COLLECTIVES_TIMEOUT
-    out_dir = scratch / "collectives"
-    out_dir.mkdir()
-    wanted = [(n, cuda, req) for n, cuda, req in COLLECTIVE_CHECKS if cuda_devices or not cuda]
-    for name, _, _ in wanted:
+    launches = collective_launches(cuda_devices=cuda_devices, nccl_available=nccl_available,
+                                   nnodes=options.nnodes, nproc_per_node=options.nproc_per_node)
+    for name, _, _ in COLLECTIVE_CHECKS:
         notify(("start", name))
-    run_env = dict(env)
-    run_env.setdefault("OMP_NUM_THREADS", "1")
-    proc = run_process(_torchrun_argv(options, nproc, out_dir, backend, timeout),
-                       timeout=timeout + 30, env=run_env, cwd=str(scratch / "tmp"))
-    per_rank = []
-    for path in sorted(out_dir.glob("rank*.json")):
+    limit, grace = _collective_deadline(timeout)
+    outcomes: list[tuple[_Launch, ProcessResult, dict[str, CheckResult]]] = []
+    extra_names: list[str] = []
+    for launch in launches:
+        out_dir = scratch / f"collectives-{launch.backend}"
+        out_dir.mkdir()
+        run_env = dict(env)
+        run_env.setdefault("OMP_NUM_THREADS", "1")
+        if launch.backend == "nccl" and "NCCL_DEBUG" not in run_env:
+            run_env.update(NCCL_DEBUG="INFO", NCCL_DEBUG_FILE=str(out_dir / "nccl.%h.%p.log"))
+        proc = run_to_files(_torchrun_argv(options, launch.nproc, out_dir, launch.backend,
+                                           timeout),
+                            timeout=limit, term_grace=grace, env=run_env,
+                            cwd=str(scratch / "tmp"),
+                            stdout_path=str(out_dir / "torchrun.out"),
+                            stderr_path=str(out_dir / "torchrun.err"),
+                            token=uuid.uuid4().hex)
+        per_rank = []
+        for path in sorted(out_dir.glob("rank*.json")):
+            try:
+                per_rank.append(json.loads(path.read_text("utf-8")))
+            except ValueError:
+                continue
+        merged = {r.name: r for r in merge_rank_results(per_rank, expected_ranks=launch.nproc)}
+        transports = nccl_transports(out_dir) if launch.backend == "nccl" else []
+        if transports and "nccl_allreduce" in merged:
+            r = merged["nccl_allreduce"]
+            merged["nccl_allreduce"] = replace(
+                r, detail=(r.detail or "") + "; transport " + ", ".join(transports),
+                metrics={**r.metrics, "nccl_transports": transports})
         try:
-            per_rank.append(json.loads(path.read_text("utf-8")))
-        except ValueError:
-            continue
+            planned = [str(n) for n in json.loads((out_dir / "extra.json").read_text("utf-8"))]
+        except (OSError, ValueError, TypeError):
+            planned = []
+        extra_names = list(dict.fromkeys(
+            [*extra_names, *(n for n in [*planned, *merged] if n not in _COLLECTIVE_NAMES)]))
+        outcomes.append((launch, proc, merged))
+
     required = {n: req for n, _, req in COLLECTIVE_CHECKS}
-    merged = {r.name: r for r in merge_rank_results(per_rank)}
     results: list[CheckResult] = []
-    for name, needs_cuda, _ in COLLECTIVE_CHECKS:
-        device = "cuda" if needs_cuda else "cpu"
-        if needs_cuda and not cuda_devices:
-            result = CheckResult(name=name, status="skip", device=device, reason=NO_CUDA,
-                                 required=required[name], level="full")
-        elif name in merged and proc.ok:
-            r = merged[name]
-            result = CheckResult(
-                name=r.name, status=r.status, seconds=r.seconds, device=r.device,
-                required=required[name], detail=r.detail, error=r.error, level="full",
-                hint=None if r.status == "pass" else
-                "check the network interfaces and firewall between ranks (NCCL_DEBUG=INFO, "
-                "GLOO_SOCKET_IFNAME)", log=r.log)
-        else:
-            tail = proc.stderr.strip()[-3000:]
-            result = CheckResult(
-                name=name, status="fail", seconds=proc.seconds, device=device,
-                required=required[name], level="full",
-                error=f"torchrun ({backend}, {nproc} processes): {_torchrun_failure(proc)}"
-                      if not proc.ok else "this rank reported no result",
-                hint="see the log; multi-node runs need --rdzv-endpoint reachable from every "
-                     "node", log=tail or None)
+    for name in [*_COLLECTIVE_NAMES, *extra_names]:
+        needs_cuda = _NEEDS_CUDA.get(name, False)
+        result = _collective_result(name, needs_cuda, required.get(name, True), outcomes,
+                                    cuda_devices=cuda_devices, nccl_available=nccl_available)
         results.append(result)
         notify(("result", result))
     return results
+
+
+_COLLECTIVE_NAMES = tuple(n for n, _, _ in COLLECTIVE_CHECKS)
+_NEEDS_CUDA = {n: cuda for n, cuda, _ in COLLECTIVE_CHECKS}
+
+
+def _collective_result(name: str, needs_cuda: bool, required: bool,
+                       outcomes: Sequence[tuple[_Launch, ProcessResult, dict[str, CheckResult]]],
+                       *, cuda_devices: int, nccl_available: bool) -> CheckResult:
+    device = "cuda" if needs_cuda else "cpu"
+    if needs_cuda and not cuda_devices:
+        return CheckResult(name=name, status="skip", device=device, reason=NO_CUDA,
+                           required=required, level="full")
+    if needs_cuda and not nccl_available:
+        return CheckResult(name=name, status="skip", device=device, required=required,
+                           level="full", reason="this torch build has no NCCL (Windows builds "
+                                                "never do); the gloo checks ran instead")
+    found = [(launch, proc, merged[name]) for launch, proc, merged in outcomes
+             if name in merged]
+    # a launch that ran the check beats one that could only skip it (one rank)
+    found.sort(key=lambda item: item[2].status == "skip")
+    if found:
+        launch, proc, r = found[0]
+        hint = None
+        if r.status == "fail":
+            hint = ("check the network interfaces and firewall between ranks (NCCL_DEBUG=INFO, "
+                    "GLOO_SOCKET_IFNAME)")
+            if not proc.ok:
+                r = replace(r, error=f"{r.error}; torchrun ({launch.backend}, {launch.nproc} "
+                                     f"processes): {_torchrun_failure(proc)}",
+                            log=r.log or proc.stderr.strip()[-3000:] or None)
+        return replace(r, required=required, level="full", hint=hint)
+    launch, proc, _ = next(((la, p, m) for la, p, m in outcomes
+                            if la.backend == ("nccl" if needs_cuda else la.backend)),
+                           outcomes[-1])
+    tail = proc.stderr.strip()[-3000:]
+    return CheckResult(
+        name=name, status="fail", seconds=proc.seconds, device=device, required=required,
+        level="full",
+        error=(f"torchrun ({launch.backend}, {launch.nproc} processes): "
+               f"{_torchrun_failure(proc)}") if not proc.ok else "no rank reported a result",
+        hint="see the log; multi-node runs need --rdzv-endpoint reachable from every node",
+        log=tail or None)
+
+
+_TRANSPORT_RE = r"\bvia ((?:NET/[A-Za-z]+)|P2P(?:/[A-Za-z]+)?|SHM|CollNet[A-Za-z]*|NVLS)"
+
+
+def nccl_transports(out_dir: Path, limit: int = 4 << 20) -> list[str]:
+    """The transports NCCL chose, from its per-rank ``NCCL_DEBUG=INFO`` logs in ``out_dir``.
+
+    NCCL logs one line per channel connection, e.g. ``Channel 00/0 : 0[0] -> 1[1] via P2P/IPC``
+    or ``... [send] via NET/IB/0``; the kinds found are returned sorted.
+    """
+    import re
+
+    pattern = re.compile(_TRANSPORT_RE)
+    found: set[str] = set()
+    for path in sorted(out_dir.glob("nccl.*.log")):
+        try:
+            with open(path, "rb") as f:
+                text = f.read(limit).decode("utf-8", "replace")
+        except OSError:
+            continue
+        found.update(m.group(1) for m in pattern.finditer(text))
+    return sorted(found)
 
 
 def _torchrun_failure(proc: ProcessResult) -> str:

@@ -1,0 +1,761 @@
+"""Node health for ``validate --level full``: what the NVIDIA driver says about each GPU's state.
+
+A reader asks NVML (through nvidia-ml-py, ``pynvml``) for one :class:`GpuHealth` per GPU; pure
+judges turn those readings into :class:`~torchenv.validation.report.CheckResult` values named
+``health_<check>[gpuN]`` (N is NVML's index, the one nvidia-smi shows, not a CUDA ordinal), and a
+last check reads the size of ``/dev/shm`` with ``os.statvfs``. docs/validation-health.md lists the
+checks, which findings are required (they fail the run) and which are advisory.
+
+What a reading cannot prove is never a pass:
+
+* a query the GPU or its driver does not support (``NVML_ERROR_NOT_SUPPORTED``, or a function the
+  driver's library lacks) makes the check a skip that names the query;
+* any other NVML error makes it a skip whose reason starts with ``unknown:``, and so does an NVML
+  that cannot start (no library, failed ``nvmlInit``) or does not answer in time;
+* ``NVML_ERROR_GPU_IS_LOST`` is a finding of its own: the GPU has fallen off the bus.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, TypeVar, Union
+
+from torchenv.detection._nvml import (
+    NVML_ERROR_FUNCTION_NOT_FOUND,
+    NVML_ERROR_GPU_IS_LOST,
+    NVML_ERROR_NOT_SUPPORTED,
+    _library_available,
+    _load_explicit,
+    describe_init_error,
+    nvml_library_setting,
+)
+from torchenv.validation.report import CheckResult
+
+__all__ = [
+    "CHECKS",
+    "FREE_MEMORY_FLOOR",
+    "SHM_FLOOR_BYTES",
+    "GpuHealth",
+    "GpuProcess",
+    "HealthCheck",
+    "MemoryUse",
+    "RemappedRows",
+    "Unread",
+    "judge_gpu",
+    "judge_shm",
+    "node_health",
+    "read_gpus",
+    "read_shm",
+]
+
+T = TypeVar("T")
+
+NVML_ERROR_INVALID_ARGUMENT = 2  # nvml.h; what nvmlDeviceGetNvLinkState answers past the last link
+NVML_CLOCK_SM = 1
+NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
+NVML_VOLATILE_ECC = 0
+NVML_AGGREGATE_ECC = 1
+NVML_COMPUTEMODE_DEFAULT = 0
+NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1  # no longer supported by the driver; read as exclusive
+NVML_COMPUTEMODE_PROHIBITED = 2
+NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3
+NVLINK_MAX_LINKS = 36  # NVML_NVLINK_MAX_LINKS in nvml.h 13.x; older drivers answer fewer links
+
+FREE_MEMORY_FLOOR = 0.90
+"""Below this fraction of free GPU memory something else holds the GPU (advisory)."""
+SHM_FLOOR_BYTES = 1 << 30
+"""A /dev/shm smaller than 1 GiB (Docker's default is 64 MB) starves NCCL's shared-memory
+transport and DataLoader workers (advisory)."""
+DEFAULT_TIMEOUT = 30.0
+
+# Clocks event reasons (nvmlClocksEventReason* in nvml.h; the bits of the older
+# nvmlDeviceGetCurrentClocksThrottleReasons are the same)
+_IDLE = 0x1
+_REQUIRED_REASONS = {
+    0x8: "HW slowdown (temperature, power draw or an external power brake)",
+    0x40: "HW thermal slowdown (the GPU is too hot)",
+    0x80: "HW power brake slowdown (the system asserted the power brake)",
+}
+_ADVISORY_REASONS = {
+    0x4: "SW power cap (the GPU runs at its power limit)",
+    0x20: "SW thermal slowdown (the GPU is above its software temperature limit)",
+}
+_RECORDED_REASONS = {
+    0x1: "idle",
+    0x2: "application clocks setting",
+    0x10: "sync boost",
+    0x100: "display clock setting",
+    0x200: "board limit",
+    0x400: "reliability limit",
+}
+
+
+@dataclass(frozen=True)
+class Unread:
+    """An NVML query without an answer: the pynvml function, NVML's return code and its text."""
+
+    query: str
+    code: int
+    text: str
+
+    @property
+    def unsupported(self) -> bool:
+        """The GPU or its driver cannot answer this query: nothing is wrong, nothing is known."""
+        return self.code in (NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_FUNCTION_NOT_FOUND)
+
+    @property
+    def gpu_lost(self) -> bool:
+        return self.code == NVML_ERROR_GPU_IS_LOST
+
+    def __str__(self) -> str:
+        return f"{self.query}: {self.text}"
+
+
+Reading = Union[T, Unread]
+"""A value NVML answered, or why it did not."""
+
+
+@dataclass(frozen=True)
+class RemappedRows:
+    """``nvmlDeviceGetRemappedRows``: rows remapped so far, and whether a remap waits or failed."""
+
+    correctable: int
+    uncorrectable: int
+    pending: bool
+    failed: bool
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    pid: int
+    used_bytes: Optional[int]  # None where the driver cannot tell (Windows WDDM)
+
+
+@dataclass(frozen=True)
+class MemoryUse:
+    total_bytes: int
+    free_bytes: int
+
+
+@dataclass(frozen=True)
+class GpuHealth:
+    """Everything the health checks read from one GPU: each reading a value or an :class:`Unread`.
+
+    The reader fills every field; there are no defaults that could pass for a reading.
+    """
+
+    index: int
+    name: Optional[str]
+    uuid: Optional[str]
+    pci_bus_id: Optional[str]
+    ecc_mode: Reading[tuple[bool, bool]]  # (current, pending after the next reboot)
+    ecc_volatile_uncorrected: Reading[int]  # since the driver loaded
+    ecc_aggregate_uncorrected: Reading[int]  # over the GPU's lifetime
+    retired_pages_pending: Reading[bool]
+    remapped_rows: Reading[RemappedRows]
+    clock_reasons: Reading[int]
+    sm_clock_mhz: Reading[int]
+    sm_clock_max_mhz: Reading[int]
+    pcie_gen: Reading[int]
+    pcie_gen_max: Reading[int]
+    pcie_width: Reading[int]
+    pcie_width_max: Reading[int]
+    nvlink: tuple[Reading[bool], ...]  # link i's state, up to the GPU's last link
+    persistence: Reading[bool]
+    compute_mode: Reading[int]
+    mig_mode: Reading[tuple[bool, bool]]  # (current, pending after the next GPU reset)
+    processes: Reading[tuple[GpuProcess, ...]]
+    memory: Reading[MemoryUse]
+
+    @property
+    def label(self) -> str:
+        """``GPU 0 (NVIDIA H200, GPU-…, 00000000:18:00.0)``: the GPU as an admin finds it."""
+        facts = [self.name or "name unknown", self.uuid or "UUID unknown",
+                 self.pci_bus_id or "PCI bus id unknown"]
+        return f"GPU {self.index} ({', '.join(facts)})"
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {"gpu_index": self.index, "uuid": self.uuid, "pci_bus_id": self.pci_bus_id,
+                "gpu_name": self.name}
+
+
+# ----------------------------------------------------------------------------------- judging
+
+@dataclass(frozen=True)
+class _Finding:
+    text: str
+    required: bool
+    hint: str
+
+
+@dataclass
+class _Verdict:
+    """What a judge concluded. Order of precedence: findings, unread readings, skip, pass."""
+
+    detail: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
+    findings: list[_Finding] = field(default_factory=list)
+    unread: list[Unread] = field(default_factory=list)  # readings the verdict needed and lacks
+    skip: Optional[str] = None  # why what was read proves nothing
+
+
+@dataclass(frozen=True)
+class HealthCheck:
+    """One per-GPU health check. ``required``: whether any of its findings fails the run."""
+
+    name: str
+    required: bool
+    judge: Callable[[GpuHealth], _Verdict]
+
+
+def _unread(*readings: object) -> list[Unread]:
+    return [r for r in readings if isinstance(r, Unread)]
+
+
+def _on(flag: bool) -> str:
+    return "on" if flag else "off"
+
+
+def _mib(n: int) -> int:
+    return n // (1024 * 1024)
+
+
+def _judge_ecc(g: GpuHealth) -> _Verdict:
+    mode = g.ecc_mode
+    if isinstance(mode, Unread):
+        return _Verdict(unread=[mode])
+    current, pending = mode
+    change = f"; ECC turns {_on(pending)} at the next reboot" if pending != current else ""
+    metrics: dict[str, Any] = {"ecc_enabled": current, "ecc_pending": pending}
+    if not current:
+        return _Verdict(metrics=metrics,
+                        skip=f"ECC is off, so the GPU counts no memory errors{change}")
+    volatile, aggregate = g.ecc_volatile_uncorrected, g.ecc_aggregate_uncorrected
+    verdict = _Verdict(metrics=metrics, unread=_unread(volatile, aggregate))
+    counts = []
+    if isinstance(volatile, int):
+        metrics["ecc_volatile_uncorrected"] = volatile
+        counts.append(f"{volatile} since the driver loaded")
+    if isinstance(aggregate, int):
+        metrics["ecc_aggregate_uncorrected"] = aggregate
+        counts.append(f"{aggregate} in the GPU's lifetime")
+    text = "uncorrectable ECC errors: " + ", ".join(counts)
+    verdict.detail = f"ECC on; {text}{change}"
+    if isinstance(volatile, int) and volatile > 0:
+        verdict.findings.append(_Finding(text, True, (
+            f"drain the node, reset the GPU (nvidia-smi -r -i {g.index}) or reboot, then run "
+            "the field diagnostic (dcgmi diag -r 3); errors that come back mean the GPU needs "
+            "replacing")))
+    elif isinstance(aggregate, int) and aggregate > 0:
+        # advisory: errors from before the driver loaded were usually absorbed by row remapping
+        # or page retirement, which health_memory_remap judges (pending or failed is required)
+        verdict.findings.append(_Finding(text, False, (
+            "the errors happened before the driver last loaded: check that row remapping or page "
+            f"retirement absorbed them (nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT -i "
+            f"{g.index}) and run the field diagnostic (dcgmi diag -r 3) before trusting this GPU")))
+    return verdict
+
+
+def _judge_memory_remap(g: GpuHealth) -> _Verdict:
+    rows, pages = g.remapped_rows, g.retired_pages_pending
+    answered = [r for r in (rows, pages) if not isinstance(r, Unread)]
+    # A GPU has one of the two mechanisms (page retirement before Ampere, row remapping since):
+    # the other one's NOT_SUPPORTED is expected as long as one answered.
+    verdict = _Verdict(unread=[u for u in _unread(rows, pages)
+                               if not (u.unsupported and answered)])
+    parts = []
+    reset = f"reset the GPU (nvidia-smi -r -i {g.index}) or reboot"
+    if isinstance(rows, RemappedRows):
+        verdict.metrics.update({"remapped_rows_correctable": rows.correctable,
+                                "remapped_rows_uncorrectable": rows.uncorrectable,
+                                "row_remap_pending": rows.pending,
+                                "row_remap_failed": rows.failed})
+        parts.append(f"row remapping: {'a remap pending' if rows.pending else 'none pending'}, "
+                     f"{'a remap FAILED' if rows.failed else 'no failure'} ({rows.correctable} "
+                     f"rows remapped after correctable, {rows.uncorrectable} after "
+                     "uncorrectable errors)")
+        if rows.failed:
+            verdict.findings.append(_Finding(
+                "row remapping failed: the memory has no spare row left for a failing one", True,
+                "take the GPU out of service and have it replaced (RMA); nvidia-smi -q -d "
+                f"ROW_REMAPPER -i {g.index} shows the counts"))
+        if rows.pending:
+            verdict.findings.append(_Finding(
+                "a row remap is pending: the failing memory row stays in use until the GPU is "
+                "reset", True, f"drain the node and {reset}"))
+    if isinstance(pages, bool):
+        verdict.metrics["retired_pages_pending"] = pages
+        parts.append(f"page retirement: {'pages pending' if pages else 'none pending'}")
+        if pages:
+            verdict.findings.append(_Finding(
+                "retired pages are pending: the failing pages stay in use until the GPU is reset",
+                True, f"drain the node and {reset}"))
+    verdict.detail = "; ".join(parts)
+    return verdict
+
+
+def _reason_names(bits: int, table: Mapping[int, str]) -> list[str]:
+    return [text for bit, text in table.items() if bits & bit]
+
+
+def _judge_clocks(g: GpuHealth) -> _Verdict:
+    reasons = g.clock_reasons
+    metrics: dict[str, Any] = {}
+    clocks = ""
+    if isinstance(g.sm_clock_mhz, int) and isinstance(g.sm_clock_max_mhz, int):
+        metrics.update({"sm_clock_mhz": g.sm_clock_mhz, "sm_clock_max_mhz": g.sm_clock_max_mhz})
+        clocks = f"SM clock {g.sm_clock_mhz} of {g.sm_clock_max_mhz} MHz; "
+    if isinstance(reasons, Unread):
+        return _Verdict(metrics=metrics, unread=[reasons])
+    known = {**_REQUIRED_REASONS, **_ADVISORY_REASONS, **_RECORDED_REASONS}
+    names = [known[bit] for bit in sorted(known) if reasons & bit]
+    unknown_bits = reasons & ~sum(known)
+    if unknown_bits:
+        names.append(f"other reasons {unknown_bits:#x}")
+    metrics.update({"clock_reasons": f"{reasons:#x}", "clock_reason_names": names})
+    verdict = _Verdict(metrics=metrics,
+                       detail=clocks + "clocks limited by: " + (", ".join(names) or "nothing"))
+    for text in _reason_names(reasons, _REQUIRED_REASONS):
+        verdict.findings.append(_Finding(text, True, (
+            "check the node's cooling (fans, airflow, inlet temperature) and power supplies, "
+            f"and its BMC log; nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i {g.index} "
+            "shows the details")))
+    for text in _reason_names(reasons, _ADVISORY_REASONS):
+        verdict.findings.append(_Finding(text, False, (
+            "expected under sustained full load; on a quiet GPU check its power limit and "
+            f"temperature (nvidia-smi -q -d POWER,TEMPERATURE -i {g.index})")))
+    return verdict
+
+
+def _judge_pcie(g: GpuHealth) -> _Verdict:
+    gen, gen_max, width, width_max = g.pcie_gen, g.pcie_gen_max, g.pcie_width, g.pcie_width_max
+    if isinstance(gen, Unread) or isinstance(gen_max, Unread) or isinstance(width, Unread) \
+            or isinstance(width_max, Unread):
+        return _Verdict(unread=_unread(gen, gen_max, width, width_max))
+    verdict = _Verdict(
+        detail=f"PCIe gen {gen} of {gen_max}, width x{width} of x{width_max}",
+        metrics={"pcie_gen": gen, "pcie_gen_max": gen_max, "pcie_width": width,
+                 "pcie_width_max": width_max})
+    hint = ("reseat the GPU (and its riser), check the slot's link speed in the BIOS and "
+            f"nvidia-smi -q -d PCIE -i {g.index}; host↔device copies run slower meanwhile")
+    if width < width_max:
+        verdict.findings.append(_Finding(
+            f"the PCIe link runs at width x{width} of x{width_max}", False, hint))
+    if gen < gen_max:
+        busy = isinstance(g.clock_reasons, int) and not g.clock_reasons & _IDLE
+        if busy:
+            verdict.findings.append(_Finding(
+                f"the PCIe link runs at gen {gen} of {gen_max}", False, hint))
+        elif not verdict.findings:
+            # an idle GPU lowers its link speed to save power and raises it under load
+            idle = ("while the GPU is idle" if isinstance(g.clock_reasons, int)
+                    else "and whether the GPU is idle is unknown")
+            verdict.skip = (f"the PCIe link runs at gen {gen} of {gen_max} {idle} (links slow "
+                            "down at idle), so its speed cannot be judged now; width "
+                            f"x{width} of x{width_max}")
+    return verdict
+
+
+def _judge_nvlink(g: GpuHealth) -> _Verdict:
+    states = {i: s for i, s in enumerate(g.nvlink) if isinstance(s, bool)}
+    # NOT_SUPPORTED for a link means the GPU has no such link
+    verdict = _Verdict(unread=[u for u in _unread(*g.nvlink) if not u.unsupported])
+    if not states:
+        if not verdict.unread:
+            verdict.skip = "this GPU has no NVLink"
+        return verdict
+    down = [i for i, up in states.items() if not up]
+    verdict.metrics.update({"nvlink_links": len(states), "nvlink_up": len(states) - len(down),
+                            "nvlink_down": down})
+    verdict.detail = f"{len(states) - len(down)} of {len(states)} NVLink links up"
+    if down:
+        verdict.findings.append(_Finding(
+            f"NVLink link{'s' if len(down) > 1 else ''} {', '.join(map(str, down))} down "
+            f"({verdict.detail})", False,
+            f"nvidia-smi nvlink -s -i {g.index} shows each link; on NVSwitch systems check that "
+            "nvidia-fabricmanager runs; collectives over a down link take slower paths"))
+    return verdict
+
+
+def _judge_persistence(g: GpuHealth) -> _Verdict:
+    mode = g.persistence
+    if isinstance(mode, Unread):
+        return _Verdict(unread=[mode])
+    verdict = _Verdict(detail=f"persistence mode {_on(mode)}", metrics={"persistence": mode})
+    if not mode:
+        verdict.findings.append(_Finding(
+            "persistence mode is off: the driver tears the GPU down whenever no process uses "
+            "it, so every job's first CUDA call pays to bring it up again", False,
+            f"run nvidia-persistenced, or sudo nvidia-smi -pm 1 -i {g.index}"))
+    return verdict
+
+
+_COMPUTE_MODES = {NVML_COMPUTEMODE_DEFAULT: "Default",
+                  NVML_COMPUTEMODE_EXCLUSIVE_THREAD: "Exclusive_Thread",
+                  NVML_COMPUTEMODE_PROHIBITED: "Prohibited",
+                  NVML_COMPUTEMODE_EXCLUSIVE_PROCESS: "Exclusive_Process"}
+
+
+def _judge_compute_mode(g: GpuHealth) -> _Verdict:
+    mode = g.compute_mode
+    if isinstance(mode, Unread):
+        return _Verdict(unread=[mode])
+    if mode not in _COMPUTE_MODES:
+        return _Verdict(unread=[Unread("nvmlDeviceGetComputeMode", -1,
+                                       f"unknown compute mode {mode}")])
+    name = _COMPUTE_MODES[mode]
+    verdict = _Verdict(detail=f"compute mode {name}", metrics={"compute_mode": name})
+    fix = f"sudo nvidia-smi -c DEFAULT -i {g.index}"
+    if mode == NVML_COMPUTEMODE_PROHIBITED:
+        verdict.findings.append(_Finding(
+            "compute mode is Prohibited: no process can create a CUDA context on this GPU",
+            True, fix))
+    elif mode != NVML_COMPUTEMODE_DEFAULT:
+        verdict.findings.append(_Finding(
+            f"compute mode is {name}: one process at a time, so a second rank or job on this "
+            "GPU fails to create its context", False,
+            f"{fix} if several processes should share the GPU"))
+    return verdict
+
+
+def _judge_mig(g: GpuHealth) -> _Verdict:
+    mode = g.mig_mode
+    if isinstance(mode, Unread):
+        return _Verdict(unread=[mode])
+    current, pending = mode
+    verdict = _Verdict(detail=f"MIG {_on(current)}",
+                       metrics={"mig_enabled": current, "mig_pending": pending})
+    if current:
+        verdict.findings.append(_Finding(
+            "MIG is on: CUDA sees MIG instances, not the whole GPU, and NCCL cannot span them",
+            False, "run on one instance through CUDA_VISIBLE_DEVICES=MIG-<uuid> (nvidia-smi -L "
+            f"lists them), or turn MIG off: sudo nvidia-smi -mig 0 -i {g.index}"))
+    if pending != current:
+        verdict.findings.append(_Finding(
+            f"MIG turns {_on(pending)} at the next GPU reset", False,
+            f"reset the GPU (nvidia-smi -r -i {g.index}) or reboot to apply the change"))
+    return verdict
+
+
+def _judge_occupancy(g: GpuHealth, own_pid: int) -> _Verdict:
+    processes, memory = g.processes, g.memory
+    answered = [r for r in (processes, memory) if not isinstance(r, Unread)]
+    verdict = _Verdict(unread=[u for u in _unread(processes, memory)
+                               if not (u.unsupported and answered)])
+    parts = []
+    if isinstance(processes, tuple):
+        others = [p for p in processes if p.pid != own_pid]
+        verdict.metrics["processes"] = [
+            {"pid": p.pid, "used_mib": None if p.used_bytes is None else _mib(p.used_bytes)}
+            for p in others]
+        listing = ", ".join(f"pid {p.pid}" + ("" if p.used_bytes is None
+                                              else f" ({_mib(p.used_bytes)} MiB)")
+                            for p in others)
+        parts.append(f"{len(others)} other compute process{'es' if len(others) != 1 else ''}"
+                     + (f": {listing}" if others else ""))
+        if others:
+            verdict.findings.append(_Finding(
+                parts[-1], False,
+                "they compete for memory and compute, so results and timings here are not "
+                "those of an idle GPU; nvidia-smi --query-compute-apps=pid,process_name,"
+                f"used_memory --format=csv -i {g.index} names them"))
+    else:
+        parts.append("compute processes not reported by this driver")
+    if isinstance(memory, MemoryUse) and memory.total_bytes > 0:
+        free = memory.free_bytes / memory.total_bytes
+        verdict.metrics.update({"memory_total_mib": _mib(memory.total_bytes),
+                                "memory_free_mib": _mib(memory.free_bytes)})
+        parts.append(f"{free:.0%} of memory free ({_mib(memory.free_bytes)} of "
+                     f"{_mib(memory.total_bytes)} MiB)")
+        if free < FREE_MEMORY_FLOOR:
+            verdict.findings.append(_Finding(
+                f"only {parts[-1]}", False,
+                "another process or a leftover context holds the memory; large runs here may "
+                "run out of memory"))
+    elif isinstance(memory, MemoryUse):
+        verdict.unread.append(Unread("nvmlDeviceGetMemoryInfo", -1, "reported 0 bytes in total"))
+    else:
+        parts.append("memory use not reported by this driver")
+    verdict.detail = "; ".join(parts)
+    return verdict
+
+
+CHECKS: tuple[HealthCheck, ...] = (
+    HealthCheck("ecc", True, _judge_ecc),
+    HealthCheck("memory_remap", True, _judge_memory_remap),
+    HealthCheck("clocks", True, _judge_clocks),
+    HealthCheck("pcie", False, _judge_pcie),
+    HealthCheck("nvlink", False, _judge_nvlink),
+    HealthCheck("persistence", False, _judge_persistence),
+    HealthCheck("compute_mode", True, _judge_compute_mode),
+    HealthCheck("mig", False, _judge_mig),
+    HealthCheck("occupancy", False, lambda g: _judge_occupancy(g, os.getpid())),
+)
+"""The per-GPU checks in report order. Findings carry their own class: ``clocks`` and
+``compute_mode`` also have advisory findings (SW slowdowns; an exclusive compute mode)."""
+
+
+def _conclude(check: HealthCheck, gpu: GpuHealth, verdict: _Verdict) -> CheckResult:
+    common: dict[str, Any] = {
+        "name": f"health_{check.name}[gpu{gpu.index}]", "device": f"gpu{gpu.index}",
+        "level": "full", "metrics": {**gpu.identity, **verdict.metrics}}
+    findings = list(verdict.findings)
+    lost = [u for u in verdict.unread if u.gpu_lost]
+    if lost:
+        findings.append(_Finding(
+            f"the GPU is lost ({lost[0]}): it has fallen off the bus", check.required,
+            "drain the node and check the GPU (dmesg shows Xid 79); a reboot or GPU reset may "
+            "bring it back, a repeat means hardware"))
+    if findings:
+        hints = list(dict.fromkeys(f.hint for f in findings))
+        return CheckResult(status="fail", required=any(f.required for f in findings),
+                           error=f"{gpu.label}: " + "; ".join(f.text for f in findings),
+                           hint="; ".join(hints), detail=verdict.detail or None, **common)
+    unknown = [u for u in verdict.unread if not u.unsupported]
+    if unknown:
+        return CheckResult(status="skip", required=check.required,
+                           reason=f"{gpu.label}: unknown: " + "; ".join(map(str, unknown)),
+                           **common)
+    if verdict.unread:
+        return CheckResult(status="skip", required=check.required,
+                           reason=f"{gpu.label}: not supported: "
+                                  + "; ".join(map(str, verdict.unread)), **common)
+    if verdict.skip is not None:
+        return CheckResult(status="skip", required=check.required,
+                           reason=f"{gpu.label}: {verdict.skip}", **common)
+    return CheckResult(status="pass", required=check.required,
+                       detail=f"{gpu.label}: {verdict.detail}", **common)
+
+
+def judge_gpu(gpu: GpuHealth) -> list[CheckResult]:
+    """Every check in :data:`CHECKS` for one GPU's readings (pure)."""
+    return [_conclude(check, gpu, check.judge(gpu)) for check in CHECKS]
+
+
+# ----------------------------------------------------------------------------------- /dev/shm
+
+def read_shm(path: str = "/dev/shm") -> Union[os.statvfs_result, OSError, None]:
+    """``os.statvfs(path)``; the OSError it raised; None where the platform has no statvfs."""
+    statvfs = getattr(os, "statvfs", None)
+    if statvfs is None:
+        return None
+    try:
+        result: os.statvfs_result = statvfs(path)
+    except OSError as exc:
+        return exc
+    return result
+
+
+def judge_shm(reading: Union[os.statvfs_result, OSError, None], path: str = "/dev/shm", *,
+              linux: Optional[bool] = None) -> CheckResult:
+    """The ``health_shm`` result for what :func:`read_shm` returned (pure but for the platform)."""
+    linux = sys.platform.startswith("linux") if linux is None else linux
+    common: dict[str, Any] = {"name": "health_shm", "device": "cpu", "required": False,
+                              "level": "full"}
+    hint = ("Docker gives a container 64 MB: run it with --shm-size=16g (or --ipc=host); on "
+            "Kubernetes mount an emptyDir with medium: Memory at /dev/shm")
+    if reading is None or (isinstance(reading, FileNotFoundError) and not linux):
+        return CheckResult(status="skip", reason=f"this platform has no {path}", **common)
+    if isinstance(reading, FileNotFoundError):
+        return CheckResult(status="fail", error=f"{path} does not exist: NCCL's shared-memory "
+                           "transport and DataLoader workers cannot share memory", hint=hint,
+                           **common)
+    if isinstance(reading, OSError):
+        return CheckResult(status="skip", reason=f"unknown: cannot read {path} "
+                           f"({reading.strerror or reading})", **common)
+    block = reading.f_frsize or reading.f_bsize
+    size, free = reading.f_blocks * block, reading.f_bavail * block
+    metrics = {"shm_bytes": size, "shm_free_bytes": free}
+    text = f"{path} is {_mib(size)} MiB ({_mib(free)} MiB free)"
+    if size < SHM_FLOOR_BYTES:
+        return CheckResult(status="fail", error=f"{text}, below 1 GiB: NCCL's shared-memory "
+                           "transport and DataLoader workers fail with bus errors or hang",
+                           hint=hint, metrics=metrics, **common)
+    return CheckResult(status="pass", detail=text, metrics=metrics, **common)
+
+
+# ----------------------------------------------------------------------------------- reading
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _convert(value: Any, convert: Callable[[Any], T]) -> Reading[T]:
+    return value if isinstance(value, Unread) else convert(value)
+
+
+def _asker(pynvml: Any) -> Callable[..., Any]:
+    """``ask(name, *args)``: ``pynvml.<name>(*args)``, or an :class:`Unread` for an NVML error."""
+    mismatch = getattr(pynvml, "NVMLLibraryMismatchError", None)
+
+    def ask(name: str, *args: Any, **kwargs: Any) -> Any:
+        fn = getattr(pynvml, name, None)
+        if fn is None:
+            return Unread(name, NVML_ERROR_FUNCTION_NOT_FOUND, "not in this nvidia-ml-py")
+        try:
+            return fn(*args, **kwargs)
+        except pynvml.NVMLError as exc:
+            return Unread(name, int(getattr(exc, "value", -1)), str(exc))
+        except Exception as exc:
+            # pynvml raises this when the driver's library lacks the versioned function
+            if mismatch is None or not isinstance(exc, mismatch):
+                raise
+            return Unread(name, NVML_ERROR_FUNCTION_NOT_FOUND, "Function Not Found")
+
+    return ask
+
+
+def _read_gpu(pynvml: Any, index: int) -> GpuHealth:
+    query = _asker(pynvml)
+    handle = query("nvmlDeviceGetHandleByIndex", index)
+
+    def ask(name: str, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(handle, Unread):
+            return handle  # every reading of a GPU without a handle is that failure
+        return query(name, handle, *args, **kwargs)
+
+    def pair(value: Any) -> tuple[bool, bool]:
+        return bool(value[0]), bool(value[1])
+
+    reasons = ask("nvmlDeviceGetCurrentClocksEventReasons")
+    if isinstance(reasons, Unread) and reasons.code == NVML_ERROR_FUNCTION_NOT_FOUND:
+        reasons = ask("nvmlDeviceGetCurrentClocksThrottleReasons")  # drivers before 535
+    memory = ask("nvmlDeviceGetMemoryInfo")
+    if isinstance(memory, Unread) and memory.code == NVML_ERROR_FUNCTION_NOT_FOUND \
+            and hasattr(pynvml, "nvmlMemory_v2"):
+        memory = ask("nvmlDeviceGetMemoryInfo", version=pynvml.nvmlMemory_v2)
+    nvlink: list[Reading[bool]] = []
+    for link in range(NVLINK_MAX_LINKS):
+        state = _convert(ask("nvmlDeviceGetNvLinkState", link), bool)
+        if isinstance(state, Unread) and state.code == NVML_ERROR_INVALID_ARGUMENT:
+            break  # past the GPU's last link
+        nvlink.append(state)
+        if isinstance(state, Unread) and not state.unsupported:
+            break  # one failure answers for the rest
+    name, uuid, pci = (ask("nvmlDeviceGetName"), ask("nvmlDeviceGetUUID"),
+                       ask("nvmlDeviceGetPciInfo"))
+    return GpuHealth(
+        index=index,
+        name=None if isinstance(name, Unread) else _text(name),
+        uuid=None if isinstance(uuid, Unread) else _text(uuid),
+        pci_bus_id=None if isinstance(pci, Unread) else _text(pci.busId),
+        ecc_mode=_convert(ask("nvmlDeviceGetEccMode"), pair),
+        ecc_volatile_uncorrected=_convert(ask(
+            "nvmlDeviceGetTotalEccErrors", NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC),
+            int),
+        ecc_aggregate_uncorrected=_convert(ask(
+            "nvmlDeviceGetTotalEccErrors", NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+            NVML_AGGREGATE_ECC), int),
+        retired_pages_pending=_convert(ask("nvmlDeviceGetRetiredPagesPendingStatus"), bool),
+        remapped_rows=_convert(ask("nvmlDeviceGetRemappedRows"), lambda v: RemappedRows(
+            int(v[0]), int(v[1]), bool(v[2]), bool(v[3]))),
+        clock_reasons=_convert(reasons, int),
+        sm_clock_mhz=_convert(ask("nvmlDeviceGetClockInfo", NVML_CLOCK_SM), int),
+        sm_clock_max_mhz=_convert(ask("nvmlDeviceGetMaxClockInfo", NVML_CLOCK_SM), int),
+        pcie_gen=_convert(ask("nvmlDeviceGetCurrPcieLinkGeneration"), int),
+        pcie_gen_max=_convert(ask("nvmlDeviceGetMaxPcieLinkGeneration"), int),
+        pcie_width=_convert(ask("nvmlDeviceGetCurrPcieLinkWidth"), int),
+        pcie_width_max=_convert(ask("nvmlDeviceGetMaxPcieLinkWidth"), int),
+        nvlink=tuple(nvlink),
+        persistence=_convert(ask("nvmlDeviceGetPersistenceMode"), bool),
+        compute_mode=_convert(ask("nvmlDeviceGetComputeMode"), int),
+        mig_mode=_convert(ask("nvmlDeviceGetMigMode"), pair),
+        processes=_convert(ask("nvmlDeviceGetComputeRunningProcesses"), lambda procs: tuple(
+            GpuProcess(int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory))
+            for p in procs)),
+        memory=_convert(memory, lambda m: MemoryUse(int(m.total), int(m.free))),
+    )
+
+
+def _read_all(pynvml: Any, out: list[GpuHealth]) -> Optional[str]:
+    """Append each GPU's readings to ``out`` as they finish; a reason when NVML cannot be used."""
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        code = int(getattr(exc, "value", -1))
+        return "unknown: " + (describe_init_error(code, str(exc))
+                              or "NVML: the NVIDIA driver library was not found")
+    try:
+        try:
+            count = int(pynvml.nvmlDeviceGetCount())
+        except pynvml.NVMLError as exc:
+            return f"unknown: NVML cannot count the GPUs ({exc})"
+        for index in range(count):
+            out.append(_read_gpu(pynvml, index))
+    finally:
+        with contextlib.suppress(pynvml.NVMLError):
+            pynvml.nvmlShutdown()
+    return None if count else "NVML lists no GPU"
+
+
+def read_gpus(environ: Optional[Mapping[str, str]] = None, *,
+              timeout: float = DEFAULT_TIMEOUT) -> tuple[list[GpuHealth], Optional[str]]:
+    """Every GPU's readings, and why NVML could not (fully) answer, or None.
+
+    The library is the one detection uses (``TORCHENV_NVML_LIBRARY``: ``off``, a path, or the
+    loader's ``libnvidia-ml.so.1``). NVML runs in-process, so the reading runs in a daemon thread
+    abandoned after ``timeout`` seconds; the GPUs read by then are returned.
+    """
+    setting = nvml_library_setting(os.environ if environ is None else environ)
+    if setting is not None and setting.lower() == "off":
+        return [], "NVML is turned off (TORCHENV_NVML_LIBRARY=off)"
+    if setting is not None:
+        if not os.path.isfile(setting):
+            return [], f"unknown: TORCHENV_NVML_LIBRARY: {setting} does not exist"
+        problem = _load_explicit(setting)
+        if problem is not None:
+            return [], f"unknown: {problem}"
+    elif not _library_available(wsl=os.path.exists("/usr/lib/wsl/lib/libnvidia-ml.so.1")):
+        return [], "no NVIDIA driver library (libnvidia-ml.so.1) on this machine"
+    import pynvml
+
+    gpus: list[GpuHealth] = []
+    outcome: list[Optional[str]] = []
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            outcome.append(_read_all(pynvml, gpus))
+        except BaseException as exc:  # handed to the caller below
+            failure.append(exc)
+
+    worker = threading.Thread(target=work, name="torchenv-health", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if failure:
+        raise failure[0]
+    if outcome:
+        return list(gpus), outcome[0]
+    read = list(gpus)
+    return read, (f"unknown: NVML did not answer within {timeout:g} s (a hung driver?); "
+                  + (f"{len(read)} GPUs were read before it stopped" if read
+                     else "no GPU was read"))
+
+
+def node_health(environ: Optional[Mapping[str, str]] = None, *, shm_path: str = "/dev/shm",
+                timeout: float = DEFAULT_TIMEOUT) -> list[CheckResult]:
+    """The node health checks: each of :data:`CHECKS` for every GPU NVML lists, then /dev/shm.
+
+    When NVML cannot be used (no driver library, a failed ``nvmlInit``, no answer within
+    ``timeout`` seconds) a ``health_nvml`` skip says why, and the GPUs' checks are absent rather
+    than passed. Raises only for a bug, never for what the driver answers.
+    """
+    started = time.monotonic()
+    gpus, problem = read_gpus(environ, timeout=timeout)
+    results: list[CheckResult] = []
+    if problem is not None:
+        results.append(CheckResult(name="health_nvml", status="skip", device="gpu",
+                                   level="full", reason=problem,
+                                   seconds=time.monotonic() - started))
+    for check in CHECKS:
+        for gpu in gpus:
+            results.append(_conclude(check, gpu, check.judge(gpu)))
+    results.append(judge_shm(read_shm(shm_path), shm_path))
+    return results

@@ -1,0 +1,144 @@
+"""The subprocess funnel: every wait bounded, nothing of a run left behind."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from torchenv._subprocess import (
+    RUN_TOKEN_ENV,
+    kill_token,
+    reap_children,
+    run_process,
+    run_to_files,
+    start_process,
+)
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="reads /proc and uses sessions")
+
+# A launcher like torchrun: it starts a worker in a session of its own that ignores SIGTERM
+# (so killing the launcher's process group misses it), writes the worker's pid, and waits.
+_LAUNCHER = textwrap.dedent("""
+    import os, subprocess, sys, time
+    worker = subprocess.Popen(
+        [sys.executable, "-c",
+         "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"],
+        start_new_session=True)
+    with open(sys.argv[1], "w") as f:
+        f.write(str(worker.pid))
+    print("launched", flush=True)
+    time.sleep(600)
+""")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "State:\tZ" not in status
+
+
+def _wait_for(path: Path, limit: float = 20.0) -> None:
+    end = time.monotonic() + limit
+    while not (path.exists() and path.read_text()):
+        assert time.monotonic() < end, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def test_a_launchers_worker_in_its_own_session_is_killed_by_the_runs_token(
+        tmp_path: Path) -> None:
+    script = tmp_path / "launcher.py"
+    script.write_text(_LAUNCHER)
+    pid_file = tmp_path / "worker.pid"
+    began = time.monotonic()
+    result = run_to_files([sys.executable, str(script), str(pid_file)], timeout=3,
+                          term_grace=0.5, stdout_path=str(tmp_path / "out"),
+                          stderr_path=str(tmp_path / "err"), token=uuid.uuid4().hex)
+    took = time.monotonic() - began
+    assert result.timed_out and result.returncode is None
+    assert "launched" in result.stdout
+    assert took < 3 + 0.5 + 5
+    worker = int(pid_file.read_text())
+    end = time.monotonic() + 5
+    while _alive(worker) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not _alive(worker), "the worker outlived its run"
+
+
+def test_without_the_token_the_same_worker_survives_the_group_kill(tmp_path: Path) -> None:
+    """Why the token exists: the process-group kill alone leaves the worker running."""
+    script = tmp_path / "launcher.py"
+    script.write_text(_LAUNCHER)
+    pid_file = tmp_path / "worker.pid"
+    token = uuid.uuid4().hex
+    env = {**os.environ, RUN_TOKEN_ENV: token}
+    result = run_to_files([sys.executable, str(script), str(pid_file)], timeout=2,
+                          term_grace=0.2, env=env, stdout_path=str(tmp_path / "out"),
+                          stderr_path=str(tmp_path / "err"))
+    assert result.timed_out
+    worker = int(pid_file.read_text())
+    try:
+        assert _alive(worker)
+    finally:
+        assert kill_token(token) >= 1
+    end = time.monotonic() + 5
+    while _alive(worker) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not _alive(worker)
+
+
+def test_run_process_timeout_is_bounded_when_a_descendant_holds_the_pipes(
+        tmp_path: Path) -> None:
+    script = tmp_path / "launcher.py"
+    script.write_text(_LAUNCHER)
+    pid_file = tmp_path / "worker.pid"
+    began = time.monotonic()
+    result = run_process([sys.executable, str(script), str(pid_file)], timeout=2)
+    took = time.monotonic() - began
+    worker = int(pid_file.read_text())
+    os.kill(worker, 9)
+    assert result.timed_out
+    assert took < 2 + 2 + 10 + 3, f"waited {took:.1f} s for pipes a stray worker held"
+
+
+def test_reap_children_ends_every_live_child() -> None:
+    proc = start_process([sys.executable, "-c", "import time; time.sleep(600)"])
+    assert proc.poll() is None
+    try:
+        assert reap_children() == 1
+        assert proc.poll() is not None
+        assert reap_children() == 0
+    finally:
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
+
+
+def test_a_finished_run_leaves_no_stray_either(tmp_path: Path) -> None:
+    """The token sweep runs after a clean exit too: a worker left running is killed."""
+    script = tmp_path / "quick.py"
+    script.write_text(textwrap.dedent("""
+        import subprocess, sys
+        w = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                             start_new_session=True)
+        open(sys.argv[1], "w").write(str(w.pid))
+    """))
+    pid_file = tmp_path / "worker.pid"
+    result = run_to_files([sys.executable, str(script), str(pid_file)], timeout=30,
+                          stdout_path=str(tmp_path / "out"), stderr_path=str(tmp_path / "err"),
+                          token=uuid.uuid4().hex)
+    assert result.ok
+    _wait_for(pid_file)
+    worker = int(pid_file.read_text())
+    end = time.monotonic() + 5
+    while _alive(worker) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not _alive(worker)

@@ -1,0 +1,156 @@
+"""Every wait of ``validate`` and ``detect`` is bounded, and an interrupted command leaves no
+process and no temporary directory behind. Real children, real torchrun, real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from tests.validation.helpers import by_name, listing, load
+
+HERE = Path(__file__).resolve().parent
+MARK = "TORCHENV_TEST_MARK"
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                 reason="reads /proc/PID/environ")]
+
+
+def _marked(mark: str) -> list[int]:
+    """Live processes whose environment carries ``MARK=mark`` (every descendant inherits it)."""
+    needle = f"{MARK}={mark}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                status = (entry / "status").read_text()
+                if "State:\tZ" not in status:
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _env(tmp_path: Path, mark: str, **extra: str) -> dict[str, str]:
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHENV_")}
+    env.update({"TMPDIR": str(tmpdir), MARK: mark, "TORCHENV_NO_OVERLAY": "1",
+                "TORCHENV_NVML_LIBRARY": "off", "TORCHENV_NVIDIA_SMI": "off",
+                "TORCHENV_CACHE_DIR": str(tmp_path / "cache")})
+    env.update(extra)
+    return env
+
+
+def _settle(mark: str, limit: float = 10.0) -> list[int]:
+    end = time.monotonic() + limit
+    left = _marked(mark)
+    while left and time.monotonic() < end:
+        time.sleep(0.1)
+        left = _marked(mark)
+    return left
+
+
+def test_a_hung_collective_ends_within_its_limit_and_leaves_nothing(tmp_path: Path) -> None:
+    mark = uuid.uuid4().hex
+    env = _env(tmp_path, mark, TORCHENV_VALIDATE_EXTRA_CHECKS=str(
+        HERE / "_planted_collectives.py"))
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "torchenv", "validate", "--level", "full",
+                           "--json", "--timeout", "4"], capture_output=True, text=True,
+                          env=env, timeout=240, check=False)
+    took = time.monotonic() - began
+    doc = load(proc.stdout)
+    hang = by_name(doc)["planted_hang"]
+    assert hang["status"] == "fail", hang
+    assert proc.returncode == 1
+    # the collectives get 4 s + 15 s of slack, then 5 s after SIGTERM: a bound, not a hang
+    assert hang["seconds"] < 60
+    assert took < 200
+    assert _settle(mark) == [], "a rank of the hung run is still alive"
+    assert listing(tmp_path / "tmp") == []
+
+
+def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "torchenv", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _wait_until(predicate: object, limit: float) -> None:
+    end = time.monotonic() + limit
+    while not predicate():  # type: ignore[operator]
+        assert time.monotonic() < end, "the run never got there"
+        time.sleep(0.1)
+
+
+def test_sigterm_during_validate_ends_every_child_and_removes_the_temp_dir(
+        tmp_path: Path) -> None:
+    mark = uuid.uuid4().hex
+    started = tmp_path / "started"
+    plant = tmp_path / "plant.py"
+    plant.write_text("import time\n\ndef check_planted_wait(ctx):\n"
+                     f"    open({str(started)!r}, 'w').close()\n    time.sleep(600)\n")
+    env = _env(tmp_path, mark, TORCHENV_VALIDATE_EXTRA_CHECKS=str(plant))
+    proc = _start(["validate", "--json"], env)
+    try:
+        _wait_until(started.exists, 120)
+        assert len(_marked(mark)) >= 2  # torchenv and its probe child
+        os.kill(proc.pid, signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert _settle(mark) == []
+    assert listing(tmp_path / "tmp") == []
+
+
+def test_sigterm_during_detect_ends_a_hung_nvidia_smi(tmp_path: Path) -> None:
+    mark = uuid.uuid4().hex
+    started = tmp_path / "started"
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\ntouch {started}\nexec sleep 600\n")
+    smi.chmod(0o755)
+    env = _env(tmp_path, mark, TORCHENV_NVIDIA_SMI=str(smi), TORCHENV_PROBE_TIMEOUT="5")
+    proc = _start(["detect", "--json"], env)
+    try:
+        _wait_until(started.exists, 60)
+        os.kill(proc.pid, signal.SIGTERM)
+        _out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err
+    assert _settle(mark) == []
+
+
+def test_one_rank_proves_no_collective_and_says_so(tmp_path: Path) -> None:
+    """A world of one rank: every collective is a skip saying why, never a pass."""
+    from torchenv.validation.runner import DIST_WORKER
+
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           "--nproc-per-node", "1", str(DIST_WORKER), str(out), "gloo", "30"],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = json.loads((out / "rank0.json").read_text())
+    assert {r["name"] for r in results} >= {"gloo_allreduce", "gloo_broadcast",
+                                            "gloo_allgather", "ddp_step"}
+    for r in results:
+        assert r["status"] == "skip", r
+        assert "world size 1" in r["reason"] and "needs at least 2 ranks" in r["reason"]
