@@ -266,3 +266,28 @@ def test_nccl_transports_are_read_from_its_debug_logs(tmp_path: Path) -> None:
     (tmp_path / "other.log").write_text("via NET/Socket/0\n")
     assert nccl_transports(tmp_path) == ["NET/IB", "P2P/CUMEM", "SHM"]
     assert nccl_transports(tmp_path / "missing") == []
+
+
+class _FakeRocmTorch:
+    """Only the attributes a ROCm build's arch check reads; no ROCm GPU runs here."""
+
+    def __init__(self, gcn: str, archs: list[str]) -> None:
+        self.version = type("V", (), {"hip": "6.4.43482", "cuda": None})()
+        props = type("P", (), {"gcnArchName": gcn})()
+        self.cuda = type("C", (), {
+            "get_device_name": staticmethod(lambda i: "AMD Instinct MI250X"),
+            "get_arch_list": staticmethod(lambda: archs),
+            "get_device_properties": staticmethod(lambda i: props)})()
+
+
+@pytest.mark.parametrize(("gcn", "archs", "status"), [
+    ("gfx90a:sramecc+:xnack-", ["gfx900", "gfx90a", "gfx942"], "pass"),
+    ("gfx1100", ["gfx900", "gfx90a", "gfx942"], "fail"),
+    ("", ["gfx90a"], "skip"),
+], ids=["listed", "not-built", "unreported"])
+def test_rocm_devices_are_judged_by_their_gfx_target(gcn: str, archs: list[str],
+                                                     status: str) -> None:
+    torch = _FakeRocmTorch(gcn, archs)
+    result = _probe.run_one(torch, {"name": "cuda_arch", "check": "cuda_arch",
+                                    "device": "cuda:0", "required": True}, True)
+    assert result["status"] == status, result

@@ -313,9 +313,11 @@ def check_build(ctx: Ctx) -> str:
 def check_cuda_arch(ctx: Ctx) -> str:
     torch = ctx.torch
     i = _cuda_index(ctx)
-    major, minor = torch.cuda.get_device_capability(i)
     name = torch.cuda.get_device_name(i)
     archs = list(torch.cuda.get_arch_list())
+    if getattr(torch.version, "hip", None):
+        return _rocm_arch(torch, i, name, archs)
+    major, minor = torch.cuda.get_device_capability(i)
     runs = [a for a in archs if arch_runs(a, major, minor)]
     if not runs:
         raise Fail(f"{name} (sm_{major}{minor}) is not compatible with this build; compiled for "
@@ -327,6 +329,26 @@ def check_cuda_arch(ctx: Ctx) -> str:
                 "JIT-compiled on first use (minutes on a first run, cached afterwards); a build "
                 "with SASS for this GPU starts faster")
     return f"{name} sm_{major}{minor} in " + " ".join(archs)
+
+
+def rocm_target(gcn_arch_name: str) -> str:
+    """``gfx90a:sramecc+:xnack-`` → ``gfx90a``: the feature flags do not choose the code object."""
+    return gcn_arch_name.split(":", 1)[0].strip()
+
+
+def _rocm_arch(torch: Any, i: int, name: str, archs: list[str]) -> str:
+    """ROCm builds list gfx targets; a GPU runs only code built for its exact target."""
+    props = torch.cuda.get_device_properties(i)
+    target = rocm_target(str(getattr(props, "gcnArchName", "") or ""))
+    if not target:
+        raise Skip("this ROCm torch does not report the GPU's gfx target (gcnArchName)")
+    built = {rocm_target(a) for a in archs}
+    if target not in built:
+        raise Fail(f"{name} ({target}) is not compatible with this ROCm build; compiled for "
+                   + " ".join(archs),
+                   hint="install a ROCm build whose targets include this GPU: 'torchenv resolve'"
+                        " (HSA_OVERRIDE_GFX_VERSION only helps for a compatible target)")
+    return f"{name} {target} in " + " ".join(archs)
 
 
 @check("roundtrip", scope="gpu")
