@@ -45,7 +45,8 @@ def test_proc_then_nvidia_smi(tmp_path: Path) -> None:
                                              "CUDA_VISIBLE_DEVICES": "1"})
     nv = profile.nvidia
     assert nv is not None
-    assert (nv.driver_version, nv.source, nv.cuda_driver_version) == ("580.173.02", "proc", "13.3")
+    # the CUDA version is not asked of nvidia-smi: the driver version decides
+    assert (nv.driver_version, nv.source, nv.cuda_driver_version) == ("580.173.02", "proc", None)
     assert [g.compute_capability for g in nv.visible_gpus()] == ["8.6"]
     assert profile.sources["nvidia"] == "/proc/driver/nvidia/version"
     assert profile.sources["nvidia.gpus"] == "nvidia-smi --query-gpu"
@@ -181,6 +182,38 @@ def test_cli_hang_returns_within_timeout(tmp_path: Path) -> None:
     assert time.monotonic() - start < 5
     assert any("did not answer within 1 s" in w for w in doc["warnings"])
     assert doc["interpreter"]["version"]
+
+
+@pytest.mark.usefixtures("no_nvml")
+def test_hung_probes_of_different_vendors_wait_together_not_in_turn(tmp_path: Path) -> None:
+    """nvidia-smi, rocm_agent_enumerator and rocminfo all hang: the probes run at the same time
+    and ROCm's two tools share one budget, so detection takes about one probe timeout, not
+    three, and every hang is still reported."""
+    bin_dir = tmp_path / "bin"
+    fake_smi(bin_dir, hang=True)
+    make_exe(bin_dir, "rocm_agent_enumerator", "exec sleep 30\n")
+    make_exe(bin_dir, "rocminfo", "exec sleep 30\n")
+    start = time.monotonic()
+    profile = detect(root=tmp_path, environ={"PATH": f"{bin_dir}:/usr/bin:/bin"}, timeout=1.0)
+    took = time.monotonic() - start
+    assert took < 2.5, f"{took:.1f} s: the probes waited one after another"
+    assert any("did not answer within 1 s" in w for w in profile.warnings)
+    assert any(w.startswith("ROCm:") for w in profile.warnings)
+    assert profile.nvidia is None and profile.rocm is None
+
+
+def test_concurrent_probes_merge_in_a_fixed_order(tmp_path: Path) -> None:
+    """Warnings come out in the documented probe order whichever thread finished first."""
+    bin_dir = tmp_path / "bin"
+    fake_smi(bin_dir, error="boom\n", rc=4)
+    make_exe(bin_dir, "rocm_agent_enumerator", "echo broken >&2; exit 3\n")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "TORCHENV_NVML_LIBRARY": "off"}
+    orders = {tuple(w.split()[0] for w in detect(root=tmp_path, environ=env).warnings)
+              for _ in range(5)}
+    assert len(orders) == 1
+    [order] = orders
+    nvidia_at = next(i for i, w in enumerate(order) if "nvidia-smi" in w)
+    assert order.index("ROCm:") > nvidia_at
 
 
 def test_cli_process_never_imports_torch_or_rich() -> None:

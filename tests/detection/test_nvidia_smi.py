@@ -96,13 +96,19 @@ def test_errors_from_captures() -> None:
     assert parse_smi_error("something else") is None
 
 
-def test_probe_single(tmp_path: Path) -> None:
-    exe = fake_smi(tmp_path, query=SINGLE, version=data("version_610.57.04_kmd.txt"))
+def test_probe_single_is_one_call(tmp_path: Path) -> None:
+    """One nvidia-smi process: GPUs and driver version. The CUDA version is not asked for (the
+    resolver judges the driver version against the driver table), so --version never runs."""
+    marker = tmp_path / "calls.txt"
+    exe = fake_smi(tmp_path, query=SINGLE, version=data("version_610.57.04_kmd.txt"),
+                   marker=marker)
     res = probe_nvidia_smi(str(exe))
     assert res.ok
     assert res.warnings == ()
-    assert (res.driver_version, res.cuda_driver_version) == ("580.82.07", "13.3")
+    assert (res.driver_version, res.cuda_driver_version) == ("580.82.07", None)
     assert [g.name for g in res.gpus] == ["NVIDIA H200"]
+    assert len(res.calls) == 1
+    assert len(marker.read_text().splitlines()) == 1
 
 
 def test_probe_multi(tmp_path: Path) -> None:
@@ -110,7 +116,7 @@ def test_probe_multi(tmp_path: Path) -> None:
                    version=data("version_wsl2_smi555.42.03_driver555.85.txt"))
     res = probe_nvidia_smi(str(exe))
     assert [g.compute_capability for g in res.gpus] == ["6.1", "8.6"]
-    assert res.cuda_driver_version == "12.5"
+    assert res.driver_version is not None and res.cuda_driver_version is None
 
 
 def test_probe_old_smi_without_compute_cap(tmp_path: Path) -> None:
@@ -118,7 +124,7 @@ def test_probe_old_smi_without_compute_cap(tmp_path: Path) -> None:
     exe = fake_smi(tmp_path, query=query, no_compute_cap=True)
     res = probe_nvidia_smi(str(exe))
     assert res.ok
-    assert len(res.calls) == 3
+    assert len(res.calls) == 2  # the query, then the query without compute_cap
     assert res.gpus[0].compute_capability is None
     assert res.gpus[0].memory_mib == 8192
     assert any("compute_cap" in w for w in res.warnings)

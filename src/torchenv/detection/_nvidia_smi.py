@@ -169,7 +169,8 @@ class SmiResult:
 
 def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
                      env: Optional[Mapping[str, str]] = None) -> SmiResult:
-    """Ask ``exe`` for the GPUs, then for the CUDA version; all calls share ``timeout`` seconds."""
+    """Ask ``exe`` for the GPUs and the driver version in one call (two on drivers too old for
+    the ``compute_cap`` field); all calls share ``timeout`` seconds."""
     from torchenv._subprocess import run_process
 
     deadline = time.monotonic() + timeout
@@ -208,13 +209,7 @@ def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
         # some builds print their failure (driver not reachable, ...) and still exit 0
         warnings.append(parse_smi_error(res.stdout + "\n" + res.stderr) or f"{exe}: {exc}")
         return SmiResult(warnings=tuple(warnings), calls=tuple(calls))
-    cuda: Optional[str] = None
-    calls.append("--version")
-    ver = run_process([exe, "--version"], timeout=left(), env=env)
-    if ver.ok:
-        v_driver, cuda = parse_smi_versions(ver.stdout)
-        driver = driver or v_driver
-    elif ver.timed_out:
-        warnings.append(f"{exe} --version did not answer within {timeout:g} s")
-    return SmiResult(gpus=gpus, driver_version=driver, cuda_driver_version=cuda,
-                     warnings=tuple(warnings), ok=True, calls=tuple(calls))
+    # one call: the CUDA version the driver supports is not asked for (it would take a second
+    # nvidia-smi); the resolver judges the driver by its version against the driver table
+    return SmiResult(gpus=gpus, driver_version=driver, warnings=tuple(warnings), ok=True,
+                     calls=tuple(calls))

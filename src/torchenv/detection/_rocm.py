@@ -184,16 +184,23 @@ def probe_rocm(root: Path, environ: Mapping[str, str], *, timeout: float = 5.0) 
     targets = _kfd_targets(root)
     source = "kfd" if targets else None
     if not targets:
+        import time
+
+        deadline = time.monotonic() + timeout  # both tools share one budget
+
+        def left() -> float:
+            return max(0.1, deadline - time.monotonic())
+
         enumerator = _tool("rocm_agent_enumerator", rocm_path / "bin", environ)
         rocminfo = _tool("rocminfo", rocm_path / "bin", environ)
         if enumerator:
-            res = run_process([enumerator], timeout=timeout)
+            res = run_process([enumerator], timeout=left())
             if res.ok:
                 targets, source = parse_rocm_agent_enumerator(res.stdout), "rocm_agent_enumerator"
             else:
                 warnings.append(f"ROCm: {res.describe_failure()}")
-        if not targets and rocminfo:
-            res = run_process([rocminfo], timeout=timeout)
+        if not targets and rocminfo and deadline - time.monotonic() > 0.1:
+            res = run_process([rocminfo], timeout=left())
             if res.ok:
                 targets = tuple(gfx for gfx, _ in parse_rocminfo(res.stdout))
                 source = "rocminfo"

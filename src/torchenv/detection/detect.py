@@ -10,8 +10,9 @@ by an override is not run at all. The order, and where each fact comes from:
    a. NVML (nvidia-ml-py, in-process): driver, CUDA driver version, every GPU's details.
    b. ``/proc/driver/nvidia/version``, then ``/sys/module/nvidia/version``: the loaded driver;
       ``/proc/driver/nvidia/gpus/*/information``: GPU names and UUIDs.
-   c. ``nvidia-smi --query-gpu=...`` (only when on PATH; timeout ≤ 5 s): GPUs with compute
-      capability, then ``nvidia-smi --version`` for the CUDA version.
+   c. ``nvidia-smi --query-gpu=...`` (only when on PATH; timeout ≤ 5 s): one call for GPUs with
+      compute capability and the driver version. The CUDA version is not asked for: the
+      resolver judges the driver by its version against the matrix's driver table.
    ``CUDA_VISIBLE_DEVICES`` then picks the GPUs torch will see.
 3. AMD ROCm: KFD topology in sysfs, else ``rocm_agent_enumerator``/``rocminfo``; the version from
    ``/opt/rocm/.info/version``.
@@ -21,14 +22,20 @@ by an override is not run at all. The order, and where each fact comes from:
    torch is never imported.
 
 A probe that fails or times out adds a warning and leaves the rest of the profile intact.
+The probes that wait on child processes or on the driver (NVIDIA, ROCm, another interpreter)
+run at the same time, each in its own thread with its own warnings, and are merged in the order
+above, so the profile does not depend on which finished first; all of them end within one
+deadline.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Optional, TypeVar, Union
+from typing import Generic, Optional, TypeVar, Union
 
 from torchenv.detection._platform import current_platform, probe_platform
 from torchenv.detection.overrides import Overrides
@@ -143,24 +150,35 @@ def detect(
         evidence.extend(f"PCI {d.vendor}:{d.device} at {d.address}"
                         + (f" (driver {d.driver})" if d.driver else " (no driver bound)")
                         for d in pci if d.vendor == "10de")
-    nvidia: Optional[NvidiaInfo] = None
+    nv_job: Optional[_Job[Optional[NvidiaInfo]]] = None
     if probe_gpus and not overrides.nvidia_given and facts.os != "darwin":
         if facts.os == "linux":
             evidence.extend(_nvidia_device_files(base))
-        nvidia = _guard("NVIDIA", warnings,
-                        lambda: _probe_nvidia(base, env, limit, facts.wsl, warnings, sources,
-                                              evidence), evidence)
-    rocm: Optional[RocmInfo] = None
+        nv_evidence: list[str] = []
+        nv_job = _Job("NVIDIA", lambda w, s: _guard(
+            "NVIDIA", w, lambda: _probe_nvidia(base, env, limit, facts.wsl, w, s, nv_evidence),
+            nv_evidence), evidence=nv_evidence)
+    rocm_job: Optional[_Job[Optional[RocmInfo]]] = None
     if probe_gpus and overrides.rocm_archs is None and facts.os == "linux":
-        rocm = _guard("ROCm", warnings, lambda: _probe_rocm(base, env, limit, warnings, sources))
+        rocm_job = _Job("ROCm", lambda w, s: _guard(
+            "ROCm", w, lambda: _probe_rocm(base, env, limit, w, s)))
+    py_job: Optional[_Job[tuple[PythonInfo, Optional[TorchInfo]]]] = None
+    if python is not None:  # another interpreter: a child process, waited for in parallel
+        py_job = _Job("Python", lambda w, s: _probe_python(python, env, w, s))
+    deadline = time.monotonic() + 2 * limit + 1.0  # every probe's children are bounded by limit
     xpu: Optional[XpuInfo] = None
     if probe_gpus and facts.os == "linux":
         xpu = _guard("Intel XPU", warnings, lambda: _probe_xpu(base, env, sources, pci))
     mps = facts.platform == "macos-arm64"
     if mps:
         sources["mps"] = "macOS on arm64"
-
-    py_info, torch = _probe_python(python, env, warnings, sources)
+    if py_job is None:
+        py_info, torch = _probe_python(python, env, warnings, sources)
+    nvidia = nv_job.join(deadline, warnings, sources, evidence) if nv_job else None
+    rocm = rocm_job.join(deadline, warnings, sources) if rocm_job else None
+    if py_job is not None:
+        got = py_job.join(deadline, warnings, sources)
+        py_info, torch = got if got is not None else (_current_python_fallback(), None)
     profile = HostProfile(
         platform=facts.platform,
         python=py_info,
@@ -181,6 +199,58 @@ def detect(
         nvidia_evidence=tuple(dict.fromkeys(evidence)),
     )
     return apply_overrides(profile, overrides)
+
+
+class _Job(Generic[T]):
+    """A probe in a thread of its own, with its own warnings and sources, joined by deadline.
+
+    A probe's expected failures are already warnings (``_guard``); anything else it raises is a
+    bug and is raised again in the caller's thread at ``join``.
+    """
+
+    def __init__(self, name: str, fn: Callable[[list[str], dict[str, str]], T],
+                 evidence: Optional[list[str]] = None) -> None:
+        self.name = name
+        self.warnings: list[str] = []
+        self.sources: dict[str, str] = {}
+        self.evidence = evidence
+        self.result: Optional[T] = None
+        self.error: Optional[BaseException] = None
+        self._fn = fn
+        self._thread = threading.Thread(target=self._run, name=f"torchenv-probe-{name}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.result = self._fn(self.warnings, self.sources)
+        except BaseException as exc:  # handed to the caller's thread by join
+            self.error = exc
+
+    def join(self, deadline: float, warnings: list[str], sources: dict[str, str],
+             evidence: Optional[list[str]] = None) -> Optional[T]:
+        self._thread.join(max(0.0, deadline - time.monotonic()))
+        if self._thread.is_alive():  # cannot happen with bounded children; never wait forever
+            warnings.append(f"the {self.name} probe did not finish in time; its facts are "
+                            "unknown")
+            if evidence is not None:
+                evidence.append(f"the {self.name} probe did not finish")
+            return None
+        if self.error is not None:
+            raise self.error
+        warnings.extend(self.warnings)
+        sources.update(self.sources)
+        if evidence is not None and self.evidence:
+            evidence.extend(self.evidence)
+        return self.result
+
+
+def _current_python_fallback() -> PythonInfo:
+    import platform
+    import sys
+
+    return PythonInfo(version=f"{sys.version_info[0]}.{sys.version_info[1]}",
+                      executable=sys.executable, full_version=platform.python_version())
 
 
 def _nvidia_device_files(root: Path) -> list[str]:
@@ -246,9 +316,9 @@ def _probe_nvidia(root: Path, env: Mapping[str, str], limit: float, wsl: bool,
                 if driver is None and smi.driver_version:
                     driver, source = smi.driver_version, "nvidia-smi"
                     sources["nvidia"] = "nvidia-smi"
-                if smi.cuda_driver_version:
+                if smi.cuda_driver_version and cuda is None:
                     cuda = smi.cuda_driver_version
-                    sources["nvidia.cuda_driver_version"] = "nvidia-smi --version"
+                    sources["nvidia.cuda_driver_version"] = "nvidia-smi"
     if driver is None and not gpus:
         return None
     if wsl:
@@ -321,12 +391,7 @@ def _probe_python(python: Optional[str], env: Mapping[str, str], warnings: list[
     else:
         got = _guard("Python", warnings, lambda: _python_env.inspect_current(env))
         if got is None:
-            import platform
-            import sys
-
-            return PythonInfo(version=f"{sys.version_info[0]}.{sys.version_info[1]}",
-                              executable=sys.executable,
-                              full_version=platform.python_version()), None
+            return _current_python_fallback(), None
         facts = got
         origin = "this interpreter"
     sources["python"] = origin
