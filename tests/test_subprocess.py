@@ -53,13 +53,18 @@ def _wait_for(path: Path, limit: float = 20.0) -> None:
         time.sleep(0.05)
 
 
-def test_a_launchers_worker_in_its_own_session_is_killed_by_the_runs_token(
-        tmp_path: Path) -> None:
+def _launcher(tmp_path: Path) -> tuple[list[str], Path]:
     script = tmp_path / "launcher.py"
     script.write_text(_LAUNCHER)
     pid_file = tmp_path / "worker.pid"
+    return [sys.executable, str(script), str(pid_file)], pid_file
+
+
+def test_a_launchers_worker_in_its_own_session_is_killed_by_the_runs_token(
+        tmp_path: Path) -> None:
+    argv, pid_file = _launcher(tmp_path)
     began = time.monotonic()
-    result = run_to_files([sys.executable, str(script), str(pid_file)], timeout=3,
+    result = run_to_files(argv, timeout=3,
                           term_grace=0.5, stdout_path=str(tmp_path / "out"),
                           stderr_path=str(tmp_path / "err"), token=uuid.uuid4().hex)
     took = time.monotonic() - began
@@ -75,12 +80,10 @@ def test_a_launchers_worker_in_its_own_session_is_killed_by_the_runs_token(
 
 def test_without_the_token_the_same_worker_survives_the_group_kill(tmp_path: Path) -> None:
     """Why the token exists: the process-group kill alone leaves the worker running."""
-    script = tmp_path / "launcher.py"
-    script.write_text(_LAUNCHER)
-    pid_file = tmp_path / "worker.pid"
+    argv, pid_file = _launcher(tmp_path)
     token = uuid.uuid4().hex
     env = {**os.environ, RUN_TOKEN_ENV: token}
-    result = run_to_files([sys.executable, str(script), str(pid_file)], timeout=2,
+    result = run_to_files(argv, timeout=2,
                           term_grace=0.2, env=env, stdout_path=str(tmp_path / "out"),
                           stderr_path=str(tmp_path / "err"))
     assert result.timed_out
@@ -97,11 +100,9 @@ def test_without_the_token_the_same_worker_survives_the_group_kill(tmp_path: Pat
 
 def test_run_process_timeout_is_bounded_when_a_descendant_holds_the_pipes(
         tmp_path: Path) -> None:
-    script = tmp_path / "launcher.py"
-    script.write_text(_LAUNCHER)
-    pid_file = tmp_path / "worker.pid"
+    argv, pid_file = _launcher(tmp_path)
     began = time.monotonic()
-    result = run_process([sys.executable, str(script), str(pid_file)], timeout=2)
+    result = run_process(argv, timeout=2)
     took = time.monotonic() - began
     worker = int(pid_file.read_text())
     os.kill(worker, 9)

@@ -80,9 +80,20 @@ def test_a_hung_collective_ends_within_its_limit_and_leaves_nothing(tmp_path: Pa
     assert listing(tmp_path / "tmp") == []
 
 
-def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "torchenv", *args], stdout=subprocess.PIPE,
+def _terminate_when(args: list[str], env: dict[str, str], ready: Path, limit: float
+                    ) -> tuple[int, str]:
+    """Run torchenv ARGS, SIGTERM it once ``ready`` exists; (exit status, stderr)."""
+    proc = subprocess.Popen([sys.executable, "-m", "torchenv", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        _wait_until(ready.exists, limit)
+        os.kill(proc.pid, signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, err
 
 
 def _wait_until(predicate: object, limit: float) -> None:
@@ -100,17 +111,8 @@ def test_sigterm_during_validate_ends_every_child_and_removes_the_temp_dir(
     plant.write_text("import time\n\ndef check_planted_wait(ctx):\n"
                      f"    open({str(started)!r}, 'w').close()\n    time.sleep(600)\n")
     env = _env(tmp_path, mark, TORCHENV_VALIDATE_EXTRA_CHECKS=str(plant))
-    proc = _start(["validate", "--json"], env)
-    try:
-        _wait_until(started.exists, 120)
-        assert len(_marked(mark)) >= 2  # torchenv and its probe child
-        os.kill(proc.pid, signal.SIGTERM)
-        _out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 128 + signal.SIGTERM, err
+    code, err = _terminate_when(["validate", "--json"], env, started, 120)
+    assert code == 128 + signal.SIGTERM, err
     assert "interrupted" in err and "Traceback" not in err
     assert _settle(mark) == []
     assert listing(tmp_path / "tmp") == []
@@ -123,16 +125,8 @@ def test_sigterm_during_detect_ends_a_hung_nvidia_smi(tmp_path: Path) -> None:
     smi.write_text(f"#!/bin/sh\ntouch {started}\nexec sleep 600\n")
     smi.chmod(0o755)
     env = _env(tmp_path, mark, TORCHENV_NVIDIA_SMI=str(smi), TORCHENV_PROBE_TIMEOUT="5")
-    proc = _start(["detect", "--json"], env)
-    try:
-        _wait_until(started.exists, 60)
-        os.kill(proc.pid, signal.SIGTERM)
-        _out, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 128 + signal.SIGTERM, err
+    code, err = _terminate_when(["detect", "--json"], env, started, 60)
+    assert code == 128 + signal.SIGTERM, err
     assert "Traceback" not in err
     assert _settle(mark) == []
 
