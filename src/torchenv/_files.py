@@ -1,4 +1,8 @@
-"""Atomic file writes: a temp file in the same directory, then ``os.replace``.
+"""Reading user files with a size cap, and atomic writes (a temp file, then ``os.replace``).
+
+Every file a user names (a host profile, a matrix overlay, ``pyproject.toml``) is read through
+:func:`read_bytes_capped`, so ``/dev/zero`` or a multi-gigabyte file is refused after reading
+one byte past the cap instead of filling memory.
 
 Only regular files are replaced. A symlink is followed, so the file it names is updated and the
 link stays; anything else at the path (a device such as ``/dev/null``, a FIFO, a directory) is
@@ -15,7 +19,48 @@ from pathlib import Path
 
 from torchenv.errors import BadInput
 
-__all__ = ["write_atomic"]
+__all__ = ["MAX_READ_BYTES", "read_bytes_capped", "read_text_capped", "write_atomic"]
+
+MAX_READ_BYTES = 8 * 1024 * 1024
+"""The most torchenv reads of a file a user names; the largest real overlay is far below it."""
+
+
+def read_bytes_capped(path: Path | str, *, limit: int = MAX_READ_BYTES,
+                      what: str | None = None) -> bytes:
+    """The bytes of ``path``, at most ``limit`` of them.
+
+    Raises :class:`BadInput` naming the file (prefixed with ``what``, e.g. ``--host``) when it
+    cannot be read, is a directory, or holds more than ``limit`` bytes. A file that never ends
+    (``/dev/zero``) costs one read of ``limit + 1`` bytes.
+    """
+    label = f"{what}: {path}" if what else str(path)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    except IsADirectoryError as exc:
+        raise BadInput(f"{label} is a directory", hint="give the path of a file") from exc
+    except OSError as exc:
+        raise BadInput(f"{label}: cannot read: {exc.strerror or exc}") from exc
+    if len(data) > limit:
+        raise BadInput(f"{label} is larger than {_size(limit)}; torchenv does not read it",
+                       hint="give the path of the file torchenv wrote or expects")
+    return data
+
+
+def read_text_capped(path: Path | str, *, limit: int = MAX_READ_BYTES,
+                     what: str | None = None) -> str:
+    """:func:`read_bytes_capped` decoded as UTF-8; text that is not UTF-8 is :class:`BadInput`."""
+    data = read_bytes_capped(path, limit=limit, what=what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        label = f"{what}: {path}" if what else str(path)
+        raise BadInput(f"{label} is not UTF-8 text (byte {exc.start})",
+                       hint="give the path of a text file") from exc
+
+
+def _size(n: int) -> str:
+    return f"{n // (1024 * 1024)} MiB" if n >= 1024 * 1024 else f"{n} bytes"
 
 
 def _new_file_mode() -> int:

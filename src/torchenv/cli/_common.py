@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,15 +18,23 @@ if TYPE_CHECKING:
 
     from torchenv.detection.overrides import Overrides
     from torchenv.detection.profile import HostProfile
+    from torchenv.matrix.model import Matrix
 
 __all__ = [
     "add_json_flag",
     "add_target_flags",
+    "check_index_base",
     "console",
     "emit_json",
     "host_from_args",
     "index_base",
+    "index_base_warning",
+    "is_interpreter_path",
+    "known_cuda_versions",
+    "known_variants",
+    "load_matrix_reported",
     "overrides_from_args",
+    "target_python",
 ]
 
 
@@ -104,17 +114,95 @@ def add_target_flags(parser: argparse.ArgumentParser, *, host_only: bool = False
 
 
 def index_base(args: argparse.Namespace) -> str | None:
-    """``--index-base``, else a non-empty ``TORCHENV_INDEX_BASE``, else None (the default host).
+    """``--index-base``, else a non-empty ``TORCHENV_INDEX_BASE``, else None (the default host),
+    checked by :func:`check_index_base`.
 
     The only place the variable is read: the library takes the value as an argument.
     """
     flag = getattr(args, "index_base", None)
-    return flag or os.environ.get("TORCHENV_INDEX_BASE", "").strip() or None
+    if flag is not None:
+        return check_index_base(flag, origin="--index-base")
+    env = os.environ.get("TORCHENV_INDEX_BASE", "").strip()
+    return check_index_base(env, origin="TORCHENV_INDEX_BASE") if env else None
 
 
-def overrides_from_args(args: argparse.Namespace) -> Overrides:
+def check_index_base(value: str, *, origin: str = "--index-base") -> str:
+    """``value`` when it is an ``https://``, ``http://`` or ``file://`` URL with a host or path,
+    printable and without surrounding blanks; raises :class:`BadInput` naming ``origin``.
+
+    A space inside a path is allowed (pip accepts it and every rendered command quotes it);
+    line breaks, tabs and other control characters are not: they would split a
+    requirements file or a shell line.
+    """
+    from urllib.parse import urlsplit
+
+    hint = "give the root of a wheel index mirror, e.g. https://mirror.example/whl"
+    if any((ch.isspace() and ch != " ") or not ch.isprintable() for ch in value):
+        raise BadInput(f"{origin}: {value!r} contains a line break or control character",
+                       hint=hint)
+    if value != value.strip():
+        raise BadInput(f"{origin}: {value!r} starts or ends with a space", hint=hint)
+    scheme, sep, _ = value.partition("://")
+    try:
+        parts = urlsplit(value)
+        # a host for http(s), a path for file://; never a blank in the host
+        usable = bool(parts.path if scheme == "file" else parts.netloc) and " " not in parts.netloc
+    except ValueError:  # e.g. an unclosed [IPv6 address
+        usable = False
+    if not sep or scheme not in ("https", "http", "file") or not usable:
+        raise BadInput(f"{origin}: {value!r} is not an https://, http:// or file:// URL",
+                       hint=hint)
+    return value
+
+
+def index_base_warning(base: str | None) -> str | None:
+    """A warning for a plain-HTTP index base that is not on this machine (downloads are not
+    encrypted, and ``matrix update`` refuses such a mirror without ``--allow-http``)."""
+    if base is None or not base.lower().startswith("http://"):
+        return None
+    from urllib.parse import urlsplit
+
+    from torchenv.matrix.live.http import LOCAL_HOSTS
+
+    host = (urlsplit(base).hostname or "").lower()
+    if host in LOCAL_HOSTS:
+        return None
+    return (f"index base {base} is plain HTTP: wheels would be downloaded unencrypted, and "
+            "'torchenv matrix update' refuses it without --allow-http; use https:// if the "
+            "mirror offers it")
+
+
+def target_python(args: argparse.Namespace) -> tuple[str | None, str]:
+    """The target Python asked for and where it came from: ``--python``, else a non-empty
+    ``TORCHENV_PYTHON``. Either may be a version (``3.12``) or the path of an interpreter."""
+    flag = getattr(args, "target_python", None)
+    if flag:
+        return flag, "--python"
+    env = os.environ.get("TORCHENV_PYTHON", "").strip()
+    return (env, "TORCHENV_PYTHON") if env else (None, "--python")
+
+
+def is_interpreter_path(value: str) -> bool:
+    """True when a ``--python``/``TORCHENV_PYTHON`` value names an interpreter, not a version."""
+    return os.sep in value or "/" in value or Path(value).is_file()
+
+
+def overrides_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> Overrides:
     from torchenv.detection.overrides import Overrides
 
+    if getattr(args, "no_gpu", False):
+        described = [(flag, value) for flag, value in (
+            ("--driver", getattr(args, "driver", None)),
+            ("--gpu", getattr(args, "gpu", None)),
+            ("--rocm-arch", getattr(args, "rocm_arch", None))) if value]
+        if described:
+            flag, value = described[0]
+            shown = value if isinstance(value, str) else value[0]
+            raise BadInput(f"--no-gpu conflicts with {flag} {shown}: one says there is no "
+                           "accelerator, the other describes one",
+                           hint=f"drop --no-gpu, or drop {flag}")
     return Overrides.from_sources(
         driver=getattr(args, "driver", None),
         gpus=getattr(args, "gpu", None),
@@ -123,7 +211,7 @@ def overrides_from_args(args: argparse.Namespace) -> Overrides:
         python=getattr(args, "target_python", None),
         glibc=getattr(args, "glibc", None),
         no_gpu=bool(getattr(args, "no_gpu", False)),
-        environ=os.environ,
+        environ=os.environ if environ is None else environ,
     )
 
 
@@ -133,30 +221,63 @@ def host_from_args(
     """The HostProfile for a command: ``--host FILE`` or detection, then the overrides."""
     from torchenv.detection.detect import apply_overrides, detect
 
-    target_python = getattr(args, "target_python", None)
-    if target_python and (
-        os.sep in target_python or "/" in target_python or Path(target_python).is_file()
-    ):
-        # `--python PATH` names an interpreter to inspect rather than a version to target
-        python_executable = python_executable or target_python
+    environ: Mapping[str, str] = os.environ
+    wanted, _ = target_python(args)
+    if wanted and is_interpreter_path(wanted):
+        # `--python PATH` (or TORCHENV_PYTHON=PATH) names an interpreter to inspect rather than
+        # a version to target; the variable is consumed here, so it is not read as a version
+        python_executable = python_executable or wanted
         args.target_python = None
-    overrides = overrides_from_args(args)
+        environ = {k: v for k, v in os.environ.items() if k != "TORCHENV_PYTHON"}
+    overrides = overrides_from_args(args, environ)
     host_file = getattr(args, "host", None)
     if host_file:
+        from torchenv._files import read_text_capped
         from torchenv.detection.profile import HostProfile
 
-        path = Path(host_file)
+        hint = "create it with 'torchenv detect --json > host.json'"
+        text = read_text_capped(host_file, what="--host")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise BadInput(f"--host: cannot read {host_file}: {exc.strerror or exc}") from exc
+            data = json.loads(text)
         except ValueError as exc:
-            raise BadInput(
-                f"--host: {host_file} is not JSON: {exc}",
-                hint="create it with 'torchenv detect --json > host.json'",
-            ) from exc
+            raise BadInput(f"--host: {host_file} is not JSON: {exc}", hint=hint) from exc
+        except RecursionError as exc:  # the C decoder's own guard against deep nesting
+            raise BadInput(f"--host: {host_file} is nested too deeply to be a host profile",
+                           hint=hint) from exc
         return apply_overrides(HostProfile.from_json(data, origin=host_file), overrides)
     return detect(overrides, python=python_executable)
+
+
+def load_matrix_reported() -> Matrix:
+    """The matrix with the user overlay; a broken overlay is reported on stderr and ignored."""
+    from torchenv.matrix.loader import load_matrix
+
+    matrix = load_matrix()
+    if matrix.overlay_error:
+        print(f"torchenv: warning: matrix overlay ignored: {matrix.overlay_error}", file=sys.stderr)
+    return matrix
+
+
+def known_variants(matrix: Matrix) -> list[str]:
+    """Every variant some release in ``matrix`` has: cpu, then CUDA, ROCm, XPU, each by version."""
+    from torchenv.matrix.model import variant_kind
+
+    names = {v.name for r in matrix.releases for v in r.variants}
+    names |= {n for r in matrix.releases for n in r.pypi_default.values()}
+    kinds = ("cpu", "cuda", "rocm", "xpu")
+
+    def key(name: str) -> tuple[int, tuple[int, ...], str]:
+        kind = variant_kind(name)
+        digits = tuple(int(d) for d in re.findall(r"\d+", name))
+        return (kinds.index(kind) if kind in kinds else len(kinds), digits, name)
+
+    return sorted(names, key=key)
+
+
+def known_cuda_versions(matrix: Matrix) -> list[str]:
+    """Every CUDA version (``12.8``) some release in ``matrix`` is built for, oldest first."""
+    versions = {v.cuda_version for r in matrix.releases for v in r.variants if v.cuda_version}
+    return sorted(versions, key=lambda text: tuple(int(p) for p in text.split(".")))
 
 
 def emit_json(document: Any) -> None:

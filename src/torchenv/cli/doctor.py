@@ -25,9 +25,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from torchenv.cli._common import load_matrix_reported
     from torchenv.detection.detect import detect
     from torchenv.doctor import diagnose, gather_installs, summarize
-    from torchenv.matrix import load_matrix
 
     python = args.python or sys.executable
     if os.sep in python:
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     installs = gather_installs(python, env)
     host = detect(None, python=python)
-    findings = diagnose(host, env, load_matrix(), installs)
+    findings = diagnose(host, env, load_matrix_reported(), installs)
     errors = summarize(findings)["error"]
     if args.json:
         from torchenv.cli._common import emit_json

@@ -68,10 +68,10 @@ def register(sub: Any) -> None:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from torchenv.matrix.loader import load_matrix
+    from torchenv.cli._common import load_matrix_reported
     from torchenv.matrix.render import matrix_to_json, release_detail, render_table, select
 
-    matrix = load_matrix()
+    matrix = load_matrix_reported()
     releases = select(matrix, args.torch)
     if args.release:
         rel = matrix.release(args.release)
@@ -94,6 +94,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 def run_check(args: argparse.Namespace) -> int:
     import json
+    import os
     import sys
     from pathlib import Path
 
@@ -111,7 +112,7 @@ def run_check(args: argparse.Namespace) -> int:
         write_atomic(CACHE_FILE, json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n")
     _, cached = load_embedded_documents()
     overlay: Path | bool = Path(args.overlay) if args.overlay else False
-    if args.overlay and not Path(args.overlay).is_file():
+    if args.overlay and not os.path.lexists(args.overlay):
         raise BadInput(f"--overlay: {args.overlay} does not exist")
     matrix = load_matrix(overlay=overlay)  # raises MatrixError (exit 2) for the embedded data
     problems = []

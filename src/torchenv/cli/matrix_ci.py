@@ -47,7 +47,9 @@ def register(msub: Any) -> None:
                    "json: a list")
     p.add_argument("--pretty", action="store_true", help="indent the github JSON")
     p.add_argument("--index-base", metavar="URL", help="PyTorch wheel index mirror for commands")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write to FILE instead of stdout ('-' is stdout)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing FILE")
     p.add_argument("--json", action="store_true", help="same as --format json")
     p.set_defaults(func=run)
 
@@ -65,8 +67,12 @@ def run(args: argparse.Namespace) -> int:
         parse_variants,
     )
     from torchenv.ci.rows import generate_rows
-    from torchenv.cli._common import index_base
-    from torchenv.matrix.loader import load_matrix
+    from torchenv.cli._common import (
+        index_base,
+        index_base_warning,
+        known_variants,
+        load_matrix_reported,
+    )
 
     fmt = args.format or "github"
     if args.json:
@@ -87,14 +93,16 @@ def run(args: argparse.Namespace) -> int:
         max_rows=args.max_rows,
         index_base=index_base(args),
     )
-    matrix = load_matrix()
+    warning = index_base_warning(request.index_base)
+    if warning:
+        print(f"torchenv: warning: {warning}", file=sys.stderr)
+    matrix = load_matrix_reported()
     if request.variants:
-        known = {v.name for r in matrix.releases for v in r.variants}
-        known |= {n for r in matrix.releases for n in r.pypi_default.values()}
-        unknown = [v for v in request.variants if v not in known]
+        known = known_variants(matrix)
+        unknown = sorted(v for v in request.variants if v not in known)
         if unknown:
             raise BadInput(f"--variants: no release in the matrix has {unknown[0]!r}",
-                           hint="'torchenv matrix show' lists the variants of every release")
+                           hint="known variants: " + ", ".join(known))
     rows = generate_rows(matrix, request)
     if not rows:
         raise Unsatisfiable("no (torch, variant, platform, Python) combination in the matrix "
@@ -108,8 +116,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"torchenv: warning: {len(rows)} rows; {name} allows at most {limit} "
               f"jobs in {what} (use --max-rows or --strategy)", file=sys.stderr)
     text = render(rows, cast(Format, fmt), pretty=args.pretty)
-    if args.output:
-        _write(Path(args.output), text)
+    if args.output and args.output != "-":  # `-o -` is stdout, as without -o
+        _write(Path(args.output), text, force=args.force)
         print(f"wrote {len(rows)} rows to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -117,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, text: str, *, force: bool) -> None:
     from torchenv._files import write_atomic
 
-    write_atomic(path, text)
+    write_atomic(path, text, force=force)  # an existing file needs --force

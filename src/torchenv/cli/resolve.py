@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +15,7 @@ from torchenv.cli._common import (
     host_from_args,
     index_base,
 )
-from torchenv.errors import BadInput
+from torchenv.errors import BadInput, TorchenvError
 
 if TYPE_CHECKING:
     from torchenv.detection.profile import HostProfile
@@ -53,7 +54,8 @@ def register(sub: Any) -> None:
         metavar="FMT",
         help="environment.yml, requirements, pyproject or pixi",
     )
-    e.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    e.add_argument("-o", "--output", metavar="FILE",
+                   help="write to FILE instead of stdout ('-' is stdout)")
     e.add_argument("--force", action="store_true", help="overwrite an existing FILE")
     e.add_argument(
         "--conda-channel",
@@ -94,25 +96,24 @@ def register(sub: Any) -> None:
 
 def _project_defaults(cwd: Path) -> dict[str, str]:
     """``[tool.torchenv]`` of ./pyproject.toml: torch, python, variant (flags override them)."""
+    from torchenv._files import read_bytes_capped
+
     path = cwd / "pyproject.toml"
-    try:
-        raw = path.read_bytes()
-    except OSError:
+    if not path.is_file():
         return {}
+    raw = read_bytes_capped(path)
     if b"torchenv" not in raw:
         return {}  # no [tool.torchenv]: skip the TOML parser
-    try:
-        if sys.version_info >= (3, 11):
-            import tomllib
-        else:  # pragma: no cover - Python 3.9/3.10
-            import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # pragma: no cover
-        return {}
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.9/3.10: tomli is a dependency there
+        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
     try:
         data = tomllib.loads(raw.decode("utf-8"))
-    except (OSError, ValueError) as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: arrays nested absurdly deep
         raise BadInput(f"{path}: not valid TOML: {exc}") from exc
-    section = data.get("tool", {}).get("torchenv", {})
+    tool = data.get("tool", {})
+    section = tool.get("torchenv", {}) if isinstance(tool, dict) else {}
     if not isinstance(section, dict):
         raise BadInput(f"{path}: [tool.torchenv] must be a table")
     out = {}
@@ -132,26 +133,27 @@ def _project_defaults(cwd: Path) -> dict[str, str]:
     return out
 
 
-def _request(args: argparse.Namespace) -> Request:
+_PYPROJECT = "pyproject.toml [tool.torchenv]"
+
+
+def _request(args: argparse.Namespace, defaults: dict[str, str]) -> Request:
+    from torchenv.cli._common import target_python
     from torchenv.resolver.request import Request
 
-    defaults = _project_defaults(Path.cwd())
     if (
-        getattr(args, "target_python", None) is None
+        target_python(args)[0] is None  # --python, then TORCHENV_PYTHON, then the file
         and "python" in defaults
         and not getattr(args, "host", None)
     ):
         from torchenv.detection.overrides import normalize_python
 
-        args.target_python = normalize_python(
-            defaults["python"], origin="pyproject.toml [tool.torchenv] python"
-        )
+        args.target_python = normalize_python(defaults["python"], origin=f"{_PYPROJECT} python")
     try:
         if defaults:  # a bad value from the file must name the file, not a flag
             Request(torch=None if args.torch else defaults.get("torch"),
                     variant=(None if args.variant else defaults.get("variant")) or "auto")
     except BadInput as exc:
-        raise BadInput(f"pyproject.toml [tool.torchenv]: {exc.message}", hint=exc.hint) from exc
+        raise BadInput(f"{_PYPROJECT}: {exc.message}", hint=exc.hint) from exc
     return Request(
         torch=args.torch or defaults.get("torch"),
         variant=args.variant or defaults.get("variant") or "auto",
@@ -162,18 +164,45 @@ def _request(args: argparse.Namespace) -> Request:
     )
 
 
+def _check_known(args: argparse.Namespace, request: Request, matrix: Matrix) -> None:
+    """A variant or CUDA version no release has is a typo, not an unsatisfiable request."""
+    from torchenv.cli._common import known_cuda_versions, known_variants
+
+    if request.explicit_variant:
+        variants = known_variants(matrix)
+        if request.variant not in variants:
+            origin = "--variant" if args.variant else f"{_PYPROJECT} variant"
+            raise BadInput(f"{origin}: no release in the matrix has the variant "
+                           f"{request.variant!r}",
+                           hint="known variants: " + ", ".join(variants))
+    if request.cuda is not None:
+        versions = known_cuda_versions(matrix)
+        if request.cuda not in versions:
+            raise BadInput(f"--cuda: no release in the matrix is built for CUDA {request.cuda}",
+                           hint="known CUDA versions: " + ", ".join(versions))
+
+
 def _decide(
-    args: argparse.Namespace, python_exe: str | None = None
+    args: argparse.Namespace,
+    python_exe: str | None = None,
+    defaults: dict[str, str] | None = None,
 ) -> tuple[Plan, HostProfile, Matrix]:
-    from torchenv.matrix.loader import load_matrix
+    from torchenv.cli._common import index_base_warning, load_matrix_reported
     from torchenv.resolver.resolve import resolve
 
-    request = _request(args)
+    request = _request(args, _project_defaults(Path.cwd()) if defaults is None else defaults)
     host = host_from_args(args, python_executable=python_exe)
-    matrix = load_matrix()
-    if matrix.overlay_error:
-        print(f"torchenv: warning: matrix overlay ignored: {matrix.overlay_error}", file=sys.stderr)
-    return resolve(request, host, matrix), host, matrix
+    matrix = load_matrix_reported()
+    _check_known(args, request, matrix)
+    plan = resolve(request, host, matrix)
+    warning = index_base_warning(request.index_base)
+    if warning:
+        print(f"torchenv: warning: {warning}", file=sys.stderr)
+        if args.json:  # the JSON document carries it too
+            from torchenv._record import replace
+
+            plan = replace(plan, warnings=(*plan.warnings, warning))
+    return plan, host, matrix
 
 
 def run_resolve(args: argparse.Namespace) -> int:
@@ -219,7 +248,7 @@ def run_env(args: argparse.Namespace) -> int:
         )
     plan, _, _ = _decide(args)
     text = render_file(plan, fmt, pytorch_channel=args.conda_channel == "pytorch")
-    if args.output:
+    if args.output and args.output != "-":  # `-o -` is stdout, as without -o
         from torchenv._files import write_atomic
 
         write_atomic(Path(args.output), text, force=args.force)  # BadInput (exit 2) on failure
@@ -236,8 +265,10 @@ def run_env(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse_other_machines(args: argparse.Namespace) -> None:
-    """install acts on this machine: target flags that describe another one are refused."""
+def _refuse_other_machines(args: argparse.Namespace, defaults: dict[str, str]) -> None:
+    """install acts on this machine: a target that describes another one is refused, whether
+    it comes from a flag, a ``TORCHENV_*`` variable or ``[tool.torchenv]``."""
+    from torchenv.cli._common import is_interpreter_path, target_python
     from torchenv.detection._python_env import (
         inspect_current,
         inspect_interpreter,
@@ -250,17 +281,43 @@ def _refuse_other_machines(args: argparse.Namespace) -> None:
             "interpreter to install into")
     if args.host:
         raise BadInput("install: --host describes another machine", hint=hint)
-    if args.platform and normalize_platform(args.platform) != current_platform():
-        raise BadInput(f"install: --platform {args.platform} is not this machine "
+    platform, origin = args.platform, "--platform"
+    if not platform:
+        platform, origin = os.environ.get("TORCHENV_PLATFORM", "").strip(), "TORCHENV_PLATFORM"
+    if platform and normalize_platform(platform, origin=origin) != current_platform():
+        raise BadInput(f"install: {origin} {platform} is not this machine "
                        f"({current_platform()})", hint=hint)
-    if args.target_python:
-        wanted = normalize_python(args.target_python)
-        facts = (inspect_interpreter(args.python_exe) if args.python_exe
-                 else inspect_current())  # the interpreter only, not the whole host
-        actual = python_info_from(facts).version
-        if wanted != actual:
-            raise BadInput(f"install: --python {wanted} does not match the interpreter it "
-                           f"installs into (Python {actual})", hint=hint)
+    wanted, origin = target_python(args)
+    if wanted is None and "python" in defaults:
+        wanted, origin = defaults["python"], f"{_PYPROJECT} python"
+    if wanted is None:
+        return
+    target = args.python_exe or sys.executable
+    if is_interpreter_path(wanted):
+        if not _same_file(wanted, target):
+            raise BadInput(f"install: {origin} {wanted} is not the interpreter it installs "
+                           f"into ({target})", hint=hint)
+        return
+    version = normalize_python(wanted, origin=origin)
+    facts = (inspect_interpreter(args.python_exe) if args.python_exe
+             else inspect_current())  # the interpreter only, not the whole host
+    actual = python_info_from(facts).version
+    if version == actual:
+        return
+    if origin.startswith(_PYPROJECT):
+        raise BadInput(f"install: {origin} is {version}, but the interpreter it installs into "
+                       f"is Python {actual}",
+                       hint=f"pass --python-exe PATH of a Python {version} interpreter, or "
+                       f"--python {actual} to resolve for this one")
+    raise BadInput(f"install: {origin} {version} does not match the interpreter it installs "
+                   f"into (Python {actual})", hint=hint)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def run_install(args: argparse.Namespace) -> int:
@@ -270,8 +327,9 @@ def run_install(args: argparse.Namespace) -> int:
     from torchenv.installers.render import pip_command, uv_command
 
     python = args.python_exe or sys.executable
-    _refuse_other_machines(args)
-    plan, host, _ = _decide(args, python_exe=args.python_exe)
+    defaults = _project_defaults(Path.cwd())
+    _refuse_other_machines(args, defaults)
+    plan, host, _ = _decide(args, python_exe=args.python_exe, defaults=defaults)
     command = (
         pip_command(plan, python=python)
         if args.installer == "pip"
@@ -311,14 +369,24 @@ def run_install(args: argparse.Namespace) -> int:
         return 0
     print(f"$ {command}", file=out)
     if not args.yes:
-        if not sys.stdin.isatty():
+        if not _stdin_is_a_terminal():
             raise BadInput(
                 "no terminal to ask for confirmation",
                 hint="pass --yes to install without asking, or --dry-run",
             )
-        answer = input("Run it? [y/N] ").strip().lower()
+        print("Run it? [y/N] ", end="", file=out, flush=True)  # stdout is for --json alone
+        try:
+            answer = input().strip().lower()
+        except EOFError as exc:  # the terminal closed, or Ctrl-D: no is the only safe answer
+            print(file=out)
+            raise TorchenvError("no answer at the prompt; nothing installed",
+                                hint="answer y to install, or pass --yes to install without "
+                                "asking") from exc
         if answer not in ("y", "yes"):
             print("nothing installed", file=out)
+            if args.json:
+                emit_json({"command": command, "ran": False, "notes": notes,
+                           "plan": plan.to_json()})
             return 1
     result = run_process(shlex.split(command), timeout=args.timeout)
     sys.stderr.write(result.stdout[-4000:] + result.stderr[-4000:])
@@ -337,3 +405,11 @@ def run_install(args: argparse.Namespace) -> int:
         return 1
     print("installed; prove it works with: torchenv validate", file=out)
     return 0
+
+
+def _stdin_is_a_terminal() -> bool:
+    """False also when there is no stdin at all (started with it closed)."""
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except ValueError:  # a closed file object
+        return False

@@ -17,6 +17,7 @@ from torchenv.matrix.model import PLATFORMS
 __all__ = [
     "Overrides",
     "normalize_compute_capability",
+    "normalize_cuda_driver_version",
     "normalize_driver_version",
     "normalize_glibc",
     "normalize_platform",
@@ -31,6 +32,7 @@ _CC_RE = re.compile(r"^(?:sm_?|compute_)?(\d{1,2})\.?(\d)([af]?)$")
 _MAX_CC_MAJOR = 19
 _PY_RE = re.compile(r"^(?:cp|py)?3\.?(\d{1,2})(t?)$")
 _GLIBC_RE = re.compile(r"^2\.\d{1,2}$")
+_CUDA_DRIVER_RE = re.compile(r"^(\d{1,2})\.(\d{1,2})$")
 _GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
 
 _PLATFORM_ALIASES = {
@@ -59,6 +61,15 @@ def normalize_driver_version(value: str, *, origin: str = "--driver") -> str:
             f"{origin}: {value!r} is not an NVIDIA driver version",
             hint="give it as nvidia-smi prints it, e.g. 550.54.15 or 580.65",
         )
+    return text
+
+
+def normalize_cuda_driver_version(value: str, *, origin: str = "cuda_driver_version") -> str:
+    """The newest CUDA a driver supports, as NVML reports it: ``"12.8"``, ``"13.0"``."""
+    text = value.strip()
+    if not _CUDA_DRIVER_RE.match(text):
+        raise BadInput(f"{origin}: {value!r} is not a CUDA version",
+                       hint="give it as nvidia-smi prints it, e.g. 12.8")
     return text
 
 
@@ -162,7 +173,7 @@ class Overrides:
     ) -> Overrides:
         """Flags first, then ``TORCHENV_*`` variables; every value validated (BadInput, exit 2)."""
         env = environ or {}
-        if driver is None and env.get("TORCHENV_DRIVER_VERSION"):
+        if driver is None and env.get("TORCHENV_DRIVER_VERSION", "").strip():
             driver = env["TORCHENV_DRIVER_VERSION"]
             driver_origin = "TORCHENV_DRIVER_VERSION"
         else:
@@ -172,15 +183,19 @@ class Overrides:
         if gpu_list is None and "TORCHENV_GPUS" in env:
             gpu_origin = "TORCHENV_GPUS"
             raw = env["TORCHENV_GPUS"].strip()
-            gpu_list = [g for g in (p.strip() for p in raw.split(",")) if g] if raw else []
+            gpu_list = [p.strip() for p in raw.split(",")] if raw else []
+            if "" in gpu_list:
+                raise BadInput(f"TORCHENV_GPUS: {env['TORCHENV_GPUS']!r} has an empty entry",
+                               hint="give comma-separated compute capabilities, e.g. 8.6,9.0; "
+                               "an empty value means no GPU")
             if not gpu_list:
                 no_gpu = True  # CLI.md: an empty TORCHENV_GPUS means "no GPU" (as --no-gpu)
-        if platform is None and env.get("TORCHENV_PLATFORM"):
+        if platform is None and env.get("TORCHENV_PLATFORM", "").strip():
             platform = env["TORCHENV_PLATFORM"]
             plat_origin = "TORCHENV_PLATFORM"
         else:
             plat_origin = "--platform"
-        if python is None and env.get("TORCHENV_PYTHON"):
+        if python is None and env.get("TORCHENV_PYTHON", "").strip():
             python = env["TORCHENV_PYTHON"]
             py_origin = "TORCHENV_PYTHON"
         else:

@@ -7,7 +7,7 @@ The JSON form is the public ``torchenv detect --json`` document (see README.md),
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from torchenv._record import field, record, replace
 from torchenv.errors import BadInput
@@ -305,6 +305,11 @@ class HostProfile:
         """Read a ``detect --json`` document; raises :class:`BadInput` naming ``origin``."""
         if not isinstance(d, dict):
             raise BadInput(f"{origin}: expected a JSON object from 'torchenv detect --json'")
+        if _nesting_depth(d, _MAX_DEPTH) > _MAX_DEPTH:
+            raise BadInput(f"{origin}: nested more than {_MAX_DEPTH} levels deep; not a torchenv "
+                           "host profile",
+                           hint="create one with 'torchenv detect --json > host.json'")
+        _check_types(d, _HOST_KEYS, origin)
         d = _normalised_host_document(d, origin)
         try:
             platform = d["platform"]
@@ -335,6 +340,126 @@ class HostProfile:
                            hint="create one with 'torchenv detect --json > host.json'") from exc
 
 
+# a detect document nests four levels (nvidia.gpus[i].name); anything far deeper is not one, and
+# would exhaust the recursion of the copy below
+_MAX_DEPTH = 16
+
+
+def _nesting_depth(value: Any, limit: int) -> int:
+    """How deeply lists and objects nest in ``value``, counted without recursion; the count
+    stops just past ``limit``."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, (dict, list)):
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            break
+        stack.extend((child, depth + 1)
+                     for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+class _Object(NamedTuple):
+    """A nested object of a host document (or null, when ``nullable``)."""
+
+    keys: Mapping[str, Any]
+    nullable: bool = True
+
+
+class _ListOf(NamedTuple):
+    """A list of objects (or null, when ``nullable``)."""
+
+    item: _Object
+    nullable: bool = True
+
+
+# The type of every key a host document may hold, as ``detect --json`` writes them: "str",
+# "int", "bool", "str?" (or null), "[str]" (a list of them), "{str}" (an object of them), or a
+# nested _Object / _ListOf. Keys not listed are not checked, so newer documents still load.
+_GPU_KEYS = {"index": "int", "name": "str?", "compute_capability": "str?", "memory_mib": "int?",
+             "uuid": "str?", "mig_mode": "bool?"}
+_HOST_KEYS = {
+    "platform": "str", "python": "str", "glibc": "str?", "os": "str", "machine": "str",
+    "musl": "str?", "wsl": "bool", "container": "str?", "mps": "bool", "warnings": "[str]",
+    "sources": "{str}", "nvidia_evidence": "[str]",
+    "interpreter": _Object({"version": "str", "implementation": "str", "free_threaded": "bool",
+                            "executable": "str?", "full_version": "str?", "env_kind": "str"}),
+    "nvidia": _Object({"driver_version": "str?", "cuda_driver_version": "str?",
+                       "source": "str", "gpus": _ListOf(_Object(_GPU_KEYS)),
+                       "cuda_visible_devices": "str?", "visible": "[int]?"}),
+    "rocm": _Object({"version": "str?", "gfx_targets": "[str]", "source": "str"}),
+    "xpu": _Object({"devices": "[str]", "level_zero": "bool", "source": "str"}),
+    "torch": _Object({"version": "str", "variant": "str?", "cuda_version": "str?",
+                      "arch_list": "[str]?", "location": "str?", "torchvision": "str?",
+                      "torchaudio": "str?", "installer": "str?", "hip_version": "str?",
+                      "git_version": "str?"}),
+    "pci": _ListOf(_Object({"address": "str", "vendor": "str", "device": "str", "class": "str",
+                            "driver": "str?"})),
+}
+_SCALARS = {"str": (str,), "int": (int,), "bool": (bool,)}
+
+
+def _check_types(d: Mapping[str, Any], keys: Mapping[str, Any], origin: str,
+                 prefix: str = "") -> None:
+    """Raise :class:`BadInput` naming the first key of ``d`` whose value has the wrong type."""
+    hint = "create the file with 'torchenv detect --json > host.json'"
+    for key, kind in keys.items():
+        if key not in d:
+            continue
+        value, where = d[key], f"{prefix}{key}"
+        if isinstance(kind, str):
+            _check_value(value, kind, origin, where, hint)
+        elif value is None and kind.nullable:
+            continue
+        elif isinstance(kind, _Object):
+            if not isinstance(value, dict):
+                raise BadInput(f"{origin}: {where}: expected an object, got {_shown(value)}",
+                               hint=hint)
+            _check_types(value, kind.keys, origin, f"{where}.")
+        else:
+            if not isinstance(value, list):
+                raise BadInput(f"{origin}: {where}: expected a list, got {_shown(value)}",
+                               hint=hint)
+            for i, item in enumerate(value):
+                if not isinstance(item, dict):
+                    raise BadInput(f"{origin}: {where}[{i}]: expected an object, got "
+                                   f"{_shown(item)}", hint=hint)
+                _check_types(item, kind.item.keys, origin, f"{where}[{i}].")
+
+
+_KIND_NAMES = {"str": "a string", "int": "an integer", "bool": "true or false"}
+
+
+def _check_value(value: Any, kind: str, origin: str, where: str, hint: str) -> None:
+    if kind.endswith("?"):
+        if value is None:
+            return
+        kind = kind[:-1]
+    if kind[0] in "[{":
+        if isinstance(value, list) and kind[0] == "[":
+            items: list[tuple[Any, Any]] = list(enumerate(value))
+        elif isinstance(value, dict) and kind[0] == "{":
+            items = list(value.items())
+        else:
+            what = "a list" if kind[0] == "[" else "an object"
+            raise BadInput(f"{origin}: {where}: expected {what}, got {_shown(value)}", hint=hint)
+        for i, item in items:
+            _check_value(item, kind[1:-1], origin, f"{where}[{i!r}]", hint)
+        return
+    # a bool is an int to Python, but never a GPU index or a size
+    if not isinstance(value, _SCALARS[kind]) or (kind == "int" and isinstance(value, bool)):
+        raise BadInput(f"{origin}: {where}: expected {_KIND_NAMES[kind]}, got {_shown(value)}",
+                       hint=hint)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _normalised_host_document(d: Mapping[str, Any], origin: str) -> dict[str, Any]:
     """A copy of the document whose facts the resolver reads are validated and normalised
     (``sm_86`` -> ``8.6``, ``cp312`` -> ``3.12``); raises :class:`BadInput` naming the key."""
@@ -342,6 +467,7 @@ def _normalised_host_document(d: Mapping[str, Any], origin: str) -> dict[str, An
 
     from torchenv.detection.overrides import (
         normalize_compute_capability,
+        normalize_cuda_driver_version,
         normalize_driver_version,
         normalize_glibc,
         normalize_platform,
@@ -379,6 +505,10 @@ def _normalised_host_document(d: Mapping[str, Any], origin: str) -> dict[str, An
             nv["driver_version"] = normalize_driver_version(
                 text(nv["driver_version"], "nvidia.driver_version"),
                 origin=f"{origin}: nvidia.driver_version")
+        if nv.get("cuda_driver_version") is not None:
+            nv["cuda_driver_version"] = normalize_cuda_driver_version(
+                text(nv["cuda_driver_version"], "nvidia.cuda_driver_version"),
+                origin=f"{origin}: nvidia.cuda_driver_version")
         gpus = nv.get("gpus") or []
         if not isinstance(gpus, list):
             raise BadInput(f"{origin}: nvidia.gpus: expected a list", hint=hint)

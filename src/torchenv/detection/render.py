@@ -13,44 +13,48 @@ def render_profile(profile: HostProfile) -> None:
     from rich.table import Table
 
     out = Console(highlight=False)
+
+    def e(value: object) -> str:  # every value comes from the machine or a file: never markup
+        return escape(str(value))
+
     py = profile.python
-    out.print(f"[bold]Platform[/bold]  {profile.platform}"
-              + (f"  glibc {profile.glibc}" if profile.glibc else "")
+    out.print(f"[bold]Platform[/bold]  {e(profile.platform)}"
+              + (f"  glibc {e(profile.glibc)}" if profile.glibc else "")
               + ("  (WSL2)" if profile.wsl else "")
-              + (f"  container: {escape(profile.container)}" if profile.container else ""))
-    out.print(f"[bold]Python[/bold]    {py.full_version or py.version} ({py.implementation}"
-              + (", free-threaded" if py.free_threaded else "") + f", {py.env_kind})"
-              + (f"  {escape(py.executable)}" if py.executable else ""))
+              + (f"  container: {e(profile.container)}" if profile.container else ""))
+    out.print(f"[bold]Python[/bold]    {e(py.full_version or py.version)} ({e(py.implementation)}"
+              + (", free-threaded" if py.free_threaded else "") + f", {e(py.env_kind)})"
+              + (f"  {e(py.executable)}" if py.executable else ""))
     nv = profile.nvidia
     if nv is None and profile.nvidia_evidence:
         out.print("[bold]NVIDIA[/bold]    [yellow]a GPU is present but its driver could not be "
                   "read[/yellow]")
-        for e in profile.nvidia_evidence:
-            out.print(f"          evidence: {escape(e)}", soft_wrap=True)
+        for ev in profile.nvidia_evidence:
+            out.print(f"          evidence: {e(ev)}", soft_wrap=True)
     elif nv is None:
         out.print("[bold]NVIDIA[/bold]    no driver found")
     else:
-        out.print(f"[bold]NVIDIA[/bold]    driver {nv.driver_version or 'unknown'}"
-                  + (f", CUDA {nv.cuda_driver_version}" if nv.cuda_driver_version else "")
-                  + f"  (from {nv.source})")
+        out.print(f"[bold]NVIDIA[/bold]    driver {e(nv.driver_version or 'unknown')}"
+                  + (f", CUDA {e(nv.cuda_driver_version)}" if nv.cuda_driver_version else "")
+                  + f"  (from {e(nv.source)})")
         if nv.gpus:
             t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
             for col in ("#", "GPU", "capability", "memory", "visible"):
                 t.add_column(col)
             visible = {g.index for g in nv.visible_gpus()}
             for g in nv.gpus:
-                t.add_row(str(g.index), escape(g.name or "?"), g.compute_capability or "?",
-                          f"{g.memory_mib} MiB" if g.memory_mib else "?",
+                t.add_row(e(g.index), e(g.name or "?"), e(g.compute_capability or "?"),
+                          f"{e(g.memory_mib)} MiB" if g.memory_mib else "?",
                           "yes" if g.index in visible else "no")
             out.print(t)
         if nv.cuda_visible_devices is not None:
-            out.print(f"          CUDA_VISIBLE_DEVICES={escape(repr(nv.cuda_visible_devices))}")
+            out.print(f"          CUDA_VISIBLE_DEVICES={e(repr(nv.cuda_visible_devices))}")
     if profile.rocm:
-        out.print(f"[bold]ROCm[/bold]      {profile.rocm.version or 'version unknown'}: "
-                  + (", ".join(profile.rocm.gfx_targets) or "no GPU agents")
-                  + f"  (from {profile.rocm.source})")
+        out.print(f"[bold]ROCm[/bold]      {e(profile.rocm.version or 'version unknown')}: "
+                  + e(", ".join(profile.rocm.gfx_targets) or "no GPU agents")
+                  + f"  (from {e(profile.rocm.source)})")
     if profile.xpu:
-        out.print(f"[bold]Intel XPU[/bold] {', '.join(profile.xpu.devices) or 'present'}"
+        out.print(f"[bold]Intel XPU[/bold] {e(', '.join(profile.xpu.devices) or 'present')}"
                   + ("  (Level Zero)" if profile.xpu.level_zero else ""))
     if profile.mps:
         out.print("[bold]Apple[/bold]     MPS available")
@@ -58,9 +62,9 @@ def render_profile(profile: HostProfile) -> None:
     if torch is None:
         out.print("[bold]torch[/bold]     not installed in this interpreter")
     else:
-        out.print(f"[bold]torch[/bold]     {escape(torch.version)}"
-                  + (f" ({torch.variant})" if torch.variant else "")
-                  + (f", torchvision {torch.torchvision}" if torch.torchvision else "")
-                  + (f", torchaudio {torch.torchaudio}" if torch.torchaudio else ""))
+        out.print(f"[bold]torch[/bold]     {e(torch.version)}"
+                  + (f" ({e(torch.variant)})" if torch.variant else "")
+                  + (f", torchvision {e(torch.torchvision)}" if torch.torchvision else "")
+                  + (f", torchaudio {e(torch.torchaudio)}" if torch.torchaudio else ""))
     for w in profile.warnings:
-        out.print(f"[yellow]warning:[/yellow] {escape(w)}")
+        out.print(f"[yellow]warning:[/yellow] {e(w)}")

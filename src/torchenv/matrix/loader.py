@@ -17,19 +17,22 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from torchenv.errors import MatrixError
+from torchenv.errors import BadInput, MatrixError
 from torchenv.matrix.model import Matrix
 from torchenv.matrix.validate import build_matrix
 
 __all__ = [
     "DATA_DIR",
     "DATA_FILES",
+    "MAX_YAML_DEPTH",
+    "MAX_YAML_NODES",
     "build_cache",
     "default_overlay_path",
     "embedded_digest",
     "load_embedded_documents",
     "load_matrix",
     "merge_overlay",
+    "overlay_disabled",
     "read_yaml",
 ]
 
@@ -64,21 +67,96 @@ def default_overlay_path() -> Path:
     return base / "torchenv" / "matrix-overlay.yaml"
 
 
+_YES = frozenset({"1", "true", "yes", "on"})
+_NO = frozenset({"", "0", "false", "no", "off"})
+
+
+def overlay_disabled(environ: Mapping[str, str]) -> bool:
+    """``TORCHENV_NO_OVERLAY``: 1/true/yes/on ignore the user overlay; unset, empty or
+    0/false/no/off keep it; any other value raises :class:`BadInput` naming it."""
+    raw = environ.get("TORCHENV_NO_OVERLAY", "")
+    value = raw.strip().lower()
+    if value in _YES:
+        return True
+    if value in _NO:
+        return False
+    raise BadInput(f"TORCHENV_NO_OVERLAY: {raw!r} is neither yes nor no",
+                   hint="set it to 1 to ignore the user overlay, or unset it")
+
+
+# Bounds on a YAML document, checked on its parse events before anything is built: an overlay
+# is a user's file, and aliases let a few lines stand for billions of nodes (or for a node that
+# contains itself), which every later walk over the data would expand.
+MAX_YAML_NODES = 500_000
+"""The most nodes a YAML document may stand for with every alias expanded."""
+MAX_YAML_DEPTH = 64
+"""The deepest a YAML document may nest; the matrix nests fewer than ten levels."""
+
+
 def read_yaml(path: Path, text: str | bytes | None = None) -> Any:
-    """Parse one YAML document with PyYAML's C loader when present; errors name the file."""
+    """Parse one YAML document with PyYAML's C loader when present; errors name the file.
+
+    The file is read through :func:`torchenv._files.read_bytes_capped`, and a document that
+    nests deeper than :data:`MAX_YAML_DEPTH`, stands for more than :data:`MAX_YAML_NODES` nodes
+    once its aliases are expanded, or holds an alias inside the node it names, is refused
+    before it is built. Every failure is a :class:`MatrixError`.
+    """
     import yaml
+
+    from torchenv._files import read_bytes_capped
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        raw = path.read_bytes() if text is None else text
+        raw = read_bytes_capped(path) if text is None else text
+        _check_yaml_bounds(raw, path, loader)
         return yaml.load(raw, Loader=loader)
-    except OSError as exc:
-        raise MatrixError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except MatrixError:
+        raise
+    except BadInput as exc:
+        raise MatrixError(exc.message, hint=exc.hint) from exc
     except yaml.YAMLError as exc:
         raise MatrixError(
             f"{path}: not valid YAML: {exc}".replace("\n", " "),
             hint="fix the file or remove it",
         ) from exc
+
+
+def _check_yaml_bounds(raw: str | bytes, path: Path, loader: Any) -> None:
+    """Walk the parse events of ``raw`` (a flat stream, so deep nesting costs no recursion) and
+    raise :class:`MatrixError` when the document breaks a bound of :func:`read_yaml`."""
+    import yaml
+
+    hint = "fix the file or remove it"
+    expanded = 0  # nodes so far, each alias counted as the whole node it names
+    sizes: dict[str, int] = {}  # anchor -> expanded size of its finished node
+    open_nodes: list[tuple[str | None, int]] = []  # (anchor, expanded count at its start)
+    for event in yaml.parse(raw, Loader=loader):
+        line = event.start_mark.line + 1 if event.start_mark is not None else "?"
+        if isinstance(event, yaml.AliasEvent):
+            name = event.anchor
+            if any(anchor == name for anchor, _ in open_nodes):
+                raise MatrixError(f"{path}: line {line}: the alias *{name} "
+                                  "is inside the node it names (a self-referencing alias)",
+                                  hint=hint)
+            # an undefined alias is the loader's error to report
+            expanded += sizes.get(name or "", 1)
+        elif isinstance(event, yaml.ScalarEvent):
+            expanded += 1
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+        elif isinstance(event, yaml.CollectionStartEvent):
+            open_nodes.append((event.anchor, expanded))
+            expanded += 1
+            if len(open_nodes) > MAX_YAML_DEPTH:
+                raise MatrixError(f"{path}: line {line}: nested more than "
+                                  f"{MAX_YAML_DEPTH} levels deep", hint=hint)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, start = open_nodes.pop()
+            if anchor is not None:
+                sizes[anchor] = expanded - start
+        if expanded > MAX_YAML_NODES:
+            raise MatrixError(f"{path}: stands for more than {MAX_YAML_NODES:,} YAML nodes once "
+                              "its aliases are expanded; refusing to build it", hint=hint)
 
 
 def _yaml_bytes(data_dir: Path) -> dict[str, bytes]:
@@ -173,11 +251,12 @@ def load_matrix(
     documents, _ = load_embedded_documents(data_dir)
     overlay_path: Path | None
     if overlay is True:
-        if os.environ.get("TORCHENV_NO_OVERLAY"):
+        if overlay_disabled(os.environ):
             overlay_path = None
         else:
+            # whatever is there is read (a directory or a device is reported, not skipped)
             candidate = default_overlay_path()
-            overlay_path = candidate if candidate.is_file() else None
+            overlay_path = candidate if os.path.lexists(candidate) else None
     elif isinstance(overlay, Path):
         overlay_path = overlay
     else:

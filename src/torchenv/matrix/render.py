@@ -96,10 +96,12 @@ def _py_range(tags: Sequence[str]) -> str:
 
 def render_table(matrix: Matrix, releases: Sequence[Release]) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(
-        title=f"torchenv matrix {matrix.matrix_version}", header_style="bold", show_lines=False
+        title=f"torchenv matrix {escape(matrix.matrix_version)}", header_style="bold",
+        show_lines=False,
     )
     for col in (
         "torch",
@@ -123,7 +125,8 @@ def render_table(matrix: Matrix, releases: Sequence[Release]) -> None:
             conda.append("pytorch")
         if r.conda.conda_forge is True:
             conda.append("conda-forge")
-        table.add_row(
+        # every cell is data (the user overlay included), never markup
+        table.add_row(*(escape(cell) for cell in (
             r.torch,
             r.released,
             r.torchvision or ("?" if "torchvision" in r.unconfirmed else "–"),
@@ -132,7 +135,7 @@ def render_table(matrix: Matrix, releases: Sequence[Release]) -> None:
             pypi,
             variants,
             ", ".join(conda) or "–",
-        )
+        )))
     console = Console(highlight=False)
     console.print(table)
     console.print(
@@ -157,30 +160,32 @@ def release_detail(matrix: Matrix, r: Release) -> None:
 
     out = Console(highlight=False)
     out.print(
-        f"[bold]torch {r.torch}[/bold]  released {r.released}  torchvision "
-        f"{r.torchvision or '–'}  torchaudio {r.torchaudio or '–'}"
+        f"[bold]torch {escape(r.torch)}[/bold]  "
+        + escape(f"released {r.released}  torchvision {r.torchvision or '–'}  torchaudio "
+                 f"{r.torchaudio or '–'}")
     )
     for plat in PLATFORMS:
         if plat in r.python:
-            out.print(
+            out.print(escape(
                 f"  {plat:<14} Python {', '.join(r.python[plat])}"
                 + (f"  PyPI build {r.pypi_default[plat]}" if plat in r.pypi_default else "")
                 + (f"  glibc ≥ {r.manylinux[plat]}" if plat in r.manylinux else "")
-            )
+            ))
     for v in r.variants:
         out.print(
-            f"  [bold]{v.name}[/bold] on {', '.join(v.platforms)}"
-            + (f"; cuDNN {v.cudnn}" if v.cudnn else "")
-            + (f"; NCCL {v.nccl}" if v.nccl else "")
-            + f"; index entry {v.index}"
+            f"  [bold]{escape(v.name)}[/bold] "
+            + escape(f"on {', '.join(v.platforms)}"
+                     + (f"; cuDNN {v.cudnn}" if v.cudnn else "")
+                     + (f"; NCCL {v.nccl}" if v.nccl else "")
+                     + f"; index entry {v.index}")
         )
         for plat, fact in v.arch_facts.items():
             out.print("      " + escape(_fact_line(plat, fact)), soft_wrap=True)
         if v.note:
             out.print(f"      note: {escape(v.note)}", soft_wrap=True)
-    out.print(
+    out.print(escape(
         f"  conda: pytorch channel {r.conda.pytorch_channel}, conda-forge {r.conda.conda_forge}"
-    )
+    ))
     if r.note:
         out.print(f"  note: {escape(r.note)}", soft_wrap=True)
     cited = list(r.sources)
@@ -189,6 +194,6 @@ def release_detail(matrix: Matrix, r: Release) -> None:
     for sid in dict.fromkeys(cited):
         s = matrix.sources.get(sid)
         if s:
-            out.print(f"  source {sid}: {escape(s.title)} <{s.url}>"
+            out.print(escape(f"  source {sid}: {s.title} <{s.url}>")
                       + ("" if s.primary else " (corroboration only, not a primary source)"),
                       soft_wrap=True)

@@ -47,9 +47,9 @@ def render_plan(
         if v
     )
     out.print(
-        f"[bold green]torch {plan.torch}[/bold green] [bold]{plan.variant}[/bold]"
-        + (f"  ({extras})" if extras else "")
-        + f"  for {plan.platform}, Python {plan.python}"
+        f"[bold green]torch {escape(plan.torch)}[/bold green] [bold]{escape(plan.variant)}[/bold]"
+        + (f"  ({escape(extras)})" if extras else "")
+        + f"  for {escape(plan.platform)}, Python {escape(plan.python)}"
     )
     out.print("[bold]Why[/bold]")
     for r in plan.reasons:
@@ -61,14 +61,14 @@ def render_plan(
     _render_host_warnings(out, plan.host_warnings)
     alt = plan.extras.get("confirmed_alternative")
     if alt:
-        out.print(
+        out.print(escape(
             f"  newest build that fits without warnings: torch {alt['torch']} {alt['variant']} "
             f"(--torch =={alt['torch']} --variant {alt['variant']})"
-        )
+        ))
     out.print("[bold]Install[/bold]")
     width = max(len(k) for k in commands)
     for name, cmd in commands.items():
-        out.print(f"  {name:<{width}}  {escape(cmd)}", soft_wrap=True)
+        out.print(f"  {escape(name):<{width}}  {escape(cmd)}", soft_wrap=True)
     out.print("Then prove it works: [bold]torchenv validate[/bold]")
     if explain:
         _render_rejections(out, plan.rejected)
@@ -97,7 +97,7 @@ def _render_rejections(out: object, rejected: tuple[Rejection, ...]) -> None:
         return
     out.print("[bold]Rejected[/bold]")
     for title, lines in group_rejections(rejected).items():
-        out.print(f"  [bold]{title}[/bold] ({len(lines)})")
+        out.print(f"  [bold]{escape(title)}[/bold] ({len(lines)})")
         for line in lines:
             out.print(f"    {escape(line)}", soft_wrap=True)
 
@@ -122,7 +122,7 @@ def render_no_match(exc: object, *, explain: bool) -> None:
         _render_rejections(err, exc.rejected)
     else:
         for title, lines in groups.items():
-            err.print(f"  {title}: {len(lines)} candidates, e.g. {escape(lines[0])}",
+            err.print(f"  {escape(title)}: {len(lines)} candidates, e.g. {escape(lines[0])}",
                       soft_wrap=True)
         err.print("  (--explain lists every candidate)")
     sys.stderr.flush()
