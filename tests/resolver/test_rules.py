@@ -93,3 +93,4 @@ def test_windows_and_wsl_use_the_windows_floors(matrix: Matrix) -> None:
 def test_no_driver_is_a_rejection(matrix: Matrix) -> None:
     v = check_driver(host(None, "9.0"), matrix, "12.8")
     assert not v.ok and v.reason == "no NVIDIA driver found"
+

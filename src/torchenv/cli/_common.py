@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from torchenv.errors import BadInput
+from torchenv.installers.commands import check_index_base
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -124,35 +125,6 @@ def index_base(args: argparse.Namespace) -> str | None:
         return check_index_base(flag, origin="--index-base")
     env = os.environ.get("TORCHENV_INDEX_BASE", "").strip()
     return check_index_base(env, origin="TORCHENV_INDEX_BASE") if env else None
-
-
-def check_index_base(value: str, *, origin: str = "--index-base") -> str:
-    """``value`` when it is an ``https://``, ``http://`` or ``file://`` URL with a host or path,
-    printable and without surrounding blanks; raises :class:`BadInput` naming ``origin``.
-
-    A space inside a path is allowed (pip accepts it and every rendered command quotes it);
-    line breaks, tabs and other control characters are not: they would split a
-    requirements file or a shell line.
-    """
-    from urllib.parse import urlsplit
-
-    hint = "give the root of a wheel index mirror, e.g. https://mirror.example/whl"
-    if any((ch.isspace() and ch != " ") or not ch.isprintable() for ch in value):
-        raise BadInput(f"{origin}: {value!r} contains a line break or control character",
-                       hint=hint)
-    if value != value.strip():
-        raise BadInput(f"{origin}: {value!r} starts or ends with a space", hint=hint)
-    scheme, sep, _ = value.partition("://")
-    try:
-        parts = urlsplit(value)
-        # a host for http(s), a path for file://; never a blank in the host
-        usable = bool(parts.path if scheme == "file" else parts.netloc) and " " not in parts.netloc
-    except ValueError:  # e.g. an unclosed [IPv6 address
-        usable = False
-    if not sep or scheme not in ("https", "http", "file") or not usable:
-        raise BadInput(f"{origin}: {value!r} is not an https://, http:// or file:// URL",
-                       hint=hint)
-    return value
 
 
 def index_base_warning(base: str | None) -> str | None:

@@ -148,7 +148,9 @@ class _Progress:
         if event[0] == "plan":
             self._progress.update(self._task, total=len(event[1]))
         elif event[0] == "start":
-            self._progress.update(self._task, description=f"running {event[1]}")
+            from rich.markup import escape
+
+            self._progress.update(self._task, description=f"running {escape(event[1])}")
         else:
             self._progress.advance(self._task)
 

@@ -61,8 +61,8 @@ DEFAULT_TIMEOUT = 5.0
 
 def probe_timeout(environ: Mapping[str, str]) -> float:
     """``TORCHENV_PROBE_TIMEOUT`` (seconds, 0 < t ≤ 5) or the default 5 s."""
-    raw = environ.get("TORCHENV_PROBE_TIMEOUT")
-    if not raw:
+    raw = environ.get("TORCHENV_PROBE_TIMEOUT", "").strip()
+    if not raw:  # empty or blank means unset, as for every variable
         return DEFAULT_TIMEOUT
     try:
         value = float(raw)

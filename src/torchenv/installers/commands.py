@@ -5,8 +5,11 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
+from torchenv.errors import BadInput
+
 __all__ = [
     "DEFAULT_INDEX_BASE",
+    "check_index_base",
     "index_url_for",
     "pin",
     "pins",
@@ -81,3 +84,32 @@ def uv_install_command(
     if python:
         head += ["--python", python]
     return quote_command([*head, *requirements, *_index_flags(index_url, extra_index_url)])
+
+
+def check_index_base(value: str, *, origin: str = "--index-base") -> str:
+    """``value`` when it is an ``https://``, ``http://`` or ``file://`` URL with a host or path,
+    printable and without surrounding blanks; raises :class:`BadInput` naming ``origin``.
+
+    A space inside a path is allowed (pip accepts it and every rendered command quotes it);
+    line breaks, tabs and other control characters are not: they would split a
+    requirements file or a shell line.
+    """
+    from urllib.parse import urlsplit
+
+    hint = "give the root of a wheel index mirror, e.g. https://mirror.example/whl"
+    if any((ch.isspace() and ch != " ") or not ch.isprintable() for ch in value):
+        raise BadInput(f"{origin}: {value!r} contains a line break or control character",
+                       hint=hint)
+    if value != value.strip():
+        raise BadInput(f"{origin}: {value!r} starts or ends with a space", hint=hint)
+    scheme, sep, _ = value.partition("://")
+    try:
+        parts = urlsplit(value)
+        # a host for http(s), a path for file://; never a blank in the host
+        usable = bool(parts.path if scheme == "file" else parts.netloc) and " " not in parts.netloc
+    except ValueError:  # e.g. an unclosed [IPv6 address
+        usable = False
+    if not sep or scheme not in ("https", "http", "file") or not usable:
+        raise BadInput(f"{origin}: {value!r} is not an https://, http:// or file:// URL",
+                       hint=hint)
+    return value

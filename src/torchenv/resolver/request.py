@@ -33,13 +33,10 @@ class Request:
                 f"--variant: {self.variant!r} is not a variant",
                 hint="use auto, cpu, cuXYZ (e.g. cu128), rocmX.Y (e.g. rocm6.3) or xpu",
             )
-        if self.index_base is not None and not re.match(
-            r"^(https?|file)://[^\s]", self.index_base
-        ):
-            raise BadInput(
-                f"--index-base: {self.index_base!r} is not an http(s):// or file:// URL",
-                hint="give the root of a wheel index mirror, e.g. https://mirror.example/whl",
-            )
+        if self.index_base is not None:
+            from torchenv.installers.commands import check_index_base
+
+            check_index_base(self.index_base)
         if self.cuda is not None and not _CUDA_RE.match(self.cuda):
             raise BadInput(
                 f"--cuda: {self.cuda!r} is not a CUDA version", hint="give major.minor, e.g. 12.8"

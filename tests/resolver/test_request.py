@@ -1,0 +1,21 @@
+"""A request's own checks: what the library refuses, whoever builds the request."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchenv.errors import BadInput
+from torchenv.resolver.request import Request
+
+
+@pytest.mark.parametrize("bad", ["javascript:alert(1)",
+                                 "https://mirror.example/whl\n--extra-index-url x",
+                                 " https://mirror.example/whl"])
+def test_the_library_checks_an_index_base_as_the_cli_does(bad: str) -> None:
+    """One rule for index bases: Request refuses what ``--index-base`` refuses."""
+    with pytest.raises(BadInput, match="--index-base"):
+        Request(index_base=bad)
+
+
+def test_a_space_inside_a_mirror_path_is_allowed() -> None:
+    assert Request(index_base="https://mirror.example/my whl").index_base
