@@ -143,3 +143,42 @@ def test_a_finished_run_leaves_no_stray_either(tmp_path: Path) -> None:
     while _alive(worker) and time.monotonic() < end:
         time.sleep(0.05)
     assert not _alive(worker)
+
+
+def test_a_child_printing_forever_is_stopped_at_the_output_cap() -> None:
+    began = time.monotonic()
+    flood = "import sys\nwhile True: sys.stdout.write('x' * 65536)"
+    result = run_process([sys.executable, "-c", flood], timeout=60, max_output=1 << 20)
+    assert time.monotonic() - began < 20
+    assert result.returncode is None and not result.ok
+    assert result.error is not None and "printed more than 1 MiB on stdout" in result.error
+    assert len(result.stdout) == 1 << 20
+
+
+def test_output_is_seen_live_and_kept_whole() -> None:
+    seen: list[tuple[str, bytes]] = []
+    result = run_process([sys.executable, "-c",
+                          "import sys; print('out'); print('err', file=sys.stderr)"],
+                         timeout=30, on_output=lambda name, chunk: seen.append((name, chunk)))
+    assert result.ok and result.stdout == "out\n" and result.stderr == "err\n"
+    for name, text in (("stdout", b"out\n"), ("stderr", b"err\n")):
+        assert b"".join(chunk for n, chunk in seen if n == name) == text
+
+
+def test_an_exited_child_whose_descendant_holds_the_pipe_is_not_waited_for(
+        tmp_path: Path) -> None:
+    script = tmp_path / "daemonize.py"
+    script.write_text(textwrap.dedent("""
+        import subprocess, sys
+        w = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                             start_new_session=True)
+        open(sys.argv[1], "w").write(str(w.pid))
+        print("parent done", flush=True)
+    """))
+    pid_file = tmp_path / "worker.pid"
+    began = time.monotonic()
+    result = run_process([sys.executable, str(script), str(pid_file)], timeout=60)
+    took = time.monotonic() - began
+    os.kill(int(pid_file.read_text()), 9)
+    assert result.ok and "parent done" in result.stdout
+    assert took < 15, f"waited {took:.1f} s on a pipe the exited child's descendant held"

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from torchenv._record import record
 
@@ -137,17 +137,26 @@ class ProcessResult:
         )
 
 
+OUTPUT_CAP = 16 << 20
+"""Bytes kept of each of a child's output streams; a child that prints more is stopped."""
+
+
 def run_process(
     argv: Sequence[str],
     *,
     timeout: float,
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
-    input_text: str | None = None,
+    max_output: int = OUTPUT_CAP,
+    on_output: Optional[Callable[[str, bytes], None]] = None,
 ) -> ProcessResult:
     """Run ``argv`` and capture its output; never raises for a missing program or a timeout.
 
-    On timeout the whole process group is killed, so grandchildren (torchrun workers) go too.
+    On timeout the whole process group is killed, so grandchildren go too. Each stream keeps at
+    most ``max_output`` bytes: a child that prints more (an nvidia-smi printing forever) is
+    killed and the result says so. ``on_output(stream, chunk)`` sees every chunk as it arrives
+    (``stream`` is ``"stdout"`` or ``"stderr"``), for showing progress live; it runs in a reader
+    thread.
     """
     import subprocess  # imported here: most commands never start a child
 
@@ -155,11 +164,9 @@ def run_process(
     try:
         proc = subprocess.Popen(
             list(argv),
-            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
             env=dict(env) if env is not None else None,
             cwd=cwd,
             start_new_session=os.name == "posix",
@@ -174,44 +181,88 @@ def run_process(
             error=f"cannot run {argv[0]}: {exc}",
         )
     _register(proc)
+    readers = [_Reader(proc, name, stream, max_output, on_output)
+               for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr))]
+    deadline = start + timeout
+    timed_out = False
     try:
-        out, err = proc.communicate(input=input_text, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        out, err = _drain(proc)
-        return ProcessResult(
-            tuple(argv), None, out, err, time.monotonic() - start, timed_out=True
-        )
+        _join_readers(proc, readers, deadline)
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
     except BaseException:  # interrupted: the child must not outlive the command
         _kill_group(proc)
-        _drain(proc)
         raise
     finally:
-        _unregister(proc)
-    return ProcessResult(tuple(argv), proc.returncode, out, err, time.monotonic() - start)
-
-
-def _drain(proc: subprocess.Popen[str]) -> tuple[str, str]:
-    """What a killed child had written, waiting at most ``_DRAIN`` seconds for it.
-
-    A descendant in another session may still hold the pipes open; then the pipes are closed
-    and the output is lost rather than waited for.
-    """
-    import subprocess
-
-    try:
-        out, err = proc.communicate(timeout=_DRAIN)
-        return out or "", err or ""
-    except subprocess.TimeoutExpired:
-        for stream in (proc.stdout, proc.stderr):
-            try:
-                if stream is not None:
-                    stream.close()
-            except OSError:
-                pass
+        if proc.poll() is None:
+            _kill_group(proc)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=_AFTER_KILL)
-        return "", ""
+        for r in readers:  # a descendant may still hold a pipe: never wait for it long
+            r.thread.join(_DRAIN)
+        _unregister(proc)
+    out, err = (r.text() for r in readers)
+    flooded = next((r for r in readers if r.overflow), None)
+    if flooded is not None:
+        return ProcessResult(tuple(argv), None, out, err, time.monotonic() - start,
+                             error=f"{argv[0]} printed more than {max_output >> 20} MiB on "
+                                   f"{flooded.name} and was stopped")
+    return ProcessResult(tuple(argv), None if timed_out else proc.returncode, out, err,
+                         time.monotonic() - start, timed_out=timed_out)
+
+
+def _join_readers(proc: Any, readers: Sequence[_Reader], deadline: float) -> None:
+    """Wait for EOF on every pipe (the child is done) until ``deadline``; once the child has
+    exited, a pipe a descendant still holds gets only ``_DRAIN`` seconds more."""
+    exited_at: Optional[float] = None
+    for r in readers:
+        while r.thread.is_alive():
+            now = time.monotonic()
+            if now >= deadline or (exited_at is not None and now - exited_at >= _DRAIN):
+                return
+            r.thread.join(min(0.25, deadline - now))
+            if exited_at is None and proc.poll() is not None:
+                exited_at = time.monotonic()
+
+
+class _Reader:
+    """Reads one pipe of a child in a thread, keeping at most ``cap`` bytes; past the cap the
+    child's process group is killed."""
+
+    def __init__(self, proc: Any, name: str, stream: Any, cap: int,
+                 on_output: Optional[Callable[[str, bytes], None]]) -> None:
+        self.name = name
+        self.data = bytearray()
+        self.overflow = False
+        self._proc, self._stream, self._cap, self._on_output = proc, stream, cap, on_output
+        self.thread = threading.Thread(target=self._run, daemon=True,
+                                       name=f"torchenv-{name}-reader")
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                chunk = self._stream.read1(65536)
+                if not chunk:
+                    break
+                if self._on_output is not None:
+                    self._on_output(self.name, chunk)
+                room = self._cap - len(self.data)
+                self.data += chunk[:max(room, 0)]
+                if len(chunk) > room:
+                    self.overflow = True
+                    _kill_group(self._proc)
+                    break
+        except (OSError, ValueError):
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                self._stream.close()
+
+    def text(self) -> str:
+        return bytes(self.data).decode("utf-8", "replace")
 
 
 def run_to_files(

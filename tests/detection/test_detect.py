@@ -202,6 +202,22 @@ def test_hung_probes_of_different_vendors_wait_together_not_in_turn(tmp_path: Pa
     assert profile.nvidia is None and profile.rocm is None
 
 
+@pytest.mark.usefixtures("no_nvml")
+def test_an_nvidia_smi_printing_forever_is_cut_off(tmp_path: Path) -> None:
+    """Bounded in time and memory: the child is stopped at the output cap, not read to the end."""
+    import resource
+
+    bin_dir = tmp_path / "bin"
+    make_exe(bin_dir, "nvidia-smi", "exec yes 0, NVIDIA GeForce RTX 3090, 8.6\n")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.monotonic()
+    profile = detect(root=tmp_path, environ={"PATH": f"{bin_dir}:/usr/bin:/bin"}, timeout=5.0)
+    assert time.monotonic() - start < 5
+    assert any("printed more than 16 MiB" in w for w in profile.warnings), profile.warnings
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mib < 200
+
+
 def test_concurrent_probes_merge_in_a_fixed_order(tmp_path: Path) -> None:
     """Warnings come out in the documented probe order whichever thread finished first."""
     bin_dir = tmp_path / "bin"
