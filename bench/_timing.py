@@ -15,6 +15,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,9 +24,21 @@ from pathlib import Path
 from typing import Optional
 
 REPO = Path(__file__).resolve().parents[1]
-VENV_BIN = REPO / ".venv" / ("Scripts" if os.name == "nt" else "bin")
-PYTHON = str(VENV_BIN / ("python.exe" if os.name == "nt" else "python"))
-TORCHENV = str(VENV_BIN / ("torchenv.exe" if os.name == "nt" else "torchenv"))
+
+
+def _console_script(name: str) -> str:
+    """The ``name`` console script installed with the running interpreter's torchenv."""
+    exe = name + (".exe" if os.name == "nt" else "")
+    for folder in (Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))):
+        if (folder / exe).is_file():
+            return str(folder / exe)
+    return shutil.which(name) or str(Path(sys.executable).parent / exe)
+
+
+# The interpreter the benchmark runs under is the one measured: run a script with the Python
+# whose environment has torchenv installed (``python bench/bench_startup.py``).
+PYTHON = sys.executable
+TORCHENV = _console_script("torchenv")
 
 DEFAULT_RUNS = 15
 
@@ -165,6 +178,99 @@ def print_table(rows: Sequence[Row], title: str = "",
         print(f"\n{title}")
     for n, c in enumerate(cells):
         print("  ".join(s.ljust(w) if i in (0, 4, 5) else s.rjust(w)
+                        for i, (s, w) in enumerate(zip(c, widths))).rstrip())
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
+    sys.stdout.flush()
+
+
+# --- helpers shared by the benchmarks that fake hardware (bench_peers, bench_scaling) ----------
+
+FAKE_NVML_SOURCE = REPO / "tests" / "detection" / "fake_nvml.c"
+
+# Variables that would change what a child detects or how a peer tool decides: GPU selection,
+# the dynamic loader's path (a stand-in libnvidia-ml), the stand-in's own settings, torchenv's and
+# uv's overrides (TORCHENV_DRIVER_VERSION, UV_CUDA_DRIVER_VERSION, UV_TORCH_BACKEND, ...).
+_HARDWARE_VARS = ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                  "ROCR_VISIBLE_DEVICES", "HSA_OVERRIDE_GFX_VERSION", "ROCM_PATH")
+_HARDWARE_PREFIXES = ("FAKE_NVML_", "TORCHENV_", "UV_")
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """:func:`bench_env` without anything that selects or overrides hardware, plus ``extra``."""
+    env = {k: v for k, v in bench_env().items()
+           if k not in _HARDWARE_VARS and not k.startswith(_HARDWARE_PREFIXES)}
+    env.update(extra)
+    return env
+
+
+def build_fake_nvml(out_dir: Path) -> Optional[Path]:
+    """Compile the stand-in libnvidia-ml.so.1 (tests/detection/fake_nvml.c) into ``out_dir``;
+    None when there is no C compiler or it fails (the caller skips its NVML cases)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None or not FAKE_NVML_SOURCE.is_file():
+        return None
+    lib = out_dir / "libnvidia-ml.so.1"
+    proc = subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(lib), str(FAKE_NVML_SOURCE)],
+                          capture_output=True, text=True)
+    return lib if proc.returncode == 0 else None
+
+
+@dataclass
+class Outcome:
+    """One bounded child run: wall ms, exit status, whether it was killed at the time limit."""
+
+    ms: float
+    returncode: Optional[int]
+    timed_out: bool
+    stdout: str = ""
+    stderr: str = ""
+
+
+def run_bounded(argv: Sequence[str], env: Mapping[str, str], *, timeout: float,
+                capture: bool = False) -> Outcome:
+    """Run ``argv`` in a session of its own; at ``timeout`` seconds kill the whole process group
+    (the tool and any nvidia-smi it is waiting on). stdout is discarded unless ``capture``."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=dict(env), cwd=child_cwd(),
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        timed_out = True
+    ms = (time.perf_counter() - t0) * 1000.0
+    return Outcome(ms, None if timed_out else proc.returncode, timed_out,
+                   (out or b"").decode(errors="replace"), (err or b"").decode(errors="replace"))
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+
+
+def paired_ratio(numerator: Sequence[float], denominator: Sequence[float]) -> Optional[float]:
+    """The median over rounds of numerator[i] / denominator[i] (runs taken in the same round)."""
+    pairs = [a / b for a, b in zip(numerator, denominator) if b > 0]
+    return statistics.median(pairs) if pairs else None
+
+
+def print_grid(header: Sequence[str], rows: Sequence[Sequence[str]], title: str = "",
+               left: Sequence[int] = (0,)) -> None:
+    """A plain text table; columns whose index is in ``left`` are left-aligned, others right."""
+    cells = [list(header)] + [list(r) for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
+    if title:
+        print(f"\n{title}")
+    for n, c in enumerate(cells):
+        print("  ".join(s.ljust(w) if i in left else s.rjust(w)
                         for i, (s, w) in enumerate(zip(c, widths))).rstrip())
         if n == 0:
             print("  ".join("-" * w for w in widths))

@@ -1,6 +1,6 @@
 """Time `matrix ci` over everything and `matrix update` against a local ~10,000-file index.
 
-    .venv/bin/python bench/bench_matrix.py
+    python bench/bench_matrix.py
 
 Targets: matrix ci (all releases x Pythons x variants x platforms) <= 0.5 s wall, as a fresh
 process; matrix update --check and a full update against 127.0.0.1 <= 2 s.

@@ -1,7 +1,7 @@
 """Resolve benchmarks: ``resolve --json`` end to end, a full in-process sweep, peak RSS.
 
-Usage: .venv/bin/python bench/bench_resolve.py [--runs N] [--sweep-runs N] [--rss-runs N]
-                                              [--no-pyc] [--cwd DIR]
+Usage: python bench/bench_resolve.py [--runs N] [--sweep-runs N] [--rss-runs N]
+                                     [--no-pyc] [--cwd DIR]
 
 Targets
   * ``python -m torchenv resolve --json`` and ``torchenv resolve --json`` (detection included):
@@ -24,6 +24,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torchenv.matrix.model import Matrix
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -68,7 +72,7 @@ def _py_key(v: str) -> tuple[int, int, bool]:
     return int(major), int(minor), v.endswith("t")
 
 
-def sweep_cases(matrix):  # type: ignore[no-untyped-def]
+def sweep_cases(matrix: Matrix) -> tuple[list[str], list[str], list[str]]:
     from torchenv.matrix.model import PLATFORMS
 
     pythons: set[str] = set()
@@ -81,7 +85,8 @@ def sweep_cases(matrix):  # type: ignore[no-untyped-def]
     return list(PLATFORMS), sorted(pythons, key=_py_key), list(HARDWARE)
 
 
-def run_sweep(matrix, platforms, pythons, profiles):  # type: ignore[no-untyped-def]
+def run_sweep(matrix: Matrix, platforms: list[str], pythons: list[str], profiles: list[str]
+              ) -> tuple[float, dict[str, int], dict[str, str]]:
     """One full sweep; returns (wall ms, counts by outcome, first error text per kind)."""
     from torchenv.detection.detect import apply_overrides
     from torchenv.detection.overrides import Overrides

@@ -1,6 +1,6 @@
 """Startup benchmarks: loading the embedded matrix, ``torchenv --version``, ``matrix show --json``.
 
-Usage: .venv/bin/python bench/bench_startup.py [--runs N] [--no-pyc] [--cwd DIR]
+Usage: python bench/bench_startup.py [--runs N] [--no-pyc] [--cwd DIR]
 
 Targets
   * load_matrix(overlay=False) in a fresh process, minus a bare ``python -c pass``: <= 30 ms
