@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from torchenv.errors import BadInput
@@ -97,6 +96,8 @@ def write_atomic(path: Path | str, data: str | bytes, *, force: bool = True) -> 
         raise BadInput(f"{parent} does not exist", hint="create the directory first")
     mode = stat.S_IMODE(st.st_mode) if st is not None else _new_file_mode()
     try:
+        import tempfile  # only writers need it (it imports shutil and random)
+
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
     except OSError as exc:
         raise BadInput(f"{path}: cannot write in {parent}: {exc.strerror or exc}",

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from torchenv.errors import BadInput
-from torchenv.installers.commands import check_index_base
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -125,6 +124,14 @@ def index_base(args: argparse.Namespace) -> str | None:
         return check_index_base(flag, origin="--index-base")
     env = os.environ.get("TORCHENV_INDEX_BASE", "").strip()
     return check_index_base(env, origin="TORCHENV_INDEX_BASE") if env else None
+
+
+def check_index_base(value: str, *, origin: str = "--index-base") -> str:
+    """:func:`torchenv.installers.commands.check_index_base`, imported only when used (the
+    installers pull in the resolver, which ``detect`` never needs)."""
+    from torchenv.installers.commands import check_index_base as check
+
+    return check(value, origin=origin)
 
 
 def index_base_warning(base: str | None) -> str | None:
@@ -257,7 +264,26 @@ def emit_json(document: Any) -> None:
     sys.stdout.flush()
 
 
+_UNWRAPPED_WIDTH = 10_000
+"""The width a table is laid out for when the output is not a terminal: as wide as it needs."""
+
+
 def console(stderr: bool = False) -> Console:
+    """The console every command prints through (stdout, or stderr with ``stderr=True``).
+
+    On a terminal, text wraps at its width, except what a renderer prints with
+    ``soft_wrap=True`` (commands to copy and paste, paths), which the terminal wraps visually
+    without a line break in the text. Anywhere else (a pipe, a file, CI logs) nothing is
+    wrapped at all, whatever ``COLUMNS`` says: each line is one line, and tables take the width
+    they need.
+    """
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    stream = sys.stderr if stderr else sys.stdout
+    try:
+        terminal = stream is not None and stream.isatty()
+    except ValueError:  # a closed stream
+        terminal = False
+    if terminal:
+        return Console(stderr=stderr, highlight=False)
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=_UNWRAPPED_WIDTH)

@@ -7,6 +7,7 @@ level or with facts that could not be confirmed.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from torchenv._record import field, record
@@ -51,6 +52,7 @@ class ArchEntry:
         return f"sm_{self.major}{self.minor}{self.suffix}"
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_arch(text: str) -> ArchEntry:
     m = ARCH_RE.match(text)
     if not m:
@@ -58,6 +60,7 @@ def parse_arch(text: str) -> ArchEntry:
     return ArchEntry(int(m.group(1)), int(m.group(2)), m.group(3), bool(m.group(4)))
 
 
+@functools.lru_cache(maxsize=1024)
 def _cc(text: str) -> tuple[int, int]:
     major, minor = text.rstrip("af").split(".")
     return int(major), int(minor)
@@ -303,12 +306,20 @@ def check_cuda_arch(host: HostProfile, matrix: Matrix, release: Release, variant
     entries = [parse_arch(a) for a in arch]
     classes: list[str] = []
     jit: list[str] = []
+    how: dict[str, str] = {}  # per distinct capability: "sass", "jit" or "none"
+
+    def reach(cc: str) -> str:
+        if cc not in how:
+            how[cc] = ("sass" if any(runs_on(e, cc, jit_ok=False) for e in entries) else
+                       "jit" if any(runs_on(e, cc, jit_ok=jit_ok) for e in entries) else "none")
+        return how[cc]
+
     for g in known:
         cc = g.compute_capability
         assert cc is not None
-        if any(runs_on(e, cc, jit_ok=False) for e in entries):
+        if reach(cc) == "sass":
             classes.append(fact.sass)
-        elif any(runs_on(e, cc, jit_ok=jit_ok) for e in entries):
+        elif reach(cc) == "jit":
             classes.append(_weakest([fact.sass, fact.ptx]))
             jit.append(f"GPU {g.index} (sm_{cc.replace('.', '')})")
         else:
