@@ -86,3 +86,18 @@ def test_doctor_missing_interpreter_exits_2() -> None:
                           check=False)
     assert proc.returncode == 2
     assert "does not exist" in proc.stderr
+
+
+def test_doctor_asks_the_interpreter_once(planted: dict[str, object], tmp_path: Path) -> None:
+    """One child answers for doctor's inventory and for detection's interpreter facts."""
+    log = tmp_path / "calls.log"
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f'#!/bin/sh\necho run >> "{log}"\nexec "{planted["python"]}" "$@"\n')
+    wrapper.chmod(0o755)
+    env = {**os.environ, **planted["env"]}  # type: ignore[dict-item]
+    proc = subprocess.run([sys.executable, "-m", "torchenv", "doctor", "--json", "--python",
+                           str(wrapper)], capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
+    doc = json.loads(proc.stdout)
+    assert doc["findings"], proc.stderr
+    assert log.read_text().splitlines() == ["run"]

@@ -27,7 +27,8 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from torchenv.cli._common import load_matrix_reported
     from torchenv.detection.detect import detect
-    from torchenv.doctor import diagnose, gather_installs, summarize
+    from torchenv.doctor import diagnose, summarize
+    from torchenv.doctor.gather import gather
 
     python = args.python or sys.executable
     if os.sep in python:
@@ -38,8 +39,8 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--python: {python} does not exist",
                        hint="pass the path of a Python interpreter")
     env = dict(os.environ)
-    installs = gather_installs(python, env)
-    host = detect(None, python=python)
+    installs, facts = gather(python, env)  # one child answers for doctor and for detection
+    host = detect(None, python=python, python_facts=facts)
     findings = diagnose(host, env, load_matrix_reported(), installs)
     errors = summarize(findings)["error"]
     if args.json:
@@ -59,20 +60,26 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def _print(findings: list[Any], python: str, host_warnings: tuple[str, ...]) -> None:
+    """Every line soft-wrapped: titles and explanations name paths and fixes are commands, and
+    a line break inside either would make it wrong when copied."""
     from rich.markup import escape
 
     from torchenv.cli._common import console
 
     out = console()
+
+    def line(text: str) -> None:
+        out.print(text, soft_wrap=True)
+
     for w in host_warnings:
-        out.print(f"[yellow]detection could not read everything:[/] {escape(w)}")
+        line(f"[yellow]detection could not read everything:[/] {escape(w)}")
     if not findings:
-        out.print(f"[green]No problems found[/] in {escape(python)}.")
+        line(f"[green]No problems found[/] in {escape(python)}.")
         return
     for f in findings:
-        out.print(f"[{_STYLE[f.severity]}]{f.severity}[/]: [bold]{escape(f.title)}[/]")
-        out.print(f"  {escape(f.explanation)}")
+        line(f"[{_STYLE[f.severity]}]{f.severity}[/]: [bold]{escape(f.title)}[/]")
+        line(f"  {escape(f.explanation)}")
         if f.fix:
-            out.print(f"  fix: [bold]{escape(f.fix)}[/]")
+            line(f"  fix: [bold]{escape(f.fix)}[/]")
     counts = {s: sum(1 for f in findings if f.severity == s) for s in _STYLE}
-    out.print(", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n))
+    line(", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n))

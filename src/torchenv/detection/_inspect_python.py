@@ -2,8 +2,10 @@
 
 This file is run two ways: imported and called in-process for the current interpreter, and, for
 another interpreter, sent whole as ``python -I -c <this source>`` (stdlib only, no imports from
-torchenv, Python 3.8 syntax) which prints the JSON of :func:`collect` on stdout. It returns raw
-facts; parsing and interpretation happen in torchenv.detection._python_env.
+torchenv, Python 3.8 syntax) which prints the JSON of :func:`collect` on stdout, with
+:func:`inventory` under ``"inventory"`` when given ``--inventory`` (doctor asks for both in one
+child). It returns raw facts; parsing and interpretation happen in torchenv.detection._python_env
+and torchenv.doctor.gather.
 """
 
 from __future__ import annotations
@@ -152,7 +154,59 @@ def collect(environ: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
     }
 
 
+def inventory(environ: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
+    """Every torch/torchvision/torchaudio dist-info or egg-info on the path the interpreter
+    searches (``-I`` leaves PYTHONPATH out, so its entries are added back), and the conda-meta
+    records of ``sys.prefix`` and ``$CONDA_PREFIX``: what doctor needs to find duplicates."""
+    import glob
+    import json
+
+    env = os.environ if environ is None else environ
+    extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    dists, seen = [], set()
+    for entry in list(dict.fromkeys([*extra, *sys.path])):
+        if not entry or not os.path.isdir(entry):
+            continue
+        for meta in glob.glob(os.path.join(entry, "*.dist-info")) + glob.glob(
+                os.path.join(entry, "*.egg-info")):
+            real = os.path.realpath(meta)
+            base = os.path.basename(meta).rsplit(".", 1)[0]
+            name = base.split("-", 1)[0].replace("_", "-").lower()
+            if name not in PACKAGES or real in seen:
+                continue
+            seen.add(real)
+            version = _read_version(meta) or [*base.split("-", 1), ""][1]
+            installer = None
+            path = os.path.join(meta, "INSTALLER")
+            if os.path.isfile(path):
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    installer = f.read().strip() or None
+            dists.append({"name": name, "version": version, "location": entry,
+                          "installer": installer})
+    conda: list[dict[str, str]] = []
+    prefixes: list[str] = []
+    for prefix in (sys.prefix, env.get("CONDA_PREFIX")):
+        if prefix and os.path.realpath(prefix) not in prefixes:
+            prefixes.append(os.path.realpath(prefix))
+    for prefix in prefixes:
+        for path in glob.glob(os.path.join(prefix, "conda-meta", "*.json")):
+            if not os.path.basename(path).startswith(("pytorch", "torch")):
+                continue
+            try:
+                with open(path, encoding="utf-8") as f:
+                    rec = json.load(f)
+            except (OSError, ValueError):
+                continue
+            conda.append({"name": rec.get("name", ""), "version": rec.get("version", ""),
+                          "channel": rec.get("channel", ""), "build": rec.get("build", ""),
+                          "path": path})
+    return {"python": sys.executable, "dists": dists, "conda": conda}
+
+
 if __name__ == "__main__":
     import json
 
-    sys.stdout.write(json.dumps(collect()))
+    facts = collect()
+    if "--inventory" in sys.argv[1:]:
+        facts["inventory"] = inventory()
+    sys.stdout.write(json.dumps(facts))

@@ -30,8 +30,12 @@ def inspect_current(environ: Optional[Mapping[str, str]] = None) -> dict[str, An
 
 
 def inspect_interpreter(executable: str, *, timeout: float = 20.0,
-                        environ: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
-    """The raw facts of ``executable``, from one ``python -I -c`` child; BadInput if it fails."""
+                        environ: Optional[Mapping[str, str]] = None,
+                        inventory: bool = False) -> dict[str, Any]:
+    """The raw facts of ``executable``, from one ``python -I -c`` child; BadInput if it fails.
+
+    ``inventory`` adds doctor's list of torch distributions and conda records (key
+    ``"inventory"``) from the same child."""
     from torchenv._subprocess import run_process
 
     path = Path(executable)
@@ -42,7 +46,8 @@ def inspect_interpreter(executable: str, *, timeout: float = 20.0,
         raise BadInput(f"interpreter {executable} is not an executable file",
                        hint="give the path of a python executable, e.g. .venv/bin/python")
     source = _SCRIPT.read_text(encoding="utf-8")
-    res = run_process([str(path), "-I", "-c", source], timeout=timeout,
+    argv = [str(path), "-I", "-c", source] + (["--inventory"] if inventory else [])
+    res = run_process(argv, timeout=timeout,
                       env=dict(environ) if environ is not None else None)
     if not res.ok:
         raise BadInput(f"cannot inspect the interpreter {executable}: {res.describe_failure()}",

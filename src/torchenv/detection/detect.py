@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Generic, Optional, TypeVar, Union
+from typing import Any, Generic, Optional, TypeVar, Union
 
 from torchenv.detection._platform import current_platform, probe_platform
 from torchenv.detection.overrides import Overrides
@@ -108,10 +108,12 @@ def detect(
     environ: Mapping[str, str] | None = None,
     root: Union[str, Path, None] = None,
     timeout: float | None = None,
+    python_facts: Mapping[str, Any] | None = None,
 ) -> HostProfile:
     """Probe this machine (skipping what ``overrides`` supplies) and return its HostProfile.
 
-    ``python`` names another interpreter to inspect; ``environ`` replaces ``os.environ`` and
+    ``python`` names another interpreter to inspect (``python_facts``: what it already reported,
+    so that no second child is started for it); ``environ`` replaces ``os.environ`` and
     ``root`` (or ``TORCHENV_PROBE_ROOT``) replaces ``/`` for every file the probes read: sysfs,
     /proc, /dev, /opt/rocm (a mounted system image, or the fake trees of tests).
     """
@@ -163,7 +165,7 @@ def detect(
         rocm_job = _Job("ROCm", lambda w, s: _guard(
             "ROCm", w, lambda: _probe_rocm(base, env, limit, w, s)))
     py_job: Optional[_Job[tuple[PythonInfo, Optional[TorchInfo]]]] = None
-    if python is not None:  # another interpreter: a child process, waited for in parallel
+    if python is not None and python_facts is None:  # a child process, waited for in parallel
         py_job = _Job("Python", lambda w, s: _probe_python(python, env, w, s))
     deadline = time.monotonic() + 2 * limit + 1.0  # every probe's children are bounded by limit
     xpu: Optional[XpuInfo] = None
@@ -173,7 +175,7 @@ def detect(
     if mps:
         sources["mps"] = "macOS on arm64"
     if py_job is None:
-        py_info, torch = _probe_python(python, env, warnings, sources)
+        py_info, torch = _probe_python(python, env, warnings, sources, facts=python_facts)
     nvidia = nv_job.join(deadline, warnings, sources, evidence) if nv_job else None
     rocm = rocm_job.join(deadline, warnings, sources) if rocm_job else None
     if py_job is not None:
@@ -382,11 +384,13 @@ def _probe_xpu(root: Path, env: Mapping[str, str], sources: dict[str, str],
 
 
 def _probe_python(python: Optional[str], env: Mapping[str, str], warnings: list[str],
-                  sources: dict[str, str]) -> tuple[PythonInfo, Optional[TorchInfo]]:
+                  sources: dict[str, str], *, facts: Mapping[str, Any] | None = None
+                  ) -> tuple[PythonInfo, Optional[TorchInfo]]:
     from torchenv.detection import _python_env
 
     if python is not None:
-        facts = _python_env.inspect_interpreter(python, environ=env)
+        if facts is None:
+            facts = _python_env.inspect_interpreter(python, environ=env)
         origin = f"child process: {python} -I -c"
     else:
         got = _guard("Python", warnings, lambda: _python_env.inspect_current(env))
