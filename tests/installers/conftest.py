@@ -1,4 +1,5 @@
-"""The installer tests: make installer_helpers importable and give each test a clean cwd."""
+"""The installer tests: make the helpers importable, serve the local index, give each test a
+clean cwd."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ import pytest
 _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
+
+from index_server import local_index  # noqa: E402  (the session fixture, for every test here)
+
+__all__ = ["cli_cwd", "local_index"]
 
 
 @pytest.fixture

@@ -559,7 +559,8 @@ def test_install_dry_run_command_is_shell_safe(cli_cwd: Path) -> None:
         cwd=cli_cwd,
     )
     (argv,) = _shlex_runs(proc.stdout.strip())
-    assert argv[:5] == ["uv", "pip", "install", "--python", sys.executable]
+    assert Path(argv[0]).name == "uv"  # the uv that runs, found on PATH or next to Python
+    assert argv[1:5] == ["pip", "install", "--python", sys.executable]
     assert argv[argv.index("--index-url") + 1] == f"{base}/cu128"
 
 

@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
+_DEFAULT_TIMEOUT = 3600.0
+_MAX_TIMEOUT = 86400.0
+_TAIL = 4000
+"""Characters of the installer's output kept for the JSON document and the error report."""
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -73,7 +78,11 @@ def register(sub: Any) -> None:
         description="Resolve, show the command, ask, run it. Replaces a torch of another "
         "variant (a leftover +cpu build is the classic). Afterwards run 'torchenv validate'.",
     )
-    i.add_argument("--installer", choices=("pip", "uv"), default="pip")
+    # the values of torchenv.installers.render.Installer (a test keeps them equal), spelled
+    # out so that building the parser does not import the installers and the resolver
+    i.add_argument("--installer", choices=("pip", "uv"), default="pip",
+                   help="uv is looked for on PATH, then next to this interpreter and the one "
+                   "it installs into")
     i.add_argument("--dry-run", action="store_true", help="print the command, run nothing")
     i.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     i.add_argument(
@@ -84,10 +93,10 @@ def register(sub: Any) -> None:
     )
     i.add_argument(
         "--timeout",
-        type=float,
-        default=3600.0,
+        default=None,
         metavar="S",
-        help="give up after S seconds (default 3600)",
+        help=f"stop the installer after S seconds (at most {_MAX_TIMEOUT:g}; default "
+        f"{_DEFAULT_TIMEOUT:g})",
     )
     add_target_flags(i)
     add_json_flag(i)
@@ -220,7 +229,7 @@ def run_resolve(args: argparse.Namespace) -> int:
         return exc.exit_code
     from torchenv.installers.render import all_commands
 
-    commands = all_commands(plan)
+    commands = all_commands(plan, host)
     if args.json:
         emit_json(plan.to_json(commands))
         return 0
@@ -320,50 +329,118 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
+def _install_timeout(raw: str | None) -> float:
+    """``--timeout``: a finite number of seconds above 0 and at most a day."""
+    import math
+
+    if raw is None:
+        return _DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= _MAX_TIMEOUT):
+        raise BadInput(f"--timeout: {raw!r} is not a number of seconds above 0 and at most "
+                       f"{_MAX_TIMEOUT:g}", hint=f"e.g. --timeout {_DEFAULT_TIMEOUT:g}")
+    return value
+
+
+def _find_uv(python: str) -> str:
+    """The uv to run: on PATH, else next to the interpreter running torchenv (a venv that is not
+    activated, pipx), else next to the one it installs into."""
+    import shutil
+    import sysconfig
+
+    places = [sysconfig.get_path("scripts"), os.path.dirname(sys.executable),
+              os.path.dirname(python)]
+    for path in (None, *dict.fromkeys(p for p in places if p)):  # None: PATH
+        found = shutil.which("uv", path=path)
+        if found:
+            return found
+    raise BadInput("--installer uv: uv is not on PATH, nor next to " + " or ".join(
+        dict.fromkeys((sys.executable, python))),
+        hint="get it with 'pip install uv' or the official installer "
+        "(https://docs.astral.sh/uv/getting-started/installation/), or use --installer pip")
+
+
+class _Echo:
+    """Shows an installer's output as it arrives and keeps its last ``_TAIL`` characters.
+
+    The child's stdout goes to ours, its stderr to ours; with ``--json`` both go to stderr, so
+    stdout stays one JSON document. Called from the reader threads of the subprocess funnel.
+    """
+
+    def __init__(self, *, to_stderr_only: bool) -> None:
+        import codecs
+        import threading
+
+        self._lock = threading.Lock()
+        self._decoders = {name: codecs.getincrementaldecoder("utf-8")(errors="replace")
+                          for name in ("stdout", "stderr")}
+        self._to_stderr_only = to_stderr_only
+        self._tail = ""
+        self._shown = True
+
+    def __call__(self, stream: str, chunk: bytes) -> None:
+        text = self._decoders[stream].decode(chunk)
+        with self._lock:
+            self._tail = (self._tail + text)[-_TAIL:]
+            if not self._shown:
+                return
+            out = sys.stderr if self._to_stderr_only or stream == "stderr" else sys.stdout
+            try:
+                out.write(text)
+                out.flush()
+            except (OSError, ValueError):  # the terminal went away: keep installing, stop echoing
+                self._shown = False
+
+    @property
+    def tail(self) -> str:
+        with self._lock:
+            return self._tail
+
+
+def _describe_installed(host: HostProfile, plan: Plan) -> tuple[list[str], bool]:
+    """Notes on the torch already there, and whether the installer must replace what already
+    satisfies the pins (same version, another variant: ``torch==X`` is satisfied by ``X+cpu``,
+    and a leftover +cpu torchvision breaks ``torchvision::nms``)."""
+    installed = host.torch
+    if installed is None:
+        return [], False
+    want = plan.local_tag or plan.variant
+    if installed.public_version == plan.torch and (installed.variant or "") in (want, ""):
+        return [f"torch {installed.version} is already installed"], False
+    note = (f"torch {installed.version}"
+            + (f" ({installed.variant})" if installed.variant else "")
+            + f" is installed and will be replaced by {plan.torch} {plan.variant}")
+    return [note], installed.public_version == plan.torch and plan.local_tag is None
+
+
 def run_install(args: argparse.Namespace) -> int:
-    import shlex
-
     from torchenv._subprocess import run_process
-    from torchenv.installers.render import pip_command, uv_command
+    from torchenv.installers.commands import quote_command, shell_for
+    from torchenv.installers.render import install_argv
 
+    timeout = _install_timeout(args.timeout)  # before anything is detected or started
     python = args.python_exe or sys.executable
+    uv = _find_uv(python) if args.installer == "uv" else None
     defaults = _project_defaults(Path.cwd())
     _refuse_other_machines(args, defaults)
     plan, host, _ = _decide(args, python_exe=args.python_exe, defaults=defaults)
-    command = (
-        pip_command(plan, python=python)
-        if args.installer == "pip"
-        else uv_command(plan, python=python)
-    )
-    notes = []
-    installed = host.torch
-    if installed is not None:
-        want = plan.local_tag or plan.variant
-        if installed.public_version == plan.torch and (installed.variant or "") in (want, ""):
-            notes.append(f"torch {installed.version} is already installed")
-        else:
-            notes.append(
-                f"torch {installed.version}"
-                + (f" ({installed.variant})" if installed.variant else "")
-                + f" is installed and will be replaced by {plan.torch} {plan.variant}"
-            )
-            if installed.public_version == plan.torch and plan.local_tag is None:
-                # same version, other variant: `torch==X` is already satisfied by `X+cpu`,
-                # so the installer must be told to replace it
-                # (torchvision/torchaudio too: a leftover +cpu torchvision breaks torchvision::nms)
-                if args.installer == "pip":
-                    command += " --force-reinstall"
-                else:
-                    command += "".join(
-                        f" --reinstall-package {req.split('==')[0]}"
-                        for req in plan.requirements()
-                    )
+    notes, replace = _describe_installed(host, plan)
+    argv = install_argv(plan, args.installer, python=python, program=uv, replace=replace)
+    command = quote_command(argv, shell_for(plan.platform))  # shown, never parsed back
     out = sys.stderr
     for n in notes:
         print(n, file=out)
+    for w in plan.warnings:  # before the question, so the answer can take them into account
+        print(f"warning: {w}", file=out)
+    for w in plan.host_warnings:
+        print(f"detection could not read everything: {w}", file=out)
     if args.dry_run:
         if args.json:
-            emit_json({"command": command, "ran": False, "notes": notes, "plan": plan.to_json()})
+            emit_json({"command": command, "argv": argv, "ran": False, "notes": notes,
+                       "plan": plan.to_json()})
         else:
             print(command)
         return 0
@@ -385,23 +462,33 @@ def run_install(args: argparse.Namespace) -> int:
         if answer not in ("y", "yes"):
             print("nothing installed", file=out)
             if args.json:
-                emit_json({"command": command, "ran": False, "notes": notes,
+                emit_json({"command": command, "argv": argv, "ran": False, "notes": notes,
                            "plan": plan.to_json()})
             return 1
-    result = run_process(shlex.split(command), timeout=args.timeout)
-    sys.stderr.write(result.stdout[-4000:] + result.stderr[-4000:])
+    echo = _Echo(to_stderr_only=args.json)
+    result = run_process(argv, timeout=timeout, on_output=echo)
     if args.json:
         emit_json(
             {
                 "command": command,
+                "argv": argv,
                 "ran": True,
                 "returncode": result.returncode,
+                "timed_out": result.timed_out,
+                "output_tail": echo.tail,
                 "notes": notes,
                 "plan": plan.to_json(),
             }
         )
     if not result.ok:
         print(f"torchenv: error: {result.describe_failure()}", file=out)
+        if result.timed_out:
+            longer = min(timeout * 2, _MAX_TIMEOUT)
+            print(f"  hint: a slow download needs more time, e.g. --timeout {longer:g}",
+                  file=out)
+        elif args.installer == "pip" and "No module named pip" in result.stderr:
+            print(f"  hint: {python} has no pip (uv makes venvs without it): use "
+                  "--installer uv, or add pip with 'python -m ensurepip'", file=out)
         return 1
     print("installed; prove it works with: torchenv validate", file=out)
     return 0

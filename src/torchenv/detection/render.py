@@ -8,11 +8,12 @@ __all__ = ["render_profile"]
 
 
 def render_profile(profile: HostProfile) -> None:
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    out = Console(highlight=False)
+    from torchenv.cli._common import console
+
+    out = console()
 
     def e(value: object) -> str:  # every value comes from the machine or a file: never markup
         return escape(str(value))
@@ -24,7 +25,8 @@ def render_profile(profile: HostProfile) -> None:
               + (f"  container: {e(profile.container)}" if profile.container else ""))
     out.print(f"[bold]Python[/bold]    {e(py.full_version or py.version)} ({e(py.implementation)}"
               + (", free-threaded" if py.free_threaded else "") + f", {e(py.env_kind)})"
-              + (f"  {e(py.executable)}" if py.executable else ""))
+              + (f"  {e(py.executable)}" if py.executable else ""),
+              soft_wrap=True)  # a path: never broken, so it can be copied
     nv = profile.nvidia
     if nv is None and profile.nvidia_evidence:
         out.print("[bold]NVIDIA[/bold]    [yellow]a GPU is present but its driver could not be "
@@ -67,4 +69,4 @@ def render_profile(profile: HostProfile) -> None:
                   + (f", torchvision {e(torch.torchvision)}" if torch.torchvision else "")
                   + (f", torchaudio {e(torch.torchaudio)}" if torch.torchaudio else ""))
     for w in profile.warnings:
-        out.print(f"[yellow]warning:[/yellow] {e(w)}")
+        out.print(f"[yellow]warning:[/yellow] {e(w)}", soft_wrap=True)

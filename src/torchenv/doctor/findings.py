@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Optional
 
 from torchenv.detection.profile import Gpu, HostProfile, TorchInfo
-from torchenv.installers.commands import index_url_for, pin
+from torchenv.installers.commands import (
+    Shell,
+    chain_commands,
+    index_url_for,
+    pin,
+    quote_command,
+    shell_for,
+)
 from torchenv.matrix.model import Matrix, cuda_version_of
 from torchenv.resolver.rules import check_driver, driver_floors, parse_arch, runs_on
 
@@ -194,7 +201,7 @@ def diagnose(host: HostProfile, env: Mapping[str, str], matrix: Matrix,
         findings += _driver_findings(host, matrix, torch)
     if torch is not None:
         findings += _pairing_findings(host, matrix, torch)
-    findings += _install_findings(installs, target)
+    findings += _install_findings(installs, target, shell_for(host.platform))
     findings += _env_findings(host, env, installs, torch, cpu_build)
     from torchenv.resolver.resolve import complete_gpu_facts, gpu_facts_gap
 
@@ -284,10 +291,11 @@ def _pairing_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> li
         if not installed:
             continue
         variant = torch.variant or torch_local
-        index = f" --index-url {index_url_for(variant)}" if variant else ""
+        index = ["--index-url", index_url_for(variant)] if variant else []
         # pinned as resolve pins it: with the local tag of the torch build it must pair with
         requirement = pin(name, wanted, torch_local or None) if wanted else name
-        fix = f"pip install --force-reinstall --no-deps {requirement}{index}"
+        fix = quote_command(["pip", "install", "--force-reinstall", "--no-deps", requirement,
+                             *index], shell_for(host.platform))
         if wanted and _public(installed) != wanted:
             out.append(Finding(
                 "error", f"{name}-unpaired",
@@ -303,7 +311,7 @@ def _pairing_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> li
     return out
 
 
-def _install_findings(installs: Installs, target: str) -> list[Finding]:
+def _install_findings(installs: Installs, target: str, shell: Shell) -> list[Finding]:
     out = []
     torches = installs.dists("torch")
     conda_torch = [r for r in installs.conda if r.name in ("pytorch", "torch")]
@@ -316,19 +324,20 @@ def _install_findings(installs: Installs, target: str) -> list[Finding]:
             "error", "multiple-torch",
             "several torch installs are visible to " + target,
             "Which one imports depends on sys.path order: " + "; ".join(listed) + ".",
-            f"{target} -m pip uninstall -y torch  # repeat until none is left, then "
-            "'torchenv install'"))
+            quote_command([target, "-m", "pip", "uninstall", "-y", "torch"], shell)
+            + "  # repeat until none is left, then 'torchenv install'"))
     legacy = [r for r in installs.conda
               if r.channel.lower().rstrip("/").split("/")[-1] == "pytorch"]
     if legacy:
-        names = " ".join(sorted({r.name for r in legacy}))
+        packages = sorted({r.name for r in legacy})
         out.append(Finding(
             "warning", "conda-pytorch-channel",
-            "conda packages from the retired 'pytorch' channel: " + names,
+            "conda packages from the retired 'pytorch' channel: " + " ".join(packages),
             "The pytorch conda channel received no releases after 2.5; 'conda update' will not "
             "move past it. Newer builds come from conda-forge (pytorch, pytorch-gpu with "
             "cuda-version) or pip inside the environment.",
-            f"conda remove {names} && conda install -c conda-forge pytorch"))
+            chain_commands([["conda", "remove", *packages],
+                            ["conda", "install", "-c", "conda-forge", "pytorch"]], shell)))
     return out
 
 
@@ -343,8 +352,8 @@ def _env_findings(host: HostProfile, env: Mapping[str, str], installs: Installs,
             "LD_LIBRARY_PATH lists system CUDA libraries",
             f"{listed}. They are loaded instead of the CUDA runtime, cuDNN and NCCL bundled "
             "with the wheel, which gives 'undefined symbol' errors or version mismatches.",
-            "export LD_LIBRARY_PATH=" + ":".join(
-                p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p and p not in shadowing)
+            quote_command(["export", "LD_LIBRARY_PATH=" + ":".join(
+                p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p and p not in shadowing)])
             + "  # drop the CUDA directories"))
     cvd = env.get("CUDA_VISIBLE_DEVICES")
     gpus = host.nvidia.gpus if host.nvidia is not None else ()
@@ -360,16 +369,21 @@ def _env_findings(host: HostProfile, env: Mapping[str, str], installs: Installs,
                 f"CUDA_VISIBLE_DEVICES={cvd!r} hides every GPU",
                 f"This machine has {len(gpus)} GPU(s) ({', '.join(ids)}), but none is "
                 "named first in CUDA_VISIBLE_DEVICES, so torch sees no device.",
-                "unset CUDA_VISIBLE_DEVICES"))
+                _unset("CUDA_VISIBLE_DEVICES", shell_for(host.platform))))
     if "CUDA_MEMORY_POOL" in env:
         out.append(Finding(
             "warning", "cuda-memory-pool",
             "CUDA_MEMORY_POOL is set, but it is not a PyTorch setting",
             "PyTorch's caching allocator is configured with PYTORCH_CUDA_ALLOC_CONF "
             "(e.g. expandable_segments:True); CUDA_MEMORY_POOL is ignored.",
-            "unset CUDA_MEMORY_POOL  # use PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"))
+            _unset("CUDA_MEMORY_POOL", shell_for(host.platform))
+            + "  # use PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"))
     del torch
     return out
+
+
+def _unset(variable: str, shell: Shell) -> str:
+    return f"Remove-Item Env:{variable}" if shell == "powershell" else f"unset {variable}"
 
 
 def summarize(findings: Sequence[Finding]) -> dict[str, int]:

@@ -8,23 +8,34 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, Optional, get_args
 
 from torchenv import __version__
 from torchenv.installers.commands import (
+    Shell,
+    chain_commands,
+    index_base_of,
     pins,
-    pip_install_command,
+    pip_install_argv,
     quote_command,
-    uv_install_command,
+    shell_for,
+    uv_install_argv,
 )
 from torchenv.resolver.plan import Plan
 
+if TYPE_CHECKING:
+    from torchenv.detection.profile import HostProfile
+
 __all__ = [
     "FORMATS",
+    "INSTALLERS",
     "Format",
+    "Installer",
     "all_commands",
     "conda_command",
+    "decision_flags",
     "header_lines",
+    "install_argv",
     "pip_command",
     "pixi_command",
     "render_environment_yml",
@@ -37,6 +48,8 @@ __all__ = [
 
 Format = Literal["environment.yml", "requirements", "pyproject", "pixi"]
 FORMATS: tuple[str, ...] = get_args(Format)
+Installer = Literal["pip", "uv"]
+INSTALLERS: tuple[str, ...] = get_args(Installer)
 
 _CONDA_SUBDIR = {
     "linux-x86_64": "linux-64",
@@ -67,13 +80,48 @@ def _comment(lines: list[str], mark: str = "#") -> str:
     return "".join(f"{mark} {line}\n" for line in lines)
 
 
+def _shell(plan: Plan) -> Shell:
+    return shell_for(plan.platform)
+
+
+def _packages(plan: Plan) -> list[str]:
+    """The distributions the plan installs, torch first."""
+    versions = (("torch", plan.torch), ("torchvision", plan.torchvision),
+                ("torchaudio", plan.torchaudio))
+    return [name for name, version in versions if version]
+
+
+def install_argv(
+    plan: Plan,
+    installer: Installer = "pip",
+    *,
+    python: str | None = None,
+    program: str | None = None,
+    replace: bool = False,
+) -> list[str]:
+    """The arguments that install the plan with ``installer`` (what ``torchenv install`` runs and
+    what every pip/uv command shows, quoted). Only the plan's index, so no other variant's wheel
+    can sneak in.
+
+    ``python`` is the interpreter to install into (pip runs as ``python -m pip``); ``program``
+    the uv to run (default ``uv``); ``replace`` also replaces installed packages that already
+    satisfy the pins (a leftover ``2.7.1+cpu`` satisfies ``torch==2.7.1``).
+    """
+    if installer == "uv":
+        return uv_install_argv(plan.requirements(), plan.index_url, python=python,
+                               uv=program or "uv", reinstall=_packages(plan) if replace else ())
+    return pip_install_argv(plan.requirements(), plan.index_url, python=python,
+                            force_reinstall=replace)
+
+
 def pip_command(plan: Plan, python: str | None = None) -> str:
-    """One pip command; only the plan's index, so no other variant's wheel can sneak in."""
-    return pip_install_command(plan.requirements(), plan.index_url, python=python)
+    """:func:`install_argv` for pip, quoted for the shell of the plan's platform."""
+    return quote_command(install_argv(plan, "pip", python=python), _shell(plan))
 
 
 def uv_command(plan: Plan, python: str | None = None) -> str:
-    return uv_install_command(plan.requirements(), plan.index_url, python=python)
+    """:func:`install_argv` for uv, quoted for the shell of the plan's platform."""
+    return quote_command(install_argv(plan, "uv", python=python), _shell(plan))
 
 
 def _conda_forge_specs(plan: Plan) -> list[str] | None:
@@ -102,20 +150,60 @@ def _conda_forge_specs(plan: Plan) -> list[str] | None:
 def conda_command(plan: Plan) -> str:
     specs = _conda_forge_specs(plan)
     if specs is not None:
-        return quote_command(["conda", "install", "-c", "conda-forge", *specs])
-    return "conda install pip && " + pip_command(plan, python="python")
+        return quote_command(["conda", "install", "-c", "conda-forge", *specs], _shell(plan))
+    return chain_commands([["conda", "install", "pip"], install_argv(plan, python="python")],
+                          _shell(plan))
 
 
-def pixi_command(plan: Plan) -> str:
-    return "torchenv env --format pixi -o pixi.toml && pixi install"
+def decision_flags(plan: Plan, host: Optional[HostProfile] = None) -> list[str]:
+    """Target flags that make ``torchenv`` take this same decision again on any machine.
+
+    The build itself (``--torch ==X --variant V``, Python, platform, index mirror, packages left
+    out), plus the facts of ``host`` the build must fit (driver and GPUs for a CUDA build, gfx
+    targets for ROCm, glibc on Linux), so that detection where the command runs changes nothing.
+    """
+    flags = ["--torch", f"=={plan.torch}", "--variant", plan.variant,
+             "--python", plan.python, "--platform", plan.platform]
+    base = index_base_of(plan.index_url, plan.variant) if plan.index_url else None
+    if base is not None:
+        flags += ["--index-base", base]
+    if plan.torchvision is None:
+        flags.append("--no-torchvision")
+    if plan.torchaudio is None:
+        flags.append("--no-torchaudio")
+    if host is None:
+        return flags
+    nvidia, rocm = host.nvidia, plan.variant.startswith("rocm")
+    if plan.cuda and nvidia is not None and nvidia.driver_version:
+        flags += ["--driver", nvidia.driver_version]
+        for gpu in nvidia.visible_gpus():
+            if gpu.compute_capability:
+                flags += ["--gpu", gpu.compute_capability]
+    elif rocm and host.rocm is not None and host.rocm.gfx_targets:
+        for gfx in host.rocm.gfx_targets:
+            flags += ["--rocm-arch", gfx]
+    elif (plan.cuda or rocm) and not host.has_gpu:
+        flags.append("--no-gpu")  # asked for explicitly on a machine without one
+    if plan.platform.startswith("linux") and host.glibc:
+        flags += ["--glibc", host.glibc]
+    return flags
 
 
-def all_commands(plan: Plan) -> dict[str, str]:
+def pixi_command(plan: Plan, host: Optional[HostProfile] = None) -> str:
+    """Write pixi.toml for this decision (see :func:`decision_flags`), then ``pixi install``."""
+    write = ["torchenv", "env", "--format", "pixi", "-o", "pixi.toml",
+             *decision_flags(plan, host)]
+    return chain_commands([write, ["pixi", "install"]], _shell(plan))
+
+
+def all_commands(plan: Plan, host: Optional[HostProfile] = None) -> dict[str, str]:
+    """The plan as a pip, uv, conda and pixi command, quoted for the plan's platform; ``host``
+    (the facts the plan was resolved for) lets the pixi command repeat the decision exactly."""
     return {
         "pip": pip_command(plan),
         "uv": uv_command(plan),
         "conda": conda_command(plan),
-        "pixi": pixi_command(plan),
+        "pixi": pixi_command(plan, host),
     }
 
 

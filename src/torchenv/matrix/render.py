@@ -95,25 +95,17 @@ def _py_range(tags: Sequence[str]) -> str:
 
 
 def render_table(matrix: Matrix, releases: Sequence[Release]) -> None:
-    from rich.console import Console
+    """The releases as a table on stdout. A cell wraps between words, never inside one: when
+    the terminal is narrower than the longest words need, the table runs past its edge."""
+    from rich.cells import cell_len
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(
-        title=f"torchenv matrix {escape(matrix.matrix_version)}", header_style="bold",
-        show_lines=False,
-    )
-    for col in (
-        "torch",
-        "released",
-        "vision",
-        "audio",
-        "Python (linux-x86_64)",
-        "PyPI (Linux)",
-        "variants",
-        "conda",
-    ):
-        table.add_column(col, overflow="fold")
+    from torchenv.cli._common import console
+
+    headers = ("torch", "released", "vision", "audio", "Python (linux-x86_64)", "PyPI (Linux)",
+               "variants", "conda")
+    rows = []
     for r in releases:
         pypi = r.pypi_default.get("linux-x86_64", "–")
         arm = r.pypi_default.get("linux-aarch64")
@@ -125,8 +117,7 @@ def render_table(matrix: Matrix, releases: Sequence[Release]) -> None:
             conda.append("pytorch")
         if r.conda.conda_forge is True:
             conda.append("conda-forge")
-        # every cell is data (the user overlay included), never markup
-        table.add_row(*(escape(cell) for cell in (
+        rows.append((
             r.torch,
             r.released,
             r.torchvision or ("?" if "torchvision" in r.unconfirmed else "–"),
@@ -135,12 +126,25 @@ def render_table(matrix: Matrix, releases: Sequence[Release]) -> None:
             pypi,
             variants,
             ", ".join(conda) or "–",
-        )))
-    console = Console(highlight=False)
-    console.print(table)
-    console.print(
+        ))
+    table = Table(
+        title=f"torchenv matrix {escape(matrix.matrix_version)}", header_style="bold",
+        show_lines=False,
+    )
+    for i, header in enumerate(headers):
+        # rich's last resort on a narrow terminal folds words (`rocm6.2` / `.4`); a column is
+        # never narrower than its longest word
+        longest = max(cell_len(word) for text in (header, *(row[i] for row in rows))
+                      for word in (text.split() or [""]))
+        table.add_column(header, min_width=longest)
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))  # data (the overlay too), never markup
+    out = console()
+    out.print(table, crop=False)
+    out.print(
         "? = not confirmed (variant arch list or pairing). "
-        "'torchenv matrix show --release X' shows every fact of a release with its sources."
+        "'torchenv matrix show --release X' shows every fact of a release with its sources.",
+        soft_wrap=True,  # it names a command
     )
 
 
@@ -155,10 +159,11 @@ def _fact_line(platform: str, fact: ArchFact) -> str:
 
 
 def release_detail(matrix: Matrix, r: Release) -> None:
-    from rich.console import Console
     from rich.markup import escape
 
-    out = Console(highlight=False)
+    from torchenv.cli._common import console
+
+    out = console()
     out.print(
         f"[bold]torch {escape(r.torch)}[/bold]  "
         + escape(f"released {r.released}  torchvision {r.torchvision or '–'}  torchaudio "

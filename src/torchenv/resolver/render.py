@@ -38,9 +38,10 @@ def group_rejections(rejected: tuple[Rejection, ...]) -> dict[str, list[str]]:
 def render_plan(
     plan: Plan, host: HostProfile, commands: Mapping[str, str], *, explain: bool = False
 ) -> None:
-    from rich.console import Console
+    """The plan on stdout; commands and flag suggestions are never broken across lines."""
+    from torchenv.cli._common import console
 
-    out = Console(highlight=False)
+    out = console()
     extras = ", ".join(
         f"{n} {v}"
         for n, v in (("torchvision", plan.torchvision), ("torchaudio", plan.torchaudio))
@@ -52,19 +53,19 @@ def render_plan(
         + f"  for {escape(plan.platform)}, Python {escape(plan.python)}"
     )
     out.print("[bold]Why[/bold]")
-    for r in plan.reasons:
-        out.print(f"  • {escape(r)}")
+    for r in plan.reasons:  # they may name flags to copy (--torch ==2.11.0 --variant cu128)
+        out.print(f"  • {escape(r)}", soft_wrap=True)
     if plan.warnings:
         out.print("[bold yellow]Warnings[/bold yellow]")
         for w in plan.warnings:
-            out.print(f"  ! {escape(w)}")
+            out.print(f"  ! {escape(w)}", soft_wrap=True)
     _render_host_warnings(out, plan.host_warnings)
     alt = plan.extras.get("confirmed_alternative")
     if alt:
         out.print(escape(
             f"  newest build that fits without warnings: torch {alt['torch']} {alt['variant']} "
             f"(--torch =={alt['torch']} --variant {alt['variant']})"
-        ))
+        ), soft_wrap=True)
     out.print("[bold]Install[/bold]")
     width = max(len(k) for k in commands)
     for name, cmd in commands.items():
@@ -105,18 +106,17 @@ def _render_rejections(out: object, rejected: tuple[Rejection, ...]) -> None:
 def render_no_match(exc: object, *, explain: bool) -> None:
     import sys
 
-    from rich.console import Console
-
+    from torchenv.cli._common import console
     from torchenv.resolver.resolve import NoMatch
 
     assert isinstance(exc, NoMatch)
-    err = Console(stderr=True, highlight=False)
+    err = console(stderr=True)
     err.print(f"[bold red]torchenv: {escape(exc.message)}[/bold red]")
     _render_host_warnings(err, exc.host_warnings)
     if exc.fixes:
         err.print("[bold]What would fix it[/bold]")
         for f in exc.fixes:
-            err.print(f"  • {escape(f)}")
+            err.print(f"  • {escape(f)}", soft_wrap=True)
     groups = group_rejections(exc.rejected)
     if explain:
         _render_rejections(err, exc.rejected)
