@@ -22,6 +22,7 @@ Pick, install and prove the right PyTorch build for a machine.
   torchenv validate          prove the installed torch works on this hardware
   torchenv doctor            diagnose a broken install and print the fix
   torchenv matrix ...        show, check, update the compatibility matrix; CI matrices
+  torchenv fleet ...         validate every node of a Slurm or Kubernetes cluster, merge verdicts
 
 Exit codes: 0 ok, 1 validation/doctor failures, 2 bad input, 3 nothing satisfies the request.
 """
@@ -35,6 +36,7 @@ _MODULES = {
     "validate": "validate",
     "doctor": "doctor",
     "matrix": "matrix",
+    "fleet": "fleet",
 }
 
 

@@ -1,0 +1,98 @@
+"""What every node of a fleet runs, and the names and log markers of the reports it leaves.
+
+One node writes, named by its scheduler's node name (the name ``scontrol`` or ``kubectl``
+drains)::
+
+    NODE.detect.json     torchenv detect --json
+    NODE.validate.json   torchenv validate --json (the document, or validate's error document)
+    NODE.junit.xml       the same verdict as JUnit XML
+    NODE.exit            validate's exit status
+
+Where no shared folder exists (a Kubernetes pod), the node prints each report to its log between
+two marker lines, and ``torchenv fleet report`` reads them back from saved logs::
+
+    ==== torchenv fleet: begin validate.json node=gpu-07 ====
+    {"ok": true, ...}
+    ==== torchenv fleet: end validate.json node=gpu-07 ====
+
+The shell text below is the same for every scheduler; it reads its settings from ``FLEET_*``
+environment variables (a ``TORCHENV_*`` name would be read by torchenv itself).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+__all__ = [
+    "MARKER_RE",
+    "REPORT_KINDS",
+    "Level",
+    "NodeRun",
+    "marker",
+    "node_script",
+]
+
+Level = Literal["quick", "full"]
+
+REPORT_KINDS = ("detect.json", "validate.json", "junit.xml", "exit")
+"""The reports of one node, by the suffix of their file names (also their log section names)."""
+
+PARTIAL_SUFFIX = ".part"
+"""A report still being written (or cut short) carries this suffix until it is renamed."""
+
+_MARKER = "==== torchenv fleet: {edge} {kind} node={node} ===="
+
+MARKER_RE = re.compile(
+    r"^(?P<prefix>.*?)==== torchenv fleet: (?P<edge>begin|end) "
+    r"(?P<kind>" + "|".join(re.escape(k) for k in REPORT_KINDS) + r") "
+    r"node=(?P<node>\S+) ====\s*$")
+"""A marker line; ``prefix`` is what ``kubectl logs --prefix`` puts before each line."""
+
+
+def marker(edge: Literal["begin", "end"], kind: str, node: str) -> str:
+    """The marker line that opens or closes the ``kind`` section of ``node`` in a log."""
+    return _MARKER.format(edge=edge, kind=kind, node=node)
+
+
+@dataclass(frozen=True)
+class NodeRun:
+    """What runs on each node: ``python`` (the interpreter there, with torchenv and the torch
+    to validate), the validation ``level``, each check's ``timeout`` (None: its own budget), and
+    the TCP port of the rendezvous on the first node."""
+
+    python: str = "python3"
+    level: Level = "full"
+    timeout: Optional[float] = None
+    rdzv_port: int = 29500
+
+    def settings(self) -> dict[str, str]:
+        """The ``FLEET_*`` variables of :func:`node_script` that do not depend on the node."""
+        values = {"FLEET_PYTHON": self.python, "FLEET_LEVEL": self.level}
+        if self.timeout is not None:
+            values["FLEET_TIMEOUT"] = f"{self.timeout:g}"
+        return values
+
+
+def node_script(run: NodeRun) -> str:
+    """The shell lines every node runs; they need ``FLEET_PYTHON``, ``FLEET_LEVEL``,
+    ``FLEET_REPORT_DIR``, ``FLEET_NODE`` (the node's name), ``FLEET_NNODES``,
+    ``FLEET_NODE_RANK`` and ``FLEET_RDZV_ENDPOINT`` (HOST:PORT), and ``FLEET_TIMEOUT`` when
+    ``run.timeout`` is set. They leave ``$status``, validate's exit status, and never fail
+    themselves: a node whose validation fails still writes every report."""
+    timeout = ' --timeout "$FLEET_TIMEOUT"' if run.timeout is not None else ""
+    part = PARTIAL_SUFFIX
+    return f"""\
+report="$FLEET_REPORT_DIR/$FLEET_NODE"
+# Each report is written under a temporary name and renamed once complete, so that a report cut
+# short (a node that died, a job out of time) is never read as a whole one.
+"$FLEET_PYTHON" -m torchenv detect --json > "$report.detect.json{part}"
+mv -f "$report.detect.json{part}" "$report.detect.json"
+status=0
+"$FLEET_PYTHON" -m torchenv validate --level "$FLEET_LEVEL"{timeout} --json \\
+    --junit "$report.junit.xml" --nnodes "$FLEET_NNODES" --node-rank "$FLEET_NODE_RANK" \\
+    --rdzv-endpoint "$FLEET_RDZV_ENDPOINT" > "$report.validate.json{part}" || status=$?
+mv -f "$report.validate.json{part}" "$report.validate.json"
+echo "$status" > "$report.exit"
+"""

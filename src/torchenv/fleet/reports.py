@@ -1,0 +1,426 @@
+"""Reading what the nodes of a fleet wrote: report files and saved pod logs, per node.
+
+A folder holds, for each node, the files of :mod:`torchenv.fleet.node` (``NODE.detect.json``,
+``NODE.validate.json``, ``NODE.junit.xml``, ``NODE.exit``) and/or logs (``*.log``) with the same
+reports between marker lines. :func:`read_reports` is the only function here that touches the
+file system; the parsers take text and say what is wrong with it. Nothing a node wrote makes
+the reading fail: an empty file, text that is not JSON, a document of another shape, a report
+cut short, all become problems of that node (each naming its file), and the fleet verdict
+counts them.
+
+A validate report is the ``validate --json`` document; without one the node's JUnit file is
+read instead (so nodes that only ran ``validate --junit`` can be merged too). A missing detect
+report is a note, not a problem: the node's verdict stands, only its driver and GPUs are unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+from torchenv.errors import BadInput
+from torchenv.fleet.node import MARKER_RE, PARTIAL_SUFFIX, REPORT_KINDS
+
+if TYPE_CHECKING:
+    from torchenv.detection.profile import HostProfile
+    from torchenv.validation.report import CheckResult, Report
+
+__all__ = [
+    "NodeReports",
+    "RawReport",
+    "ReportSet",
+    "UnreadableReport",
+    "has_reports",
+    "node_reports",
+    "parse_detect",
+    "parse_exit",
+    "parse_junit",
+    "parse_log",
+    "parse_validate",
+    "read_reports",
+]
+
+MAX_LOG_BYTES = 64 * 1024 * 1024
+"""The most read of one pod log; a full validation's log is far below it."""
+
+
+class UnreadableReport(ValueError):
+    """Raised by a parser when a report's text is not the report it should be; the message
+    says what it is instead (without the file name, which the caller adds)."""
+
+
+@dataclass(frozen=True)
+class RawReport:
+    """One report of one node as found: its text, where it came from, or why it has none.
+
+    ``partial`` is a report whose writing never finished (a ``.part`` file, a log section with
+    no end marker); ``error`` is why the file could not be read at all.
+    """
+
+    node: str
+    kind: str
+    origin: str
+    text: Optional[str] = None
+    partial: bool = False
+    error: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class NodeReports:
+    """Everything read for one node. ``problems`` make the node's verdict fail; ``notes`` do not.
+
+    ``validate_origin`` names the file (or log section) the verdict was read from.
+    """
+
+    node: str
+    detect: Optional[HostProfile] = None
+    validate: Optional[Report] = None
+    validate_origin: Optional[str] = None
+    exit_status: Optional[int] = None
+    problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    origins: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReportSet:
+    """The reports of a folder, one entry per node (sorted by name), and the files ignored."""
+
+    directory: str
+    nodes: tuple[NodeReports, ...]
+    ignored: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+# ----------------------------------------------------------------------------- the file system
+
+def read_reports(directory: str | os.PathLike[str]) -> ReportSet:
+    """Read every report in ``directory`` (not its subfolders).
+
+    Raises :class:`BadInput` only when ``directory`` itself cannot be listed.
+    """
+    from torchenv._files import MAX_READ_BYTES, read_bytes_capped
+
+    folder = Path(directory)
+    try:
+        entries = sorted(folder.iterdir(), key=lambda p: p.name)
+    except NotADirectoryError as exc:
+        raise BadInput(f"{directory} is not a folder",
+                       hint="give the folder the nodes wrote their reports to") from exc
+    except OSError as exc:
+        raise BadInput(f"{directory}: cannot list it: {exc.strerror or exc}",
+                       hint="give the folder the nodes wrote their reports to") from exc
+    raws: list[RawReport] = []
+    ignored: list[str] = []
+    problems: list[str] = []
+    for path in entries:
+        if not path.is_file():
+            continue
+        name = path.name
+        kind, node, partial = _classify(name)
+        is_log = kind is None and name.endswith(".log")
+        if kind is None and not is_log:
+            ignored.append(name)
+            continue
+        if partial:  # its text is not a report; that it is there is what counts
+            raws.append(RawReport(node=node or "", kind=kind or "", origin=name, partial=True))
+            continue
+        try:
+            data = read_bytes_capped(path, limit=MAX_LOG_BYTES if is_log else MAX_READ_BYTES)
+        except BadInput as exc:
+            if is_log:
+                problems.append(f"{name}: {_after_path(exc.message, path)}")
+            else:
+                raws.append(RawReport(node=node or "", kind=kind or "", origin=name,
+                                      error=_after_path(exc.message, path)))
+            continue
+        if is_log:
+            text = data.decode("utf-8", "replace")
+            raws.extend(parse_log(text, origin=name))
+            continue
+        try:
+            raws.append(RawReport(node=node or "", kind=kind or "", origin=name,
+                                  text=data.decode("utf-8")))
+        except UnicodeDecodeError as exc:
+            raws.append(RawReport(node=node or "", kind=kind or "", origin=name,
+                                  error=f"not UTF-8 text (byte {exc.start})"))
+    by_node: dict[str, list[RawReport]] = {}
+    for raw in raws:
+        by_node.setdefault(raw.node, []).append(raw)
+    return ReportSet(directory=str(directory),
+                     nodes=tuple(node_reports(n, by_node[n]) for n in sorted(by_node)),
+                     ignored=tuple(ignored), problems=tuple(problems))
+
+
+def has_reports(directory: str | os.PathLike[str]) -> bool:
+    """True when ``directory`` holds a file :func:`read_reports` would read."""
+    try:
+        names = [p.name for p in Path(directory).iterdir() if p.is_file()]
+    except OSError:
+        return False
+    return any(_classify(n)[0] is not None or n.endswith(".log") for n in names)
+
+
+def _classify(name: str) -> tuple[Optional[str], Optional[str], bool]:
+    """``gpu-07.validate.json`` → (``validate.json``, ``gpu-07``, False); a ``.part`` suffix
+    marks a report still being written; (None, None, False) for any other name."""
+    partial = name.endswith(PARTIAL_SUFFIX)
+    base = name[:-len(PARTIAL_SUFFIX)] if partial else name
+    for kind in REPORT_KINDS:
+        if base.endswith("." + kind) and len(base) > len(kind) + 1:
+            return kind, base[:-len(kind) - 1], partial
+    return None, None, False
+
+
+def _after_path(message: str, path: Path) -> str:
+    """A :class:`BadInput` message of :mod:`torchenv._files` without the path it starts with."""
+    text = message.split(str(path), 1)[-1].lstrip(": ")
+    return text or message
+
+
+# ----------------------------------------------------------------------------- pod logs
+
+def parse_log(text: str, *, origin: str) -> list[RawReport]:
+    """The reports between marker lines in a pod log (see :mod:`torchenv.fleet.node`).
+
+    Logs saved with ``kubectl logs --prefix`` work too: each section's lines start with the
+    prefix its begin marker has, and sections of several pods may interleave. A section whose
+    end marker never came (the pod was killed) is a partial report.
+    """
+    found: list[RawReport] = []
+    open_sections: dict[tuple[str, str, str], tuple[int, list[str]]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = MARKER_RE.match(line)
+        if match:
+            key = (match["prefix"], match["kind"], match["node"])
+            if match["edge"] == "begin":
+                open_sections[key] = (number, [])
+            elif key in open_sections:
+                start, lines = open_sections.pop(key)
+                found.append(RawReport(node=match["node"], kind=match["kind"],
+                                       origin=f"{origin}:{start}", text="\n".join(lines)))
+            continue
+        for (prefix, _, _), (_, lines) in open_sections.items():
+            if line.startswith(prefix):
+                lines.append(line[len(prefix):])
+                break
+    for (_, kind, node), (start, lines) in open_sections.items():
+        found.append(RawReport(node=node, kind=kind, origin=f"{origin}:{start}",
+                               text="\n".join(lines), partial=True))
+    return found
+
+
+# ----------------------------------------------------------------------------- one node
+
+def node_reports(node: str, raws: Iterable[RawReport]) -> NodeReports:
+    """Judge the reports found for ``node``: parse each, note what is missing or broken."""
+    problems: list[str] = []
+    notes: list[str] = []
+    whole: dict[str, RawReport] = {}
+    partial: dict[str, RawReport] = {}
+    origins: list[str] = []
+    for raw in raws:
+        origins.append(raw.origin)
+        if raw.error is not None:
+            problems.append(f"{raw.origin}: {raw.error}")
+        elif raw.partial:
+            partial.setdefault(raw.kind, raw)
+        elif raw.kind in whole:
+            # the same report from two places (a pod's log and the claim) is one report
+            if (raw.text or "").strip() != (whole[raw.kind].text or "").strip():
+                problems.append(f"{raw.origin}: a second, different {raw.kind} report for "
+                                f"{node} (the first, {whole[raw.kind].origin}, is used): two "
+                                "runs on one node?")
+        else:
+            whole[raw.kind] = raw
+    for kind, raw in partial.items():
+        if kind not in whole:
+            problems.append(f"{raw.origin}: the {kind} report was cut short "
+                            "(the node died or ran out of time while writing it)")
+
+    detect = _parsed(whole.get("detect.json"), parse_detect, problems)
+    exit_status = _parsed(whole.get("exit"), parse_exit, problems)
+    validate = validate_origin = None
+    json_raw, junit_raw = whole.get("validate.json"), whole.get("junit.xml")
+    if json_raw is not None:
+        validate = _parsed(json_raw, parse_validate, problems)
+        validate_origin = json_raw.origin if validate is not None else None
+    if validate is None and junit_raw is not None:  # the same verdict, in the other format
+        validate = _parsed(junit_raw, parse_junit, problems)
+        validate_origin = junit_raw.origin if validate is not None else None
+    if validate is None and json_raw is None and junit_raw is None:
+        status = f" (validate exited {exit_status})" if exit_status is not None else ""
+        if "validate.json" not in partial:
+            problems.append(("wrote no validate report" if detect is not None or whole
+                             else "wrote no report") + status)
+    if detect is None and "detect.json" not in whole and "detect.json" not in partial:
+        notes.append("no detect report: its driver and GPUs are unknown")
+    return NodeReports(node=node, detect=detect, validate=validate,
+                       validate_origin=validate_origin, exit_status=exit_status,
+                       problems=tuple(problems), notes=tuple(notes), origins=tuple(origins))
+
+
+def _parsed(raw: Optional[RawReport], parse: Any, problems: list[str]) -> Any:
+    if raw is None or raw.text is None:
+        return None
+    try:
+        return parse(raw.text)
+    except UnreadableReport as exc:
+        problems.append(f"{raw.origin}: {exc}")
+        return None
+
+
+# ----------------------------------------------------------------------------- parsers
+
+def _json(text: str) -> Any:
+    if not text.strip():
+        raise UnreadableReport("empty")
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise UnreadableReport(f"not JSON ({exc})") from exc
+    except RecursionError as exc:
+        raise UnreadableReport("nested too deeply to be a report") from exc
+
+
+def _shape(doc: Any) -> str:
+    """What a JSON document looks like, for a message about the wrong one."""
+    if not isinstance(doc, dict):
+        return f"a JSON {type(doc).__name__.replace('dict', 'object')}"
+    if "checks" in doc:
+        return "a validate report"
+    if "platform" in doc and "python" in doc:
+        return "a detect report"
+    if "error" in doc and "exit_code" in doc:
+        return "an error document"
+    return "a JSON object of another kind"
+
+
+def _error_document(doc: Any, command: str) -> None:
+    """A torchenv command that failed with ``--json`` printed ``{"error": ..., "exit_code": N}``."""
+    if isinstance(doc, dict) and "error" in doc and "exit_code" in doc and "checks" not in doc:
+        raise UnreadableReport(f"{command} stopped with exit {doc.get('exit_code')}: "
+                               f"{doc.get('error')}")
+
+
+def parse_detect(text: str) -> HostProfile:
+    """A ``torchenv detect --json`` document."""
+    from torchenv.detection.profile import HostProfile
+
+    doc = _json(text)
+    _error_document(doc, "detect")
+    if not (isinstance(doc, dict) and "platform" in doc):
+        raise UnreadableReport(f"{_shape(doc)}, not a detect report")
+    try:
+        return HostProfile.from_json(doc, origin="detect report")
+    except BadInput as exc:
+        raise UnreadableReport(exc.message.removeprefix("detect report: ")) from exc
+
+
+_OPTIONAL_TEXT = ("detail", "error", "hint", "reason")
+
+
+def parse_validate(text: str) -> Report:
+    """A ``torchenv validate --json`` document (its ``ok`` is recomputed from the checks)."""
+    from torchenv.validation.report import Report
+
+    doc = _json(text)
+    _error_document(doc, "validate")
+    if not isinstance(doc, dict) or not isinstance(doc.get("checks"), list):
+        raise UnreadableReport(f"{_shape(doc)}, not a validate report")
+    checks = tuple(_check(i, c) for i, c in enumerate(doc["checks"]))
+    torch = doc.get("torch")
+    try:
+        seconds = float(doc.get("seconds") or 0.0)
+    except (TypeError, ValueError):
+        seconds = 0.0
+    return Report(python=str(doc.get("python") or ""),
+                  torch=torch if isinstance(torch, str) else None,
+                  level=str(doc.get("level") or "unknown"), checks=checks, seconds=seconds)
+
+
+def _check(index: int, doc: Any) -> CheckResult:
+    from torchenv.validation.report import STATUSES, CheckResult
+
+    if not (isinstance(doc, dict) and isinstance(doc.get("name"), str)
+            and doc.get("status") in STATUSES):
+        raise UnreadableReport(f"check #{index + 1} is not a check result (needs a name and a "
+                               f"status of {', '.join(STATUSES)})")
+    text = {k: str(doc[k]) for k in _OPTIONAL_TEXT if doc.get(k) is not None}
+    try:
+        seconds = float(doc.get("seconds") or 0.0)
+    except (TypeError, ValueError):
+        seconds = 0.0
+    metrics = doc.get("metrics")
+    return CheckResult(name=doc["name"], status=doc["status"], seconds=seconds,
+                       device=str(doc.get("device") or "cpu"),
+                       required=doc.get("required") is not False,
+                       level=str(doc.get("level") or "quick"),
+                       metrics=dict(metrics) if isinstance(metrics, Mapping) else {}, **text)
+
+
+_JUNIT_SUITE = "torchenv.validate."
+
+
+def parse_junit(text: str) -> Report:
+    """The JUnit XML that ``torchenv validate --junit`` writes (one ``testsuite``)."""
+    from torchenv.validation.report import CheckResult, Report
+
+    if not text.strip():
+        raise UnreadableReport("empty")
+    if "<!DOCTYPE" in text or "<!ENTITY" in text:
+        raise UnreadableReport("XML with a DOCTYPE or entities is not a report torchenv wrote")
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise UnreadableReport(f"not XML ({exc})") from exc
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    suite = next((s for s in suites if s.get("name", "").startswith(_JUNIT_SUITE)), None)
+    if suite is None:
+        raise UnreadableReport("not a torchenv validate JUnit report (no testsuite "
+                               f"named {_JUNIT_SUITE}LEVEL)")
+    level = suite.get("name", "")[len(_JUNIT_SUITE):]
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    checks = []
+    for case in suite.findall("testcase"):
+        failure, skipped = case.find("failure"), case.find("skipped")
+        out = case.find("system-out")
+        common: dict[str, Any] = {
+            "name": case.get("name", "?"), "seconds": _float(case.get("time")),
+            "device": case.get("classname", "").rpartition(".")[2] or "cpu", "level": level,
+            "detail": out.text if out is not None and out.text else None}
+        if failure is not None:
+            checks.append(CheckResult(status="fail", error=failure.get("message") or "failed",
+                                      required=failure.get("type") != "optional", **common))
+        elif skipped is not None:
+            checks.append(CheckResult(status="skip", reason=skipped.get("message") or "",
+                                      **common))
+        else:
+            checks.append(CheckResult(status="pass", **common))
+    if not checks:
+        raise UnreadableReport("a JUnit report without test cases")
+    return Report(python=props.get("python") or "", torch=props.get("torch") or None,
+                  level=level, checks=tuple(checks), seconds=_float(suite.get("time")))
+
+
+def _float(text: Optional[str]) -> float:
+    try:
+        return float(text or 0.0)
+    except ValueError:
+        return 0.0
+
+
+def parse_exit(text: str) -> int:
+    """validate's exit status, one integer."""
+    value = text.strip()
+    if not value:
+        raise UnreadableReport("empty")
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise UnreadableReport(f"not an exit status: {value[:40]!r}") from exc

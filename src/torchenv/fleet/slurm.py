@@ -1,0 +1,125 @@
+"""An ``sbatch`` script that detects and validates every node of an allocation.
+
+The batch step lists the allocated hosts, then ``srun`` starts one task per node with the whole
+node (``--whole``); each task runs :func:`torchenv.fleet.node.node_script` and writes its reports
+into ``OUTPUT_DIR/<job id>/``, named by the Slurm node name. The collectives of the full level
+meet through torchrun's c10d rendezvous on the first allocated host. A task always exits 0 once
+its reports are written, so one failing node stops neither the others nor their reports; the
+batch step then runs ``torchenv fleet report`` over the folder, whose exit status (1 when any
+node failed or wrote nothing) becomes the job's, which ``sbatch --wait`` returns.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from torchenv import __version__
+from torchenv.fleet.node import NodeRun, node_script
+
+__all__ = ["SlurmJob", "render_sbatch"]
+
+
+@dataclass(frozen=True)
+class SlurmJob:
+    """An allocation of ``nodes`` nodes with ``gpus_per_node`` GPUs each (0: CPU nodes, whose
+    collectives use gloo) and where its reports go. ``output_dir`` must be a folder every node
+    can write (a shared file system). ``sbatch_args`` are extra ``sbatch`` options, each one
+    argument (``--account=abc``), written as ``#SBATCH`` lines after torchenv's own."""
+
+    nodes: int
+    output_dir: str
+    gpus_per_node: int = 0
+    partition: Optional[str] = None
+    time: Optional[str] = None
+    sbatch_args: tuple[str, ...] = ()
+    run: NodeRun = field(default_factory=NodeRun)
+    job_name: str = "torchenv-validate"
+    exclusive: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"nodes": self.nodes, "gpus_per_node": self.gpus_per_node,
+                "partition": self.partition, "time": self.time,
+                "output_dir": self.output_dir, "sbatch_args": list(self.sbatch_args),
+                "job_name": self.job_name, "exclusive": self.exclusive,
+                "level": self.run.level, "python": self.run.python,
+                "timeout": self.run.timeout, "rdzv_port": self.run.rdzv_port}
+
+
+def render_sbatch(job: SlurmJob) -> str:
+    """The batch script for ``job``: every value shell-quoted, ready for ``sbatch --wait``."""
+    q = shlex.quote
+    directives = [f"--job-name={job.job_name}", f"--nodes={job.nodes}", "--ntasks-per-node=1"]
+    if job.gpus_per_node:
+        directives.append(f"--gpus-per-node={job.gpus_per_node}")
+    if job.exclusive:
+        directives.append("--exclusive")
+    if job.partition:
+        directives.append(f"--partition={job.partition}")
+    if job.time:
+        directives.append(f"--time={job.time}")
+    # sbatch expands %j in --output; a literal % in the folder is written %%
+    directives.append(f"--output={job.output_dir.replace('%', '%%')}/slurm-%j.out")
+    sbatch_lines = "\n".join(f"#SBATCH {q(d)}" for d in (*directives, *job.sbatch_args))
+    devices = (f"{job.gpus_per_node} GPU(s) per node, NCCL and gloo" if job.gpus_per_node
+               else "CPU nodes, gloo")
+    settings = "\n".join(f"{name}={q(value)}" for name, value in job.run.settings().items())
+    node_lines = node_script(job.run)
+    return f"""\
+#!/bin/bash
+# Validate every node of a Slurm allocation with torchenv, then merge the verdicts.
+#
+#   sbatch --wait THIS_FILE     exits 0 only when every node passed and none is missing
+#
+# Each node writes NODE.detect.json, NODE.validate.json, NODE.junit.xml and NODE.exit into
+# OUTPUT_DIR/<job id>/ (NODE is its Slurm node name); the job's output ends with the fleet
+# table and leaves fleet-junit.xml beside them. Read them again at any time with
+#   torchenv fleet report OUTPUT_DIR/<job id>
+#
+# Rendered by torchenv {__version__}: {job.nodes} node(s), {devices}, level {job.run.level}.
+{sbatch_lines}
+
+set -euo pipefail
+
+# The interpreter on the nodes (with torchenv and the torch to validate), the level, the folder.
+{settings}
+OUTPUT_DIR={q(job.output_dir)}
+RDZV_PORT={job.run.rdzv_port}
+
+FLEET_REPORT_DIR="$OUTPUT_DIR/$SLURM_JOB_ID"
+mkdir -p "$FLEET_REPORT_DIR"
+
+# The allocated hosts, one per line: the nodes the verdict expects to hear from. The first
+# one hosts torchrun's c10d rendezvous for the multi-node collectives (read from the file rather
+# than through a pipe into head, which could fail the script with SIGPIPE under pipefail).
+scontrol show hostnames "$SLURM_JOB_NODELIST" > "$FLEET_REPORT_DIR/expected-nodes.txt"
+RDZV_HOST="$(head -n 1 "$FLEET_REPORT_DIR/expected-nodes.txt")"
+FLEET_RDZV_ENDPOINT="$RDZV_HOST:$RDZV_PORT"
+export {" ".join(job.run.settings())} FLEET_REPORT_DIR FLEET_RDZV_ENDPOINT
+
+# What every node runs. No `set -e` there: a failed validation still writes its reports, and
+# the task exits 0 so that srun lets the other nodes finish.
+read -r -d '' NODE_SCRIPT <<'NODE' || true
+set -uo pipefail
+FLEET_NODE="${{SLURMD_NODENAME:-$(hostname -s)}}"
+FLEET_NNODES="$SLURM_JOB_NUM_NODES"
+FLEET_NODE_RANK="$SLURM_NODEID"
+{node_lines}exit 0
+NODE
+
+# One task per node with the whole node (every CPU and GPU of the allocation there). srun
+# fails only when a node could not run its task at all; that node then has no reports, which
+# the verdict below names, so the script goes on to it.
+srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --whole --kill-on-bad-exit=0 \\
+    --label bash -c "$NODE_SCRIPT" \\
+    || echo "torchenv fleet: srun exited $? (a node could not run its task)" >&2
+
+# The fleet verdict: the table in this job's output, one JUnit file for CI, and the job's exit
+# status: 1 when any node failed, wrote nothing, or differs from the others.
+verdict=0
+"$FLEET_PYTHON" -m torchenv fleet report "$FLEET_REPORT_DIR" \\
+    --nodes-file "$FLEET_REPORT_DIR/expected-nodes.txt" \\
+    --junit "$FLEET_REPORT_DIR/fleet-junit.xml" || verdict=$?
+exit "$verdict"
+"""

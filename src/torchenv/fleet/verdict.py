@@ -1,0 +1,373 @@
+"""One verdict for a fleet: each node's result, the skew across nodes, and the nodes to drain.
+
+:func:`judge` is pure: it takes the reports read by :func:`torchenv.fleet.reports.read_reports`
+and what the caller expected (a node count or the node names), and returns a
+:class:`FleetVerdict`. A node passes when its validation passed and its reports could be read;
+it fails when a required check failed; it is ``incomplete`` when a report is missing, cut short
+or unreadable, and ``missing`` when an expected node wrote nothing at all.
+
+Skew is what breaks a cluster even when every node passes alone: different NVIDIA drivers,
+torch builds, NCCL versions, GPU models, GPU counts or compiled arch lists across nodes. The
+driver and the GPUs come from each node's detect report; the torch build from validate; NCCL
+and the arch list from the detail of validate's ``build`` check. A value held by more than half
+of the nodes that reported it is the fleet's; the other nodes are its outliers, and are drained.
+Without such a majority the skew is reported and no node is singled out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Optional
+
+from torchenv.fleet.reports import NodeReports, ReportSet
+
+if TYPE_CHECKING:
+    from torchenv.validation.report import Report
+
+__all__ = [
+    "NONE",
+    "SKEW_KINDS",
+    "BuildFacts",
+    "FailedCheck",
+    "Finding",
+    "FleetVerdict",
+    "NodeStatus",
+    "NodeSummary",
+    "Skew",
+    "judge",
+    "parse_build_detail",
+    "summarize",
+]
+
+NodeStatus = Literal["pass", "fail", "incomplete", "missing"]
+
+NONE = "none"
+"""A fact known to be absent (no NVIDIA driver, a build without NCCL); None means unknown."""
+
+SKEW_KINDS = ("driver", "torch", "nccl", "gpu_model", "gpu_count", "arch_list")
+_SKEW_LABELS = {"driver": "NVIDIA driver", "torch": "torch build", "nccl": "NCCL version",
+                "gpu_model": "GPU model", "gpu_count": "GPU count",
+                "arch_list": "compiled arch list"}
+
+
+@dataclass(frozen=True)
+class BuildFacts:
+    """What validate's ``build`` check says about the torch build."""
+
+    torch: Optional[str] = None
+    cuda: Optional[str] = None
+    cudnn: Optional[str] = None
+    nccl: Optional[str] = None
+    rocm: Optional[str] = None
+    arch_list: Optional[tuple[str, ...]] = None
+    cpu_only: bool = False
+
+
+_FACT_RE = re.compile(r"^(torch|CUDA|cuDNN|NCCL|ROCm|arch) (.+)$")
+
+
+def parse_build_detail(detail: str) -> BuildFacts:
+    """The ``build`` check's detail, e.g.::
+
+        torch 2.7.1+cu128, CUDA 12.8, cuDNN 90100, NCCL 2.26.2, arch sm_75 sm_80 sm_90 sm_120
+        torch 2.13.0+cpu, CPU-only build
+        torch 2.7.1+rocm6.3, ROCm 6.3.42131-fa1d09cbd
+
+    ``no NCCL`` (and ``no cuDNN``) mean the build has none: :data:`NONE`.
+    """
+    facts: dict[str, str] = {}
+    cpu_only = False
+    for part in (p.strip() for p in detail.split(", ")):
+        if part == "CPU-only build":
+            cpu_only = True
+        elif part in ("no NCCL", "no cuDNN"):
+            facts[part[3:]] = NONE
+        else:
+            match = _FACT_RE.match(part)
+            if match:
+                facts[match[1]] = match[2].strip()
+    arch = facts.get("arch")
+    return BuildFacts(torch=facts.get("torch"), cuda=facts.get("CUDA"),
+                      cudnn=facts.get("cuDNN"), nccl=facts.get("NCCL"), rocm=facts.get("ROCm"),
+                      arch_list=tuple(arch.split()) if arch else None, cpu_only=cpu_only)
+
+
+@dataclass(frozen=True)
+class FailedCheck:
+    name: str
+    error: str
+    hint: Optional[str] = None
+    required: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "error": self.error, "hint": self.hint,
+                "required": self.required}
+
+
+@dataclass(frozen=True)
+class NodeSummary:
+    """One node's result and the facts compared across nodes (None: unknown here)."""
+
+    node: str
+    status: NodeStatus
+    gpu_count: Optional[int] = None
+    gpu_models: Optional[tuple[str, ...]] = None
+    driver: Optional[str] = None
+    torch: Optional[str] = None
+    cuda: Optional[str] = None
+    nccl: Optional[str] = None
+    arch_list: Optional[tuple[str, ...]] = None
+    level: Optional[str] = None
+    failed: tuple[FailedCheck, ...] = ()
+    advisory: tuple[FailedCheck, ...] = ()
+    problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    validate_origin: Optional[str] = None
+    exit_status: Optional[int] = None
+    report: Optional[Report] = field(default=None, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "pass"
+
+    def fact(self, kind: str) -> Optional[str]:
+        """This node's value for a skew kind, as compared across nodes."""
+        if kind == "gpu_model":
+            if self.gpu_models is None:
+                return None
+            return " + ".join(self.gpu_models) if self.gpu_models else NONE
+        if kind == "gpu_count":
+            return None if self.gpu_count is None else str(self.gpu_count)
+        if kind == "arch_list":
+            if self.arch_list is None:
+                return None
+            return " ".join(self.arch_list) if self.arch_list else NONE
+        value: Optional[str] = getattr(self, kind)
+        return value
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "status": self.status, "ok": self.ok,
+                "gpus": self.gpu_count,
+                "gpu_models": list(self.gpu_models) if self.gpu_models is not None else None,
+                "driver": self.driver, "torch": self.torch, "cuda": self.cuda,
+                "nccl": self.nccl,
+                "arch_list": list(self.arch_list) if self.arch_list is not None else None,
+                "level": self.level, "failed_checks": [f.to_json() for f in self.failed],
+                "advisory_failures": [f.to_json() for f in self.advisory],
+                "problems": list(self.problems), "notes": list(self.notes),
+                "validate_report": self.validate_origin, "exit_status": self.exit_status}
+
+
+def summarize(reports: NodeReports) -> NodeSummary:
+    """The facts and the result of one node from its reports."""
+    detect, validate = reports.detect, reports.validate
+    gpu_count = gpu_models = driver = torch = None
+    if detect is not None:
+        gpus = detect.nvidia.visible_gpus() if detect.nvidia is not None else ()
+        names = [g.name or "unknown GPU" for g in gpus]
+        if detect.rocm is not None and detect.rocm.gfx_targets:
+            names += list(detect.rocm.gfx_targets)
+        gpu_count, gpu_models = len(names), tuple(sorted(set(names)))
+        # None: a driver is there but its version could not be read
+        driver = NONE if detect.nvidia is None else detect.nvidia.driver_version
+        torch = detect.torch.version if detect.torch is not None else NONE
+    build = BuildFacts()
+    failed: list[FailedCheck] = []
+    advisory: list[FailedCheck] = []
+    if validate is not None:
+        torch = validate.torch or torch
+        for check in validate.checks:
+            if check.name == "build" and check.status == "pass" and check.detail:
+                build = parse_build_detail(check.detail)
+            if check.status == "fail":
+                (failed if check.required else advisory).append(
+                    FailedCheck(check.name, check.error or "failed", check.hint, check.required))
+    nccl, arch = build.nccl, build.arch_list
+    if build.cpu_only:
+        nccl, arch = NONE, ()
+    elif build.rocm is not None:
+        nccl = nccl or NONE  # ROCm builds carry RCCL, which the build check does not name
+    status: NodeStatus
+    if failed:
+        status = "fail"
+    elif reports.problems or validate is None:
+        status = "incomplete"
+    else:
+        status = "pass"
+    return NodeSummary(
+        node=reports.node, status=status, gpu_count=gpu_count, gpu_models=gpu_models,
+        driver=driver, torch=torch, cuda=build.cuda, nccl=nccl, arch_list=arch,
+        level=validate.level if validate is not None else None, failed=tuple(failed),
+        advisory=tuple(advisory), problems=reports.problems, notes=reports.notes,
+        validate_origin=reports.validate_origin, exit_status=reports.exit_status,
+        report=validate)
+
+
+@dataclass(frozen=True)
+class Skew:
+    """Nodes that disagree on one fact: each value with its nodes (most common first)."""
+
+    kind: str
+    values: tuple[tuple[str, tuple[str, ...]], ...]
+    majority: Optional[str]
+    allowed: bool = False
+
+    @property
+    def label(self) -> str:
+        return _SKEW_LABELS[self.kind]
+
+    @property
+    def outliers(self) -> tuple[str, ...]:
+        """The nodes not holding the majority value (none without a majority)."""
+        if self.majority is None:
+            return ()
+        return tuple(sorted(n for value, nodes in self.values if value != self.majority
+                            for n in nodes))
+
+    def describe(self) -> str:
+        parts = "; ".join(f"{value} on {_names(nodes)}" for value, nodes in self.values)
+        return f"{self.label}: {parts}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "label": self.label, "allowed": self.allowed,
+                "majority": self.majority, "outliers": list(self.outliers),
+                "values": [{"value": v, "nodes": list(n)} for v, n in self.values]}
+
+
+def _names(nodes: Sequence[str], limit: int = 6) -> str:
+    shown = ", ".join(nodes[:limit])
+    return shown + (f" and {len(nodes) - limit} more" if len(nodes) > limit else "")
+
+
+def find_skew(nodes: Iterable[NodeSummary], kind: str, *, allowed: bool = False
+              ) -> Optional[Skew]:
+    """The skew of one fact across ``nodes``; nodes for which it is unknown are left out."""
+    by_value: dict[str, list[str]] = {}
+    for node in nodes:
+        value = node.fact(kind)
+        if value is not None:
+            by_value.setdefault(value, []).append(node.node)
+    if len(by_value) < 2:
+        return None
+    total = sum(len(v) for v in by_value.values())
+    ordered = sorted(by_value.items(), key=lambda item: (-len(item[1]), item[0]))
+    top_value, top_nodes = ordered[0]
+    majority = top_value if 2 * len(top_nodes) > total else None
+    return Skew(kind=kind, values=tuple((v, tuple(sorted(n))) for v, n in ordered),
+                majority=majority, allowed=allowed)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A fact about the fleet as a whole; ``error`` findings fail the verdict."""
+
+    severity: Literal["error", "warning"]
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"severity": self.severity, "message": self.message}
+
+
+@dataclass(frozen=True)
+class FleetVerdict:
+    directory: str
+    nodes: tuple[NodeSummary, ...]
+    skews: tuple[Skew, ...]
+    drain: tuple[tuple[str, tuple[str, ...]], ...]
+    findings: tuple[Finding, ...] = ()
+    expected: Optional[int] = None
+    ignored: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return (all(n.ok for n in self.nodes) and not any(not s.allowed for s in self.skews)
+                and not any(f.severity == "error" for f in self.findings))
+
+    def outliers(self) -> dict[str, tuple[str, ...]]:
+        """Each node that differs from the fleet's majority, with the skew kinds it is off in
+        (allowed skew left out)."""
+        found: dict[str, list[str]] = {}
+        for skew in self.skews:
+            if not skew.allowed:
+                for name in skew.outliers:
+                    found.setdefault(name, []).append(skew.kind)
+        return {name: tuple(kinds) for name, kinds in found.items()}
+
+    def counts(self) -> dict[str, int]:
+        counts = {"nodes": len(self.nodes)}
+        for status in ("pass", "fail", "incomplete", "missing"):
+            counts[status] = sum(1 for n in self.nodes if n.status == status)
+        return counts
+
+    def to_json(self) -> dict[str, Any]:
+        outliers = self.outliers()
+        return {"ok": self.ok, "directory": self.directory, "expected_nodes": self.expected,
+                "counts": self.counts(),
+                "nodes": [{**n.to_json(), "skew": list(outliers.get(n.node, ()))}
+                          for n in self.nodes],
+                "skew": [s.to_json() for s in self.skews],
+                "drain": [{"node": node, "reasons": list(reasons)}
+                          for node, reasons in self.drain],
+                "findings": [f.to_json() for f in self.findings],
+                "ignored_files": list(self.ignored)}
+
+
+def judge(reports: ReportSet, *, expected_nodes: Optional[Sequence[str]] = None,
+          expected_count: Optional[int] = None, allow_skew: Collection[str] = ()
+          ) -> FleetVerdict:
+    """The verdict over ``reports``. ``expected_nodes`` names the nodes that should have
+    reported (each silent one is ``missing``); ``expected_count`` only counts them.
+    ``allow_skew`` lists skew kinds that are reported but do not fail the verdict."""
+    summaries = {r.node: summarize(r) for r in reports.nodes}
+    findings = [Finding("error", f"{p}") for p in reports.problems]
+    if expected_nodes is not None:
+        wanted = list(dict.fromkeys(expected_nodes))
+        for name in wanted:
+            if name not in summaries:
+                summaries[name] = NodeSummary(node=name, status="missing",
+                                              problems=("wrote no report",))
+        strangers = sorted(set(summaries) - set(wanted))
+        if strangers:
+            findings.append(Finding("warning", f"reports from nodes not in the expected list: "
+                                               f"{_names(strangers)}"))
+    expected = len(set(expected_nodes)) if expected_nodes is not None else expected_count
+    if expected_nodes is None and expected_count is not None:
+        heard = len(summaries)
+        if heard < expected_count:
+            findings.append(Finding("error", f"{expected_count - heard} of {expected_count} "
+                                             "expected nodes wrote no report (give the node "
+                                             "names with --nodes-file to name them)"))
+        elif heard > expected_count:
+            findings.append(Finding("warning", f"{heard} nodes reported, {expected_count} "
+                                               "expected"))
+    nodes = tuple(summaries[name] for name in sorted(summaries))
+    skews = tuple(s for kind in SKEW_KINDS
+                  if (s := find_skew(nodes, kind, allowed=kind in allow_skew)) is not None)
+    levels = sorted({n.level for n in nodes if n.level})
+    if len(levels) > 1:
+        findings.append(Finding("warning", f"nodes ran different validation levels: "
+                                           f"{', '.join(levels)}"))
+    return FleetVerdict(directory=reports.directory, nodes=nodes, skews=skews,
+                        drain=_drain(nodes, skews), findings=tuple(findings),
+                        expected=expected, ignored=reports.ignored)
+
+
+def _drain(nodes: Sequence[NodeSummary], skews: Sequence[Skew]
+           ) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    reasons: dict[str, list[str]] = {}
+    for node in nodes:
+        if node.failed:
+            reasons.setdefault(node.node, []).append(
+                "failed " + ", ".join(f.name for f in node.failed))
+        if node.status in ("incomplete", "missing"):
+            reasons.setdefault(node.node, []).extend(node.problems or ("no validate report",))
+    for skew in skews:
+        if skew.allowed or skew.majority is None:
+            continue
+        for name in skew.outliers:
+            value = next(n for n in nodes if n.node == name).fact(skew.kind)
+            reasons.setdefault(name, []).append(
+                f"{skew.label} {value} differs from the fleet's {skew.majority}")
+    return tuple((name, tuple(reasons[name])) for name in sorted(reasons))

@@ -1,0 +1,243 @@
+"""A real one-node Slurm cluster on this machine: munged, slurmctld and slurmd under a temp dir.
+
+Everything the daemons keep (key, sockets, state, spool, logs, pid files) lives under the folder
+given to :func:`start_cluster`, the ports are free ones picked now, and :meth:`Cluster.stop`
+ends exactly the daemons it started, by the pids they wrote. Clients find the cluster through
+``SLURM_CONF`` in :attr:`Cluster.env`.
+
+Needs root (``SlurmUser=root``) and the Debian packages ``slurmctld slurmd slurm-client munge``;
+:class:`ClusterUnavailable` says which is missing, or which daemon did not come up and why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Cluster", "ClusterUnavailable", "NodeHardware", "parse_slurmd_c", "start_cluster"]
+
+PACKAGES = "slurmctld slurmd slurm-client munge"
+_PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "sinfo", "scontrol", "squeue", "scancel")
+
+
+class ClusterUnavailable(RuntimeError):
+    """Raised when this machine cannot run the cluster; the message says why (a skip reason)."""
+
+
+@dataclass(frozen=True)
+class NodeHardware:
+    """What ``slurmd -C`` found: the node line slurm.conf must agree with."""
+
+    name: str
+    cpus: int
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+    real_memory_mb: int
+
+
+def parse_slurmd_c(output: str) -> NodeHardware:
+    """Read ``slurmd -C``, whose first line is e.g. (one line)::
+
+        NodeName=vm CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1
+        RealMemory=24105
+    """
+    fields = dict(re.findall(r"(\w+)=(\S+)", output.split("\nUpTime", 1)[0]))
+    try:
+        return NodeHardware(
+            name=fields["NodeName"], cpus=int(fields["CPUs"]),
+            sockets=int(fields.get("SocketsPerBoard", 1)) * int(fields.get("Boards", 1)),
+            cores_per_socket=int(fields["CoresPerSocket"]),
+            threads_per_core=int(fields["ThreadsPerCore"]),
+            real_memory_mb=int(fields["RealMemory"]))
+    except (KeyError, ValueError) as exc:
+        raise ClusterUnavailable(f"'slurmd -C' printed no node line: {output[:200]!r}") from exc
+
+
+@dataclass
+class Cluster:
+    root: Path
+    conf: Path
+    node: str
+    partition: str
+    env: dict[str, str]
+    pid_files: list[Path] = field(default_factory=list)
+
+    def run(self, *argv: str, timeout: float = 30, env: Mapping[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
+        """A Slurm client command against this cluster."""
+        return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
+                              env={**self.env, **(env or {})}, check=False)
+
+    def logs(self, lines: int = 15) -> str:
+        """The last lines of every daemon log, for a failure message."""
+        out = []
+        for log in sorted(self.root.glob("log/*.log")):
+            text = log.read_text("utf-8", "replace").splitlines()[-lines:]
+            out.append(f"--- {log.name}\n" + "\n".join(text))
+        return "\n".join(out)
+
+    def stop(self) -> None:
+        """Cancel this cluster's jobs, then end its daemons (slurmd, slurmctld, munged)."""
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            jobs = self.run("squeue", "-h", "-o", "%i", timeout=10).stdout.split()
+            if jobs:
+                self.run("scancel", *jobs, timeout=10)
+                _wait(lambda: not self.run("squeue", "-h", "-o", "%i", timeout=10).stdout.strip(),
+                      15)
+        for pid_file in reversed(self.pid_files):
+            _end(pid_file)
+
+
+def start_cluster(root: Path) -> Cluster:
+    """Configure and start the cluster under ``root``; raises :class:`ClusterUnavailable`."""
+    missing = [p for p in _PROGRAMS if shutil.which(p) is None]
+    if missing:
+        raise ClusterUnavailable(f"{', '.join(missing)} not installed "
+                                 f"(apt-get install -y {PACKAGES})")
+    if os.geteuid() != 0:
+        raise ClusterUnavailable("the test cluster runs its daemons as root (SlurmUser=root)")
+    probe = subprocess.run(["slurmd", "-C"], capture_output=True, text=True, timeout=30,
+                           check=False)
+    hardware = parse_slurmd_c(probe.stdout)
+    for sub in ("munge", "state", "spool", "log"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    # munged insists on a private key folder and a socket folder everyone can enter
+    (root / "munge").chmod(0o700)
+    sockets = root / "munge-socket"
+    sockets.mkdir(mode=0o755, exist_ok=True)
+    sockets.chmod(0o755)
+    key = root / "munge" / "munge.key"
+    key.write_bytes(os.urandom(1024))
+    key.chmod(0o600)
+    munge_socket = sockets / "munge.socket"
+    cluster = Cluster(root=root, conf=root / "slurm.conf", node=hardware.name, partition="fleet",
+                      env={k: v for k, v in os.environ.items() if not k.startswith("SLURM_")})
+    cluster.env["SLURM_CONF"] = str(cluster.conf)
+    try:
+        munged_pid = root / "munge" / "munged.pid"
+        cluster.pid_files.append(munged_pid)
+        _start(["munged", "--force", f"--key-file={key}", f"--socket={munge_socket}",
+                f"--pid-file={munged_pid}", f"--log-file={root / 'log' / 'munged.log'}",
+                f"--seed-file={root / 'munge' / 'munged.seed'}"], "munged")
+        if not _wait(munge_socket.exists, 10):
+            raise ClusterUnavailable("munged did not create its socket")
+        ctld_port, slurmd_port = _free_ports(2)
+        cluster.conf.write_text(_slurm_conf(root, hardware, munge_socket, ctld_port,
+                                            slurmd_port, cluster.partition), "utf-8")
+        cluster.pid_files.append(root / "slurmctld.pid")
+        _start(["slurmctld", "-f", str(cluster.conf)], "slurmctld", cluster.env)
+        cluster.pid_files.append(root / "slurmd.pid")
+        _start(["slurmd", "-f", str(cluster.conf)], "slurmd", cluster.env)
+
+        def idle() -> bool:
+            out = cluster.run("sinfo", "-h", "-N", "-o", "%N %T", timeout=10).stdout.split()
+            return out[:2] == [hardware.name, "idle"]
+
+        if not _wait(idle, 60):
+            raise ClusterUnavailable(f"node {hardware.name} did not become idle within 60 s:\n"
+                                     + cluster.logs())
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+def _slurm_conf(root: Path, hw: NodeHardware, munge_socket: Path, ctld_port: int,
+                slurmd_port: int, partition: str) -> str:
+    return f"""\
+# A one-node test cluster: every path under {root}, its own ports, no cgroups, no accounting.
+ClusterName=torchenvtest
+SlurmctldHost={hw.name}(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={munge_socket}
+SlurmctldPort={ctld_port}
+SlurmdPort={slurmd_port}
+StateSaveLocation={root / "state"}
+SlurmdSpoolDir={root / "spool"}
+SlurmctldPidFile={root / "slurmctld.pid"}
+SlurmdPidFile={root / "slurmd.pid"}
+SlurmctldLogFile={root / "log" / "slurmctld.log"}
+SlurmdLogFile={root / "log" / "slurmd.log"}
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+MpiDefault=none
+ReturnToService=2
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+JobCompType=jobcomp/none
+NodeName={hw.name} NodeAddr=127.0.0.1 CPUs={hw.cpus} Sockets={hw.sockets} \
+CoresPerSocket={hw.cores_per_socket} ThreadsPerCore={hw.threads_per_core} \
+RealMemory={hw.real_memory_mb} State=UNKNOWN
+PartitionName={partition} Nodes={hw.name} Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+def _start(argv: list[str], name: str, env: Mapping[str, str] | None = None) -> None:
+    """Run a daemon that forks into the background and writes its pid file."""
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env, check=False)
+    if proc.returncode != 0:
+        raise ClusterUnavailable(f"{name} did not start (exit {proc.returncode}): "
+                                 f"{(proc.stderr or proc.stdout).strip()[-500:]}")
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def _wait(ready: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if ready():
+            return True
+        time.sleep(0.25)
+    return False
+
+
+def _end(pid_file: Path) -> None:
+    """SIGTERM the daemon named in ``pid_file``, SIGKILL after 10 s."""
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+        if not _wait(lambda: not _alive(pid), 10):
+            os.kill(pid, signal.SIGKILL)
+            _wait(lambda: not _alive(pid), 5)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a daemon of ours that already exited but is not yet reaped is a zombie: count it as gone
+    with contextlib.suppress(OSError):
+        if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
+            return False
+    return True

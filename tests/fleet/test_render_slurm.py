@@ -1,0 +1,191 @@
+"""``torchenv fleet slurm``: the sbatch script's directives, quoting, and how it is written."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.conftest import run_cli
+
+from torchenv.fleet.node import NodeRun
+from torchenv.fleet.slurm import SlurmJob, render_sbatch
+
+HOSTILE = "/shared/it's a \"fleet\" $(touch pwned) `id` %j dir"
+
+
+def directives(script: str) -> list[str]:
+    return [line[len("#SBATCH "):] for line in script.splitlines()
+            if line.startswith("#SBATCH ")]
+
+
+def test_directives_for_a_gpu_allocation() -> None:
+    script = render_sbatch(SlurmJob(nodes=4, gpus_per_node=8, output_dir="/shared/fleet",
+                                    partition="gpu", time="00:30:00",
+                                    sbatch_args=("--account=ml", "--qos=high")))
+    assert script.startswith("#!/bin/bash\n")
+    assert directives(script) == [
+        "--job-name=torchenv-validate", "--nodes=4", "--ntasks-per-node=1",
+        "--gpus-per-node=8", "--exclusive", "--partition=gpu", "--time=00:30:00",
+        "--output=/shared/fleet/slurm-%j.out", "--account=ml", "--qos=high"]
+    body = script.split("set -euo pipefail", 1)
+    assert len(body) == 2 and "#SBATCH" not in body[1], "every directive precedes the commands"
+
+
+def test_cpu_nodes_request_no_gpus_and_the_level_is_full_by_default() -> None:
+    script = render_sbatch(SlurmJob(nodes=2, gpus_per_node=0, output_dir="/o"))
+    assert not any(d.startswith("--gpus") for d in directives(script))
+    assert "FLEET_LEVEL=full" in script and "CPU nodes, gloo" in script
+    assert "--timeout" not in script
+    timed = render_sbatch(SlurmJob(nodes=2, output_dir="/o",
+                                   run=NodeRun(level="quick", timeout=90)))
+    assert "FLEET_LEVEL=quick" in timed and "FLEET_TIMEOUT=90" in timed
+    assert '--timeout "$FLEET_TIMEOUT"' in timed
+
+
+def test_every_node_runs_detect_and_validate_with_the_rendezvous_on_the_first_host() -> None:
+    script = render_sbatch(SlurmJob(nodes=2, output_dir="/o", run=NodeRun(rdzv_port=29600)))
+    assert 'scontrol show hostnames "$SLURM_JOB_NODELIST" > "$FLEET_REPORT_DIR/expected-nodes' \
+        in script
+    assert 'RDZV_HOST="$(head -n 1 "$FLEET_REPORT_DIR/expected-nodes.txt")"' in script
+    assert "RDZV_PORT=29600" in script
+    assert '-m torchenv detect --json > "$report.detect.json.part"' in script
+    for flag in ('--nnodes "$FLEET_NNODES"', '--node-rank "$FLEET_NODE_RANK"',
+                 '--rdzv-endpoint "$FLEET_RDZV_ENDPOINT"', '--junit "$report.junit.xml"'):
+        assert flag in script
+    assert 'FLEET_NODE_RANK="$SLURM_NODEID"' in script
+    assert "srun --nodes=\"$SLURM_JOB_NUM_NODES\" --ntasks-per-node=1 --whole" in script
+    # a failing node's task exits 0 and the verdict decides the job's status at the end
+    assert "--kill-on-bad-exit=0" in script
+    assert script.rstrip().endswith('exit "$verdict"')
+
+
+def test_values_are_shell_quoted() -> None:
+    script = render_sbatch(SlurmJob(nodes=1, output_dir=HOSTILE,
+                                    run=NodeRun(python="/opt/my env/bin/python")))
+    assert "FLEET_PYTHON='/opt/my env/bin/python'" in script
+    assert "OUTPUT_DIR='/shared/it'\"'\"'s a \"fleet\" $(touch pwned) `id` %j dir'" in script
+    # sbatch expands %j in --output: the folder's own % is doubled
+    assert ("--output=/shared/it'\"'\"'s a \"fleet\" $(touch pwned) `id` %%j dir/slurm-%j.out"
+            in script)
+
+
+@pytest.mark.parametrize("job", [
+    SlurmJob(nodes=1, output_dir="/o"),
+    SlurmJob(nodes=64, gpus_per_node=8, output_dir=HOSTILE, partition="a,b", time="1-00:00",
+             sbatch_args=("--comment=it's mine",), run=NodeRun(python="/p q/python",
+                                                               timeout=30.5)),
+], ids=["plain", "hostile"])
+def test_the_script_is_valid_bash_and_clean_for_shellcheck(job: SlurmJob, tmp_path: Path
+                                                           ) -> None:
+    path = tmp_path / "job.sbatch"
+    path.write_text(render_sbatch(job))
+    syntax = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True,
+                            check=False)
+    assert syntax.returncode == 0, syntax.stderr
+    if shutil.which("shellcheck") is None:
+        pytest.skip("shellcheck is not installed (apt-get install shellcheck)")
+    # SC2089/SC2090/SC2016 say that quotes and $ inside a quoted value stay literal: the
+    # hostile values are meant to
+    lint = subprocess.run(["shellcheck", "--shell=bash", "--exclude=SC2089,SC2090,SC2016",
+                           str(path)], capture_output=True, text=True, check=False)
+    assert lint.returncode == 0, lint.stdout
+
+
+def test_hostile_values_reach_the_nodes_unchanged(tmp_path: Path) -> None:
+    """The script's first half, run by bash with a stand-in scontrol: every value survives."""
+    output_dir = tmp_path / "it's a \"fleet\" $(touch pwned) `touch pwned2` %j dir"
+    python = "/opt/it's my env/bin/python"
+    script = render_sbatch(SlurmJob(nodes=1, output_dir=str(output_dir),
+                                    sbatch_args=("--comment=$(touch pwned3)",),
+                                    run=NodeRun(python=python)))
+    head = script.split("# What every node runs.", 1)[0]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "scontrol").write_text("#!/bin/sh\necho node-a\necho node-b\n")
+    (bin_dir / "scontrol").chmod(0o755)
+    probe = head + 'printf "%s\\n" "$FLEET_PYTHON" "$FLEET_REPORT_DIR" "$FLEET_RDZV_ENDPOINT"\n'
+    proc = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, cwd=tmp_path,
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_JOB_ID": "42",
+                               "SLURM_JOB_NODELIST": "node-[a-b]"}, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [python, f"{output_dir}/42", "node-a:29500"]
+    assert (output_dir / "42" / "expected-nodes.txt").read_text() == "node-a\nnode-b\n"
+    assert not list(tmp_path.glob("pwned*"))
+
+
+def test_written_atomically_and_never_over_a_file_without_force(tmp_path: Path) -> None:
+    target = tmp_path / "job.sbatch"
+    flags = ["fleet", "slurm", "--nodes", "2", "--gpus-per-node", "4", "--output-dir", "/o"]
+    first = run_cli([*flags, "-o", str(target)])
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == "" and "wrote" in first.stderr
+    assert target.read_text().startswith("#!/bin/bash")
+    target.write_text("keep me")
+    again = run_cli([*flags, "-o", str(target)])
+    assert again.returncode == 2 and "already exists" in again.stderr
+    assert target.read_text() == "keep me"
+    forced = run_cli([*flags, "-o", str(target), "--force"])
+    assert forced.returncode == 0 and "--gpus-per-node=4" in target.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.sbatch"]  # no temp file left
+    stdout = run_cli([*flags, "-o", "-"])
+    assert stdout.returncode == 0 and stdout.stdout == target.read_text()
+
+
+def test_json_has_the_script_and_its_parameters(tmp_path: Path) -> None:
+    proc = run_cli(["fleet", "slurm", "--nodes", "2", "--gpus-per-node", "8",
+                    "--output-dir", "/o", "--sbatch-arg=--account=ml", "--level", "quick",
+                    "--json"])
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["scheduler"] == "slurm" and doc["written"] is None
+    assert doc["script"].startswith("#!/bin/bash")
+    assert doc["parameters"] == {
+        "nodes": 2, "gpus_per_node": 8, "partition": None, "time": None, "output_dir": "/o",
+        "sbatch_args": ["--account=ml"], "job_name": "torchenv-validate", "exclusive": True,
+        "level": "quick", "python": "python3", "timeout": None, "rdzv_port": 29500}
+    target = tmp_path / "job.sbatch"
+    written = json.loads(run_cli(["fleet", "slurm", "--nodes", "1", "--gpus-per-node", "0",
+                                  "--output-dir", "/o", "-o", str(target), "--json"]).stdout)
+    assert written["written"] == str(target) and written["submit"] == f"sbatch --wait {target}"
+
+
+@pytest.mark.parametrize(("flags", "words"), [
+    (["--nodes", "0"], "--nodes: must be between 1"),
+    (["--gpus-per-node", "-1"], "--gpus-per-node: must be between 0"),
+    (["--time", "1 hour"], "--time: '1 hour' is not a Slurm time limit"),
+    (["--partition", "gpu; rm -rf /"], "is not a partition name"),
+    (["--sbatch-arg", "account=ml"], "is not an sbatch option"),
+    (["--output-dir", "/a\nb"], "line break"),
+    (["--timeout", "0"], "--timeout: must be a number of seconds above 0"),
+    (["--rdzv-port", "70000"], "--rdzv-port: must be between 1 and 65535"),
+], ids=["nodes", "gpus", "time", "partition", "sbatch-arg", "newline", "timeout", "port"])
+def test_bad_values_are_refused(flags: list[str], words: str) -> None:
+    base = {"--nodes": "2", "--gpus-per-node": "8", "--output-dir": "/o"}
+    args = ["fleet", "slurm"]
+    for key, value in base.items():
+        if key not in flags:
+            args += [key, value]
+    proc = run_cli([*args, *flags])
+    assert proc.returncode == 2, proc.stderr
+    assert words in proc.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["fleet", "slurm", "--nodes", "2", "--gpus-per-node", "8", "--output-dir", "/o"],
+    ["fleet", "k8s", "--nodes", "2", "--gpus-per-node", "8", "--image", "img"],
+], ids=["slurm", "k8s"])
+def test_rendering_never_imports_torch_or_the_validation_runner(args: list[str]) -> None:
+    script = ("import contextlib, io, sys\n"
+              "from torchenv.cli import main\n"
+              "with contextlib.redirect_stdout(io.StringIO()):\n"
+              "    assert main(sys.argv[1:]) == 0\n"
+              "print(sorted(m for m in sys.modules if m == 'torch'\n"
+              "             or m.startswith('torchenv.validation')))\n")
+    proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
