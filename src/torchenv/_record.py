@@ -53,37 +53,43 @@ def record_fields(cls_or_obj: Any) -> tuple[str, ...]:
 
 
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
+    # the hot path of every resolve (hundreds of records each): plain dict operations on the
+    # instance's __dict__, the per-field checks only where a value is missing or unexpected
     names = self.__record_fields__
     if len(args) > len(names):
         raise TypeError(f"{type(self).__name__}() takes {len(names)} positional arguments "
                         f"but {len(args)} were given")
-    values = dict(zip(names, args))
-    for key, value in kwargs.items():
-        if key not in names:
-            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {key!r}")
-        if key in values:
-            raise TypeError(f"{type(self).__name__}() got multiple values for argument {key!r}")
-        values[key] = value
-    setter = object.__setattr__
-    for name in names:
-        if name in values:
-            setter(self, name, values[name])
-            continue
-        default = self.__record_defaults__.get(name, _MISSING)
-        if default is _MISSING:
-            raise TypeError(f"{type(self).__name__}() missing required argument {name!r}")
-        if isinstance(default, _Field):
-            if default.default_factory is not None:
-                setter(self, name, default.default_factory())
-            elif default.default is not _MISSING:
-                setter(self, name, default.default)
-            else:
+    values = self.__dict__
+    values.update(zip(names, args))
+    if kwargs:
+        known = self.__record_names__
+        for key in kwargs:
+            if key not in known:
+                raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument "
+                                f"{key!r}")
+            if key in values:
+                raise TypeError(f"{type(self).__name__}() got multiple values for argument "
+                                f"{key!r}")
+        values.update(kwargs)
+    if len(values) < len(names):
+        for name in names:
+            if name in values:
+                continue
+            default = self.__record_defaults__.get(name, _MISSING)
+            if default is _MISSING:
                 raise TypeError(f"{type(self).__name__}() missing required argument {name!r}")
-        else:
-            setter(self, name, default)
-    post = getattr(self, "__post_init__", None)
+            if isinstance(default, _Field):
+                if default.default_factory is not None:
+                    default = default.default_factory()
+                elif default.default is not _MISSING:
+                    default = default.default
+                else:
+                    raise TypeError(f"{type(self).__name__}() missing required argument "
+                                    f"{name!r}")
+            values[name] = default
+    post = type(self).__record_post__  # through the class: the plain function
     if post is not None:
-        post()
+        post(self)
 
 
 def _values(self: Any) -> tuple[Any, ...]:
@@ -143,6 +149,8 @@ def record(cls: type[T]) -> type[T]:
             raise TypeError(f"{cls.__name__}: field {name!r} without a default follows one "
                             "with a default")
     setattr(cls, "__record_fields__", tuple(names))  # noqa: B010 - dunder set on the class
+    setattr(cls, "__record_names__", frozenset(names))  # noqa: B010
+    setattr(cls, "__record_post__", getattr(cls, "__post_init__", None))  # noqa: B010
     setattr(cls, "__record_defaults__", defaults)  # noqa: B010
     setattr(cls, "__init__", _init)  # noqa: B010
     setattr(cls, "__eq__", _eq)  # noqa: B010

@@ -173,6 +173,15 @@ def _tool(name: str, rocm_bin: Path, environ: Mapping[str, str]) -> Optional[str
     return None
 
 
+def needs_tools(root: Path, environ: Mapping[str, str]) -> bool:
+    """Whether :func:`probe_rocm` would start rocm_agent_enumerator or rocminfo (and so wait on a
+    child): no GPU in the KFD topology, and one of the tools is installed."""
+    if _kfd_targets(root):
+        return False
+    rocm_bin = root / (environ.get("ROCM_PATH") or "/opt/rocm").lstrip("/") / "bin"
+    return any(_tool(name, rocm_bin, environ) for name in ("rocm_agent_enumerator", "rocminfo"))
+
+
 def probe_rocm(root: Path, environ: Mapping[str, str], *, timeout: float = 5.0) -> RocmFacts:
     """Find AMD GPUs and the ROCm install; an empty result when neither is present."""
     from torchenv._subprocess import run_process

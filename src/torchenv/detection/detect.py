@@ -152,6 +152,18 @@ def detect(
         evidence.extend(f"PCI {d.vendor}:{d.device} at {d.address}"
                         + (f" (driver {d.driver})" if d.driver else " (no driver bound)")
                         for d in pci if d.vendor == "10de")
+    # a probe that waits on a child runs in a thread of its own while the others go on; one that
+    # only reads files runs here (a thread would cost more than it saves: the GIL is not free)
+    rocm_job: Optional[_Job[Optional[RocmInfo]]] = None
+    if probe_gpus and overrides.rocm_archs is None and facts.os == "linux":
+        from torchenv.detection._rocm import needs_tools
+
+        rocm_job = _Job("ROCm", lambda w, s: _guard(
+            "ROCm", w, lambda: _probe_rocm(base, env, limit, w, s)),
+            background=needs_tools(base, env))
+    py_job: Optional[_Job[tuple[PythonInfo, Optional[TorchInfo]]]] = None
+    if python is not None and python_facts is None:  # a child process, waited for in parallel
+        py_job = _Job("Python", lambda w, s: _probe_python(python, env, w, s), background=True)
     nv_job: Optional[_Job[Optional[NvidiaInfo]]] = None
     if probe_gpus and not overrides.nvidia_given and facts.os != "darwin":
         if facts.os == "linux":
@@ -159,14 +171,7 @@ def detect(
         nv_evidence: list[str] = []
         nv_job = _Job("NVIDIA", lambda w, s: _guard(
             "NVIDIA", w, lambda: _probe_nvidia(base, env, limit, facts.wsl, w, s, nv_evidence),
-            nv_evidence), evidence=nv_evidence)
-    rocm_job: Optional[_Job[Optional[RocmInfo]]] = None
-    if probe_gpus and overrides.rocm_archs is None and facts.os == "linux":
-        rocm_job = _Job("ROCm", lambda w, s: _guard(
-            "ROCm", w, lambda: _probe_rocm(base, env, limit, w, s)))
-    py_job: Optional[_Job[tuple[PythonInfo, Optional[TorchInfo]]]] = None
-    if python is not None and python_facts is None:  # a child process, waited for in parallel
-        py_job = _Job("Python", lambda w, s: _probe_python(python, env, w, s))
+            nv_evidence), evidence=nv_evidence, background=False)
     deadline = time.monotonic() + 2 * limit + 1.0  # every probe's children are bounded by limit
     xpu: Optional[XpuInfo] = None
     if probe_gpus and facts.os == "linux":
@@ -204,14 +209,15 @@ def detect(
 
 
 class _Job(Generic[T]):
-    """A probe in a thread of its own, with its own warnings and sources, joined by deadline.
+    """A probe with its own warnings and sources, run in a thread of its own (``background``)
+    or at once, and merged at ``join`` (by deadline) in the order the caller chooses.
 
     A probe's expected failures are already warnings (``_guard``); anything else it raises is a
     bug and is raised again in the caller's thread at ``join``.
     """
 
-    def __init__(self, name: str, fn: Callable[[list[str], dict[str, str]], T],
-                 evidence: Optional[list[str]] = None) -> None:
+    def __init__(self, name: str, fn: Callable[[list[str], dict[str, str]], T], *,
+                 background: bool, evidence: Optional[list[str]] = None) -> None:
         self.name = name
         self.warnings: list[str] = []
         self.sources: dict[str, str] = {}
@@ -219,6 +225,10 @@ class _Job(Generic[T]):
         self.result: Optional[T] = None
         self.error: Optional[BaseException] = None
         self._fn = fn
+        self._thread: Optional[threading.Thread] = None
+        if not background:  # run now, in this thread; join only merges
+            self._run()
+            return
         self._thread = threading.Thread(target=self._run, name=f"torchenv-probe-{name}",
                                         daemon=True)
         self._thread.start()
@@ -231,8 +241,9 @@ class _Job(Generic[T]):
 
     def join(self, deadline: float, warnings: list[str], sources: dict[str, str],
              evidence: Optional[list[str]] = None) -> Optional[T]:
-        self._thread.join(max(0.0, deadline - time.monotonic()))
-        if self._thread.is_alive():  # cannot happen with bounded children; never wait forever
+        if self._thread is not None:
+            self._thread.join(max(0.0, deadline - time.monotonic()))
+        if self._thread is not None and self._thread.is_alive():  # bounded children: never
             warnings.append(f"the {self.name} probe did not finish in time; its facts are "
                             "unknown")
             if evidence is not None:
