@@ -3,7 +3,9 @@
 The torch page is written from the embedded matrix itself (so it has no differences), then
 differences are planted: a new release, a new variant of an existing release, a new platform of
 an existing variant. `--check` must report exactly those; `update` must write an overlay that
-validates and makes the next `--check` clean.
+validates and makes the next `--check` clean. PyPI's JSON API is served from the same matrix
+(`/pypi/<project>/json`, with the core metadata of the wheels the update reads), so Python-tag
+changes can be planted there too.
 """
 
 from __future__ import annotations
@@ -17,10 +19,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from packaging.version import Version
 
 from torchenv.cli import main
-from torchenv.matrix.live.derive import pypi_release, snapshot_from_filenames
-from torchenv.matrix.live.wheels import MalformedPage, manylinux_floor, page_filenames, parse_wheel
+from torchenv.matrix.live.derive import snapshot_from_filenames
+from torchenv.matrix.live.pypi import PypiFile, derive_release
+from torchenv.matrix.live.wheels import (
+    MalformedPage,
+    manylinux_floor,
+    page_filenames,
+    parse_wheel,
+    python_sort_key,
+)
 from torchenv.matrix.loader import load_matrix
 
 FIXTURES = Path(__file__).parent / "data"  # copied from shared/fixtures/index (see SOURCES.md)
@@ -65,6 +76,13 @@ def _planted() -> tuple[list[str], dict[str, Any]]:
     target = next(v for r in matrix.releases for v in r.variants
                   if v.name.startswith("rocm") and "linux-aarch64" not in v.platforms)
     target_rel = next(r for r in matrix.releases if target in r.variants)
+    # a CUDA variant with a confirmed arch list gains a platform: that platform's list is not
+    # known from file names
+    cuda_rel, cuda, cuda_plat = next(
+        (r, v, p) for r in matrix.releases for v in r.variants
+        for p in ("linux-aarch64", "win-amd64")
+        if v.kind == "cuda" and p not in v.platforms and p not in v.arch_list_by_platform
+        and v.arch_fact("linux-x86_64").sass == "confirmed")
     names = _matrix_filenames()
     names += [_wheel("torch", NEW_RELEASE, var, py, plat)
               for var, plats in (("cpu", ("linux-x86_64", "linux-aarch64", "win-amd64")),
@@ -73,6 +91,8 @@ def _planted() -> tuple[list[str], dict[str, Any]]:
     names += [_wheel("torch", newest.torch, "cu199", py, "linux-x86_64")
               for py in ("3.12", "3.13")]
     names += [_wheel("torch", target_rel.torch, target.name, "3.12", "linux-aarch64")]
+    names += [_wheel("torch", cuda_rel.torch, cuda.name, py, cuda_plat)
+              for py in cuda_rel.python_tags(cuda_plat)]
     # noise that must be ignored: pre-releases, unknown labels, other platforms, sdists
     names += [
         "torch-3.0.0.dev20990101+cpu-cp312-cp312-manylinux_2_28_x86_64.whl",
@@ -85,8 +105,11 @@ def _planted() -> tuple[list[str], dict[str, Any]]:
         "new_releases": [NEW_RELEASE],
         "new_variants": [{"torch": newest.torch, "variant": "cu199",
                           "platforms": ["linux-x86_64"]}],
-        "new_platforms": [{"torch": target_rel.torch, "variant": target.name,
-                           "platforms": ["linux-aarch64"]}],
+        "new_platforms": sorted(
+            [{"torch": target_rel.torch, "variant": target.name, "platforms": ["linux-aarch64"]},
+             {"torch": cuda_rel.torch, "variant": cuda.name, "platforms": [cuda_plat]}],
+            key=lambda d: ([-n for n in Version(d["torch"]).release], d["variant"])),
+        "python_changes": [],
     }
     return names, expected
 
@@ -104,13 +127,39 @@ def json_page(names: list[str], project: str) -> bytes:
                                  for n in names]}).encode()
 
 
-def pypi_doc(project: str, version: str, requires: list[str], files: list[str]) -> bytes:
+def pypi_project(project: str, releases: dict[str, list[tuple[str, str]]],
+                 info: dict[str, Any] | None = None) -> bytes:
+    """A `/pypi/<project>/json` document: version -> [(file name, upload time)]."""
     return json.dumps({
-        "info": {"name": project, "version": version, "requires_dist": requires,
-                 "requires_python": ">=3.10"},
-        "urls": [{"filename": f, "upload_time_iso_8601": "2099-01-02T10:00:00.000000Z"}
-                 for f in files],
+        "info": {"name": project, "version": max(releases, default="0"), **(info or {})},
+        "releases": {v: [{"filename": f, "url": f"../../files/{f}", "yanked": False,
+                          "upload_time_iso_8601": t, "requires_python": ">=3.10"}
+                         for f, t in files]
+                     for v, files in releases.items()},
     }).encode()
+
+
+def metadata(project: str, version: str, requires: list[str]) -> bytes:
+    lines = ["Metadata-Version: 2.1", f"Name: {project}", f"Version: {version}",
+             *(f"Requires-Dist: {r}" for r in requires)]
+    return ("\n".join(lines) + "\n\n").encode()
+
+
+def matrix_pypi_files() -> dict[str, list[tuple[str, str]]]:
+    """torch's files on PyPI as the embedded matrix describes them."""
+    matrix = load_matrix(overlay=False)
+    return {rel.torch: [(_wheel("torch", rel.torch, None, py, plat), f"{rel.released}T12:00:00Z")
+                        for plat, tags in rel.python.items() for py in tags]
+            for rel in matrix.releases}
+
+
+NEW_TAGS = ("3.10", "3.11", "3.12", "3.13", "3.13t")
+NEW_PLATFORMS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64")
+# the x86_64 wheels pull CUDA 13.0, the aarch64 ones are the CPU build: read per wheel, as
+# PyPI's `info.requires_dist` (one file's metadata) would say cu130 for both
+X86_REQUIRES = ['nvidia-cuda-runtime-cu13==13.0.48; platform_system == "Linux" and '
+                'platform_machine == "x86_64"', "filelock"]
+AARCH64_REQUIRES = ["filelock"]
 
 
 class Route:
@@ -128,6 +177,7 @@ class Route:
 class Server:
     def __init__(self) -> None:
         self.routes: dict[str, Route] = {}
+        self.default_metadata: bytes | None = None  # for any wheel without its own
         self.format = "html"
         outer = self
 
@@ -137,6 +187,9 @@ class Server:
 
             def do_GET(self) -> None:
                 route = outer.routes.get(self.path)
+                if route is None and self.path.endswith(".whl.metadata") \
+                        and outer.default_metadata is not None:
+                    route = Route(("ok", 200, "text/plain", outer.default_metadata))
                 if route is None:
                     self.send_response(404)
                     self.send_header("Content-Length", "0")
@@ -170,7 +223,16 @@ class Server:
             return ("ok", 200, "application/vnd.pypi.simple.v1+json", json_page(names, project))
         return ("ok", 200, "text/html", html_page(names, project))
 
-    def serve_index(self, names: list[str], fmt: str = "html") -> None:
+    def json(self, path: str, body: bytes) -> None:
+        self.routes[path] = Route(("ok", 200, "application/json", body))
+
+    def file(self, name: str, body: bytes) -> None:
+        self.routes[f"/files/{name}"] = Route(("ok", 200, "application/octet-stream", body))
+
+    def serve_index(self, names: list[str], fmt: str = "html",
+                    torch_files: dict[str, list[tuple[str, str]]] | None = None) -> None:
+        """The index pages for ``names``, and PyPI: the matrix's releases (or ``torch_files``)
+        plus the planted new release, its companions and the metadata the update reads."""
         self.format = fmt
         self.routes["/whl/torch/"] = Route(self.page("torch", names))
         vision = [_wheel("torchvision", "0.114.0", "cpu", "3.12", "linux-x86_64"),
@@ -178,19 +240,28 @@ class Server:
         audio = [_wheel("torchaudio", NEW_RELEASE, "cpu", "3.12", "linux-x86_64")]
         self.routes["/whl/torchvision/"] = Route(self.page("torchvision", vision))
         self.routes["/whl/torchaudio/"] = Route(self.page("torchaudio", audio))
-        marker = 'platform_system == "Linux" and platform_machine == "x86_64"'
-        torch_files = [_wheel("torch", NEW_RELEASE, None, py, plat)
-                       for plat in ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64")
-                       for py in ("3.10", "3.11", "3.12", "3.13", "3.13t")]
-        self.routes[f"/pypi/torch/{NEW_RELEASE}/json"] = Route(("ok", 200, "application/json",
-            pypi_doc("torch", NEW_RELEASE, [f"nvidia-cuda-runtime-cu13==13.0.48; {marker}",
-                                            "filelock"], torch_files)))
-        self.routes["/pypi/torchvision/0.114.1/json"] = Route(("ok", 200, "application/json",
-            pypi_doc("torchvision", "0.114.1", ["torch==2.99.1"], [])))
-        self.routes["/pypi/torchvision/0.114.0/json"] = Route(("ok", 200, "application/json",
-            pypi_doc("torchvision", "0.114.0", ["numpy", "torch==2.99.0"], [])))
-        self.routes[f"/pypi/torchaudio/{NEW_RELEASE}/json"] = Route(("ok", 200,
-            "application/json", pypi_doc("torchaudio", NEW_RELEASE, ["torch==2.99.0"], [])))
+        uploaded = "2099-01-02T10:00:00.000000Z"
+        files = dict(matrix_pypi_files() if torch_files is None else torch_files)
+        files[NEW_RELEASE] = [(_wheel("torch", NEW_RELEASE, None, py, plat), uploaded)
+                              for plat in NEW_PLATFORMS for py in NEW_TAGS]
+        self.json("/pypi/torch/json", pypi_project("torch", files,
+                                                   {"requires_dist": X86_REQUIRES}))
+        for py in (NEW_TAGS[0], NEW_TAGS[-1]):
+            for plat, requires in (("linux-x86_64", X86_REQUIRES),
+                                   ("linux-aarch64", AARCH64_REQUIRES)):
+                name = _wheel("torch", NEW_RELEASE, None, py, plat)
+                self.file(name + ".metadata", metadata("torch", NEW_RELEASE, requires))
+        companions = {
+            "torchvision": {"0.114.0": ["numpy", "torch==2.99.0"], "0.114.1": ["torch==2.99.1"]},
+            "torchaudio": {NEW_RELEASE: ["torch==2.99.0"]},
+        }
+        for project, pins in companions.items():
+            releases = {}
+            for version, requires in pins.items():
+                name = f"{project}-{version}-py3-none-any.whl"
+                releases[version] = [(name, uploaded)]
+                self.file(name + ".metadata", metadata(project, version, requires))
+            self.json(f"/pypi/{project}/json", pypi_project(project, releases))
 
     def close(self) -> None:
         self.httpd.shutdown()
@@ -260,14 +331,19 @@ def test_real_index_excerpt_parses() -> None:
 
 
 def test_pypi_json_fixture_gives_cuda_default() -> None:
-    doc = json.loads((FIXTURES / "pypi_json_torch_2.6.0_info_abridged.json").read_text())
-    doc["urls"] = [{"filename": "torch-2.6.0-cp312-cp312-manylinux1_x86_64.whl",
-                    "upload_time_iso_8601": "2025-01-29T16:23:00Z"},
-                   {"filename": "torch-2.6.0-cp312-none-macosx_11_0_arm64.whl",
-                    "upload_time_iso_8601": "2025-01-29T16:25:00Z"}]
-    rel = pypi_release("u", doc)
-    assert rel.pypi_default == {"linux-x86_64": "cu124", "macos-arm64": "cpu"}
-    assert rel.manylinux == {"linux-x86_64": "2.5"}
+    """The fixture's Requires-Dist, as the metadata of 2.6.0's x86_64 wheel, says cu124."""
+    requires = json.loads((FIXTURES / "pypi_json_torch_2.6.0_info_abridged.json").read_text()
+                          )["info"]["requires_dist"]
+    files = [PypiFile(name, f"https://files.example/{name}", "2025-01-29T16:23:00Z",
+                      requires_python=">=3.9.0")
+             for name in ("torch-2.6.0-cp312-cp312-manylinux1_x86_64.whl",
+                          "torch-2.6.0-cp312-none-macosx_11_0_arm64.whl")]
+    served = {f"https://files.example/{files[0].filename}.metadata":
+              metadata("torch", "2.6.0", requires)}
+    rel = derive_release("2.6.0", files, lambda url, _range: served.get(url), {})
+    assert rel is not None
+    assert dict(rel.pypi_default) == {"linux-x86_64": "cu124", "macos-arm64": "cpu"}
+    assert dict(rel.manylinux) == {"linux-x86_64": "2.5"}
     assert rel.released == "2025-01-29"
     assert rel.requires_python == ">=3.9.0"
 
@@ -309,19 +385,41 @@ def test_update_writes_a_valid_overlay_then_check_is_clean(
     assert new is not None
     assert (new.torchvision, new.torchaudio, new.released) == ("0.114.0", NEW_RELEASE,
                                                                "2099-01-02")
-    assert new.pypi_default["linux-x86_64"] == "cu130"
+    # read from each platform's own wheels: aarch64 is the CPU build
+    assert dict(new.pypi_default) == {"linux-x86_64": "cu130", "linux-aarch64": "cpu",
+                                      "win-amd64": "cpu", "macos-arm64": "cpu"}
     assert new.python["linux-x86_64"] == ("3.10", "3.11", "3.12", "3.13", "3.13t")
     cu130 = new.variant("cu130")
     assert cu130 is not None
-    assert (cu130.status, cu130.arch_list) == ("unverified", None)
+    assert (cu130.status, cu130.arch_list, cu130.index) == ("unverified", None, "unknown")
+    written = yaml.safe_load(out_file.read_text())
+    entry = next(v for vs in written["variant_sets"] if vs["releases"] == [NEW_RELEASE]
+                 for v in vs["variants"] if v["name"] == "cu130")
+    assert "status" not in entry
+    assert (entry["index"], entry["arch_list"]) == ("unknown", "unknown")
+    assert "Arch list unknown: only the index's file names were read" in entry["note"]
+    assert f"{server.base}/whl is a mirror" in entry["note"]
+    index_source = next(s for s in written["sources"] if s["id"] == "torchenv-live-index")
+    assert index_source["primary"] is False
     added = expected["new_variants"][0]
     v = matrix.release(added["torch"]).variant("cu199")  # type: ignore[union-attr]
     assert v is not None
-    assert v.status == "unverified"
-    moved = expected["new_platforms"][0]
-    rel = matrix.release(moved["torch"])
-    assert rel is not None
-    assert "linux-aarch64" in rel.variant(moved["variant"]).platforms  # type: ignore[union-attr]
+    assert (v.status, v.index) == ("unverified", "unknown")
+    for moved in expected["new_platforms"]:
+        rel = matrix.release(moved["torch"])
+        assert rel is not None
+        variant = rel.variant(moved["variant"])
+        assert variant is not None
+        assert set(moved["platforms"]) <= set(variant.platforms)
+        for plat in moved["platforms"]:
+            found = [n for n in names if n.startswith(f"torch-{rel.torch}+{variant.name}-")
+                     and n.endswith(_PLATFORM_TAGS[plat] + ".whl")]
+            on_index = {w.python for n in found for w in parse_wheel(n)}
+            assert rel.python_tags(plat, variant) == tuple(sorted(on_index, key=python_sort_key))
+            if variant.kind == "cuda":  # the old platforms' list says nothing of the new one
+                assert variant.arch_fact(plat).sass != "confirmed"
+                old_plat = next(p for p in variant.platforms if p not in moved["platforms"])
+                assert variant.arch_fact(old_plat).sass == "confirmed"
     # the siblings of a split variant set keep their variants unchanged
     embedded = load_matrix(overlay=False)
     for old in embedded.releases:
@@ -332,7 +430,91 @@ def test_update_writes_a_valid_overlay_then_check_is_clean(
     code, doc, _ = _cli(capsys, _run(server, "--check", "--json", "--output", str(out_file)))
     assert code == 0
     assert doc["differences"] == {
-        "new_releases": [], "new_variants": [], "new_platforms": []}
+        "new_releases": [], "new_variants": [], "new_platforms": [], "python_changes": []}
+
+
+def _python_planted() -> tuple[list[str], dict[str, list[tuple[str, str]]], list[dict[str, Any]]]:
+    """A clean index and PyPI, then: PyPI gains a cp314 wheel for a release whose matrix entry
+    lacks 3.14, PyPI loses a release's oldest Windows tag, one variant on the index gains a
+    Python tag and another loses one."""
+    matrix = load_matrix(overlay=False)
+    names = _matrix_filenames()
+    files = matrix_pypi_files()
+    gains = next(r for r in matrix.releases if "3.14" not in r.python.get("linux-x86_64", ()))
+    files[gains.torch].append((_wheel("torch", gains.torch, None, "3.14", "linux-x86_64"),
+                               f"{gains.released}T12:00:00Z"))
+    loses = next(r for r in matrix.releases
+                 if r is not gains and len(r.python.get("win-amd64", ())) > 1)
+    gone = loses.python["win-amd64"][0]
+    files[loses.torch].remove((_wheel("torch", loses.torch, None, gone, "win-amd64"),
+                               f"{loses.released}T12:00:00Z"))
+    widened = next(r for r in matrix.releases if r is not gains and r is not loses)
+    grown = next(v for v in widened.variants if "linux-x86_64" in v.platforms)
+    new_tag = "3.99"
+    names.append(_wheel("torch", widened.torch, grown.name, new_tag, "linux-x86_64"))
+    shrunk = next(v for v in widened.variants if v is not grown and "linux-x86_64" in v.platforms
+                  and len(widened.python_tags("linux-x86_64", v)) > 1)
+    dropped = widened.python_tags("linux-x86_64", shrunk)[-1]
+    names.remove(_wheel("torch", widened.torch, shrunk.name, dropped, "linux-x86_64"))
+
+    def change(rel: Any, plat: str, source: str, variant: str | None, added: list[str],
+               removed: list[str], live: list[str]) -> dict[str, Any]:
+        return {"torch": rel.torch, "variant": variant, "platform": plat, "source": source,
+                "added": added, "removed": removed, "python": live}
+
+    gains_tags = [*gains.python["linux-x86_64"], "3.14"]
+    widened_tags = list(widened.python_tags("linux-x86_64", grown))
+    expected = [
+        change(gains, "linux-x86_64", "pypi", None, ["3.14"], [],
+               sorted(gains_tags, key=python_sort_key)),
+        change(loses, "win-amd64", "pypi", None, [], [gone], list(loses.python["win-amd64"][1:])),
+        change(widened, "linux-x86_64", "index", grown.name, [new_tag], [],
+               [*widened_tags, new_tag]),
+        change(widened, "linux-x86_64", "index", shrunk.name, [], [dropped],
+               list(widened.python_tags("linux-x86_64", shrunk)[:-1])),
+    ]
+    expected.sort(key=lambda c: ([-n for n in Version(c["torch"]).release],
+                                 c["source"] != "pypi", c["variant"] or ""))
+    return names, files, expected
+
+
+def test_check_reports_python_tag_changes(server: Server,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    names, files, expected = _python_planted()
+    server.serve_index(names, torch_files=files)
+    code, doc, _ = _cli(capsys, _run(server, "--check", "--json"))
+    assert code == 1
+    assert doc["up_to_date"] is False
+    assert doc["differences"]["python_changes"] == expected
+    assert not (doc["differences"]["new_releases"] or doc["differences"]["new_variants"]
+                or doc["differences"]["new_platforms"])
+    code, out, _ = _cli(capsys, _run(server, "--check"))
+    assert code == 1
+    first = expected[0]
+    words = " ".join([*(f"+{t}" for t in first["added"]), *(f"-{t}" for t in first["removed"])])
+    assert f"~ python {words} for torch {first['torch']}" in out
+    assert f"{len(expected)} place(s)" in out
+
+
+def test_update_writes_python_tag_changes_then_check_is_clean(
+        server: Server, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    names, files, expected = _python_planted()
+    server.serve_index(names, torch_files=files)
+    out_file = tmp_path / "overlay.yaml"
+    code, doc, _ = _cli(capsys, _run(server, "--json", "--output", str(out_file)))
+    assert code == 0, doc
+    assert doc["written"] is True
+    matrix = load_matrix(overlay=out_file)
+    assert matrix.overlay_error is None
+    for change in expected:
+        rel = matrix.release(change["torch"])
+        assert rel is not None
+        variant = rel.variant(change["variant"]) if change["variant"] else None
+        tags = rel.python_tags(change["platform"], variant)
+        assert list(tags) == change["python"], change
+    code, doc, _ = _cli(capsys, _run(server, "--check", "--json", "--output", str(out_file)))
+    assert code == 0, doc["differences"]
+    assert doc["up_to_date"] is True
 
 
 def test_truncated_page_errors_and_keeps_the_old_overlay(
@@ -409,3 +591,34 @@ def test_connection_refused_says_offline(capsys: pytest.CaptureFixture[str],
     assert code == 1
     assert "cannot connect" in err
     assert "offline" in err
+
+
+def test_derive_pypi_tool_and_update_derive_the_same_release(
+        server: Server, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """tools/derive_pypi.py (for the embedded releases.yaml) and `matrix update` (for the
+    overlay) read the same PyPI and write the same facts for a release."""
+    import importlib.util
+
+    names, _ = _planted()
+    server.serve_index(names)
+    server.default_metadata = metadata("torch", "0", ["filelock"])
+    out_file = tmp_path / "overlay.yaml"
+    code, doc, _ = _cli(capsys, _run(server, "--json", "--output", str(out_file)))
+    assert code == 0, doc
+    spec = importlib.util.spec_from_file_location(
+        "derive_pypi", Path(__file__).parents[2] / "tools" / "derive_pypi.py")
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    generated = tmp_path / "releases.yaml"
+    assert tool.main(["--pypi-base", server.base, "--cache", str(tmp_path / "cache"),
+                      "--output", str(generated), "--matrix-version", "2099-01-02"]) == 0
+    capsys.readouterr()
+    from_tool = next(r for r in yaml.safe_load(generated.read_text())["releases"]
+                     if r["torch"] == NEW_RELEASE)
+    from_update = next(r for r in yaml.safe_load(out_file.read_text())["releases"]
+                       if r["torch"] == NEW_RELEASE)
+    keys = ("released", "torchvision", "torchaudio", "python", "manylinux", "pypi_default")
+    assert {k: from_tool[k] for k in keys} == {k: from_update[k] for k in keys}
+    assert from_update["pypi_default"]["linux-aarch64"] == "cpu"
+    assert from_update["note"].startswith(from_tool["note"])

@@ -6,9 +6,13 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchenv.cli._common import emit_json
+from torchenv.errors import BadInput
+
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 __all__ = ["register", "run"]
 
@@ -16,11 +20,12 @@ __all__ = ["register", "run"]
 def register(msub: Any) -> None:
     p = msub.add_parser(
         "update",
-        help="read the live PyTorch index and update the overlay",
-        description="Read download.pytorch.org/whl/{torch,torchvision,torchaudio}/ and PyPI, "
-        "compare with the matrix, and write the releases and variants it lacks to the user "
-        "overlay (validated first, written atomically). With --check only report: exit 1 when "
-        "the index has releases or variants the matrix lacks.",
+        help="read the live PyTorch index and PyPI and update the overlay",
+        description="Read download.pytorch.org/whl/{torch,torchvision,torchaudio}/ and PyPI's "
+        "JSON API, compare with the matrix, and write what it lacks to the user overlay "
+        "(validated first, written atomically): new releases, variants and platforms, and "
+        "changed Python tags of the releases it has. With --check only report: exit 1 when "
+        "there is any difference.",
     )
     p.add_argument("--check", action="store_true",
                    help="print the differences and exit 1 if there are any; write nothing")
@@ -34,12 +39,12 @@ def register(msub: Any) -> None:
                    help="PyPI root for the JSON API (default https://pypi.org; env "
                    "TORCHENV_PYPI_BASE)")
     p.add_argument("--since", metavar="VERSION",
-                   help="ignore torch releases older than this (default: the oldest in the "
-                   "matrix)")
+                   help="ignore torch releases older than this, e.g. 2.5 (default: the oldest "
+                   "in the matrix)")
     p.add_argument("--allow-http", action="store_true",
                    help="allow plain-HTTP mirrors (otherwise only HTTPS and 127.0.0.1)")
-    p.add_argument("--timeout", metavar="S", type=float,
-                   help="read timeout per request in seconds (default 30; env "
+    p.add_argument("--timeout", metavar="S",
+                   help="read timeout per request in seconds, 0 < S <= 600 (default 30; env "
                    "TORCHENV_HTTP_TIMEOUT)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true",
@@ -48,9 +53,7 @@ def register(msub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from torchenv.matrix.live.http import FetchPolicy
+    from torchenv.matrix.live.http import FetchPolicy, parse_timeout
     from torchenv.matrix.live.update import (
         DEFAULT_INDEX_BASE,
         DEFAULT_PYPI_BASE,
@@ -58,16 +61,16 @@ def run(args: argparse.Namespace) -> int:
         run_update,
     )
 
+    since = _since(args.since)
     policy = FetchPolicy.from_env(os.environ, allow_http=args.allow_http)
     if args.timeout is not None:
-        policy = replace(policy, read_timeout=args.timeout,
-                         connect_timeout=min(policy.connect_timeout, args.timeout))
+        policy = policy.with_timeout(parse_timeout(args.timeout, "--timeout"))
     options = UpdateOptions(
-        index_base=args.index_base or os.environ.get("TORCHENV_INDEX_BASE") or DEFAULT_INDEX_BASE,
-        pypi_base=args.pypi_base or os.environ.get("TORCHENV_PYPI_BASE") or DEFAULT_PYPI_BASE,
+        index_base=args.index_base or _env("TORCHENV_INDEX_BASE") or DEFAULT_INDEX_BASE,
+        pypi_base=args.pypi_base or _env("TORCHENV_PYPI_BASE") or DEFAULT_PYPI_BASE,
         output=Path(args.output) if args.output else None,
         check=args.check,
-        since=args.since,
+        since=since,
         policy=policy,
     )
     show_progress = not args.quiet and sys.stderr.isatty()
@@ -80,9 +83,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         lines = result.diff.lines()
         if not lines:
-            print("the matrix is current: the live index has no releases or variants it lacks")
+            print("the matrix is current: the live index and PyPI show no release, variant, "
+                  "platform or Python tag it lacks")
         else:
-            print(f"the live index has {len(lines)} addition(s) the matrix lacks:")
+            print(f"the live index and PyPI differ from the matrix in {len(lines)} place(s):")
             for line in lines:
                 print(f"  {line}")
         if result.written:
@@ -90,6 +94,24 @@ def run(args: argparse.Namespace) -> int:
     if args.check and not result.diff.empty:
         return 1
     return 0
+
+
+def _env(name: str) -> str | None:
+    """A ``TORCHENV_*`` variable's value; empty (or blank) counts as unset."""
+    return os.environ.get(name, "").strip() or None
+
+
+def _since(raw: str | None) -> Version | None:
+    """``--since`` as a version; :class:`BadInput` naming the value when it is not one."""
+    from packaging.version import InvalidVersion, Version
+
+    if raw is None:
+        return None
+    try:
+        return Version(raw)
+    except InvalidVersion:
+        raise BadInput(f"--since: {raw!r} is not a torch version; e.g. --since 2.5 or "
+                       "--since 2.5.1") from None
 
 
 def _run_with_bar(options: Any, run_update: Any) -> Any:

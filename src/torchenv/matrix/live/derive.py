@@ -1,6 +1,8 @@
 """From live facts to matrix entries: the index snapshot, the diff, and the overlay document.
 
-Pure functions over parsed pages; nothing here touches the network or the disk.
+Pure functions over parsed pages; nothing here touches the network or the disk. The PyPI facts
+of a release come from :mod:`torchenv.matrix.live.pypi`, the derivation ``tools/derive_pypi.py``
+uses for the embedded ``releases.yaml``.
 """
 
 from __future__ import annotations
@@ -10,42 +12,26 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from packaging.markers import InvalidMarker
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import Version
 
-from torchenv.matrix.live.wheels import WheelFile, safe_parse_wheel
-from torchenv.matrix.model import PLATFORMS, Matrix, parse_version_tuple, variant_kind
+from torchenv.matrix.live.pypi import ReleaseFacts, release_entry
+from torchenv.matrix.live.wheels import WheelFile, python_sort_key, safe_parse_wheel
+from torchenv.matrix.model import PLATFORMS, Matrix, Release, parse_version_tuple, variant_kind
 
 __all__ = [
     "INDEX_SOURCE_ID",
     "PYPI_SOURCE_ID",
     "Diff",
     "IndexSnapshot",
-    "PypiRelease",
+    "LiveSources",
+    "PythonChange",
     "build_overlay",
     "diff_matrix",
-    "pairing_candidates",
-    "pinned_torch",
-    "pypi_release",
     "snapshot_from_filenames",
 ]
 
 INDEX_SOURCE_ID = "torchenv-live-index"
 PYPI_SOURCE_ID = "torchenv-live-pypi"
-
-# environments for evaluating Requires-Dist markers per platform
-_MARKER_ENVS: Mapping[str, dict[str, str]] = {
-    "linux-x86_64": {"platform_system": "Linux", "platform_machine": "x86_64",
-                     "sys_platform": "linux"},
-    "linux-aarch64": {"platform_system": "Linux", "platform_machine": "aarch64",
-                      "sys_platform": "linux"},
-    "win-amd64": {"platform_system": "Windows", "platform_machine": "AMD64",
-                  "sys_platform": "win32"},
-    "macos-arm64": {"platform_system": "Darwin", "platform_machine": "arm64",
-                    "sys_platform": "darwin"},
-    "macos-x86_64": {"platform_system": "Darwin", "platform_machine": "x86_64",
-                     "sys_platform": "darwin"},
-}
 
 
 def _vkey(text: str) -> tuple[int, ...]:
@@ -53,11 +39,6 @@ def _vkey(text: str) -> tuple[int, ...]:
         return parse_version_tuple(text)
     except ValueError:
         return (0,)
-
-
-def python_sort_key(tag: str) -> tuple[int, int, int]:
-    major, minor = tag.rstrip("t").split(".")
-    return (int(major), int(minor), 1 if tag.endswith("t") else 0)
 
 
 def _tags(values: Iterable[str]) -> list[str]:
@@ -115,130 +96,56 @@ def _add(snap: IndexSnapshot, wheel: WheelFile) -> None:
 
 
 @dataclass(frozen=True)
-class PypiRelease:
-    """The facts ``/pypi/torch/<version>/json`` gives about one release."""
+class PythonChange:
+    """A release's Python tags on one platform differ between the matrix and the live source.
 
-    version: str
-    released: str
-    requires_python: Optional[str]
-    python: Mapping[str, tuple[str, ...]]
-    manylinux: Mapping[str, str]
-    pypi_default: Mapping[str, str]
-
-
-def _cuda_variant(requirements: Sequence[str], platform: str) -> str:
-    """The CUDA build the PyPI wheel pulls on ``platform`` (via nvidia-cuda-runtime pins)."""
-    env = _MARKER_ENVS[platform]
-    for text in requirements:
-        try:
-            req = Requirement(text)
-        except InvalidRequirement:
-            continue
-        if not req.name.lower().startswith("nvidia-cuda-runtime"):
-            continue
-        try:
-            if req.marker is not None and not req.marker.evaluate({**env, "extra": ""}):
-                continue
-        except InvalidMarker:
-            continue
-        for spec in req.specifier:
-            parts = spec.version.split(".")
-            if spec.operator in ("==", "===", "~=", ">=") and len(parts) >= 2 \
-                    and parts[0].isdigit() and parts[1].isdigit():
-                return f"cu{parts[0]}{parts[1]}"
-    return "cpu"
-
-
-def pypi_release(url: str, doc: Any) -> PypiRelease:
-    """Parse a PyPI per-version JSON document; raises ``ValueError`` naming what is missing."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("info"), dict):
-        raise ValueError("no 'info' object")
-    info = doc["info"]
-    version = info.get("version")
-    if not isinstance(version, str):
-        raise ValueError("info.version missing")
-    urls = doc.get("urls")
-    if not isinstance(urls, list):
-        raise ValueError("no 'urls' list")
-    python: dict[str, set[str]] = {}
-    floors: dict[str, str] = {}
-    dates: list[str] = []
-    for i, entry in enumerate(urls):
-        if not isinstance(entry, dict) or not isinstance(entry.get("filename"), str):
-            raise ValueError(f"urls[{i}] has no filename")
-        uploaded = entry.get("upload_time_iso_8601") or entry.get("upload_time")
-        if isinstance(uploaded, str) and len(uploaded) >= 10:
-            dates.append(uploaded[:10])
-        for wheel in safe_parse_wheel(entry["filename"]) or ():
-            python.setdefault(wheel.platform, set()).add(wheel.python)
-            if wheel.manylinux is not None:
-                prev = floors.get(wheel.platform)
-                if prev is None or _vkey(wheel.manylinux) < _vkey(prev):
-                    floors[wheel.platform] = wheel.manylinux
-    if not dates:
-        raise ValueError("no upload dates in 'urls'")
-    requires = [r for r in info.get("requires_dist") or [] if isinstance(r, str)]
-    defaults = {plat: (_cuda_variant(requires, plat) if plat.startswith("linux") else "cpu")
-                for plat in PLATFORMS if plat in python}
-    rp = info.get("requires_python")
-    return PypiRelease(
-        version=version,
-        released=min(dates),
-        requires_python=rp if isinstance(rp, str) and rp else None,
-        python={p: tuple(_tags(t)) for p, t in sorted(python.items(),
-                                                        key=lambda kv: PLATFORMS.index(kv[0]))},
-        manylinux=floors,
-        pypi_default=defaults,
-    )
-
-
-def pinned_torch(doc: Any) -> str | None:
-    """The ``torch==X`` pin in a torchvision/torchaudio PyPI JSON document, if any."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("info"), dict):
-        return None
-    for text in doc["info"].get("requires_dist") or []:
-        try:
-            req = Requirement(str(text))
-        except InvalidRequirement:
-            continue
-        if req.name.lower() != "torch" or (req.marker is not None and "extra" in str(req.marker)):
-            continue
-        for spec in req.specifier:
-            if spec.operator in ("==", "==="):
-                return spec.version
-    return None
-
-
-def pairing_candidates(torch: str, project: str, versions: Iterable[str]) -> list[str]:
-    """Versions of torchvision/torchaudio that may pair with ``torch``, newest first.
-
-    torchvision 0.(M+15) goes with torch 2.M (0.14 with 1.13); torchaudio shares torch's
-    major.minor. The PyPI pin of each candidate decides.
+    ``source`` is ``"pypi"`` (the release's own wheels on PyPI; ``variant`` is None) or
+    ``"index"`` (the wheels of ``variant`` on the wheel index).
     """
-    major, minor = _vkey(torch)[:2]
-    if project == "torchvision":
-        want = (0, minor + 15) if major == 2 else (0, minor + 1) if major == 1 else None
-    else:
-        want = (major, minor)
-    if want is None:
-        return []
-    found = [v for v in versions if _vkey(v)[:2] == want]
-    return sorted(found, key=_vkey, reverse=True)
+
+    torch: str
+    platform: str
+    source: str
+    matrix: tuple[str, ...]
+    live: tuple[str, ...]
+    variant: Optional[str] = None
+
+    @property
+    def added(self) -> list[str]:
+        return _tags(set(self.live) - set(self.matrix))
+
+    @property
+    def removed(self) -> list[str]:
+        return _tags(set(self.matrix) - set(self.live))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"torch": self.torch, "variant": self.variant, "platform": self.platform,
+                "source": self.source, "added": self.added, "removed": self.removed,
+                "python": list(self.live)}
+
+    def line(self) -> str:
+        build = f"torch {self.torch}" + (f" {self.variant}" if self.variant else "")
+        where = "on PyPI" if self.source == "pypi" else "on the index"
+        change = " ".join([*(f"+{t}" for t in self.added), *(f"-{t}" for t in self.removed)])
+        return f"~ python {change} for {build} {self.platform} ({where})"
 
 
 @dataclass
 class Diff:
-    """What the live index has that the matrix lacks."""
+    """Where the live index and PyPI differ from the matrix."""
 
     new_releases: list[str] = field(default_factory=list)
     # (torch, variant) -> platforms, for variants the matrix does not list for that release
     new_variants: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     # (torch, variant) -> platforms missing from a variant the matrix already lists
     new_platforms: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    # Python tags of releases and variants the matrix has, added or gone
+    python_changes: list[PythonChange] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not (self.new_releases or self.new_variants or self.new_platforms)
+        return not (self.new_releases or self.new_variants or self.new_platforms
+                    or self.python_changes)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -247,6 +154,7 @@ class Diff:
                              for (t, v), p in self.new_variants.items()],
             "new_platforms": [{"torch": t, "variant": v, "platforms": p}
                               for (t, v), p in self.new_platforms.items()],
+            "python_changes": [c.to_json() for c in self.python_changes],
         }
 
     def lines(self) -> list[str]:
@@ -255,6 +163,7 @@ class Diff:
                 for (t, v), p in self.new_variants.items()]
         out += [f"+ platforms {', '.join(p)} for torch {t} {v}"
                 for (t, v), p in self.new_platforms.items()]
+        out += [c.line() for c in self.python_changes]
         return out
 
 
@@ -262,14 +171,21 @@ def _platform_order(platforms: Iterable[str]) -> list[str]:
     return sorted(set(platforms), key=lambda p: PLATFORMS.index(p) if p in PLATFORMS else 99)
 
 
-def diff_matrix(matrix: Matrix, torch: IndexSnapshot, *, since: str | None = None) -> Diff:
-    """Releases and variants on the index the matrix lacks, for torch >= ``since``
-    (default: the oldest release in the matrix; older history is out of scope)."""
+def diff_matrix(matrix: Matrix, torch: IndexSnapshot, *,
+                pypi_python: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+                since: Version | None = None) -> Diff:
+    """What the live sources have that the matrix lacks, for torch >= ``since`` (default: the
+    oldest release in the matrix; older history is out of scope).
+
+    ``pypi_python`` maps a release to its Python tags per platform on PyPI
+    (:func:`torchenv.matrix.live.pypi.python_by_platform`); releases it does not list are not
+    compared with PyPI.
+    """
     diff = Diff()
-    floor = _vkey(since) if since else min((r.key for r in matrix.releases), default=(0,))
+    floor = since or min((Version(r.torch) for r in matrix.releases), default=Version("0"))
     known = {r.torch: r for r in matrix.releases}
-    for version in sorted(torch.versions, key=_vkey, reverse=True):
-        if _vkey(version) < floor:
+    for version in sorted(torch.versions, key=Version, reverse=True):
+        if Version(version) < floor:
             continue
         release = known.get(version)
         if release is None:
@@ -283,29 +199,86 @@ def diff_matrix(matrix: Matrix, torch: IndexSnapshot, *, since: str | None = Non
             extra = set(platforms) - set(variant.platforms)
             if extra:
                 diff.new_platforms[(version, name)] = _platform_order(extra)
+            for plat in _platform_order(set(platforms) & set(variant.platforms)):
+                _compare(diff, release, plat, "index", release.python_tags(plat, variant),
+                         platforms[plat], variant=name)
+    for release in matrix.releases:
+        live = (pypi_python or {}).get(release.torch)
+        if live is None or Version(release.torch) < floor:
+            continue
+        for plat in _platform_order([*release.python, *live]):
+            _compare(diff, release, plat, "pypi", release.python.get(plat, ()),
+                     live.get(plat, ()))
+    diff.python_changes.sort(key=lambda c: (
+        [-n for n in _vkey(c.torch)], c.source != "pypi", c.variant or "",
+        PLATFORMS.index(c.platform) if c.platform in PLATFORMS else 99))
     return diff
+
+
+def _compare(diff: Diff, release: Release, platform: str, source: str, matrix: Sequence[str],
+             live: Iterable[str], variant: str | None = None) -> None:
+    now = tuple(_tags(live))
+    if tuple(_tags(matrix)) != now:
+        diff.python_changes.append(PythonChange(
+            torch=release.torch, platform=platform, source=source, matrix=tuple(matrix),
+            live=now, variant=variant))
 
 
 # ---------------------------------------------------------------------------------------------
 # the overlay document
 
 
+@dataclass(frozen=True)
+class LiveSources:
+    """Where the live facts came from: the index and PyPI roots read, whether each is the
+    publisher's own (a mirror is a copy: it corroborates, it cannot confirm), and when."""
+
+    index_base: str
+    pypi_base: str
+    index_primary: bool
+    pypi_primary: bool
+    date: str
+    generated_by: str
+
+    def documents(self) -> list[dict[str, Any]]:
+        """The overlay's ``sources`` entries."""
+        return [
+            {"id": INDEX_SOURCE_ID, "title": f"PyTorch wheel index read by {self.generated_by} "
+             f"on {self.date}", "url": f"{self.index_base}/torch/",
+             "primary": self.index_primary},
+            {"id": PYPI_SOURCE_ID, "title": f"PyPI JSON API read by {self.generated_by} on "
+             f"{self.date}", "url": f"{self.pypi_base}/pypi/torch/json",
+             "primary": self.pypi_primary},
+        ]
+
+
 def _new_variant(name: str, platforms: Mapping[str, set[str]], release_python: Mapping[str, Any],
-                 date: str) -> dict[str, Any]:
+                 live: LiveSources) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": name, "platforms": _platform_order(platforms)}
     python = {p: _tags(tags) for p, tags in platforms.items()
               if list(release_python.get(p) or ()) != _tags(tags)}
     if python:
         entry["python"] = {p: python[p] for p in _platform_order(python)}
-    note = f"found on the live wheel index by torchenv matrix update on {date}"
+    note = [f"Found on the wheel index {live.index_base} by {live.generated_by} on {live.date}."]
+    if not live.index_primary:
+        note.append(_MIRROR_NOTE.format(base=live.index_base))
     if variant_kind(name) == "cuda":
-        entry.update(arch_list="unknown", cudnn=None, nccl=None, status="unverified")
-        note += "; the arch list cannot be known from file names"
+        entry.update(arch_list="unknown", cudnn=None, nccl=None)
+        note.append(_ARCH_NOTE)
     elif variant_kind(name) == "rocm":
-        note += "; its gfx targets are not in rocm.yaml until someone adds them"
+        note.append("Its gfx targets are not in rocm.yaml; until they are, no AMD GPU is "
+                    "matched to it.")
+    entry["index"] = "confirmed" if live.index_primary else "unknown"
     entry["sources"] = [INDEX_SOURCE_ID]
-    entry["note"] = note
+    entry["note"] = " ".join(note)
     return entry
+
+
+_ARCH_NOTE = ("Arch list unknown: only the index's file names were read, and a wheel's name does "
+              "not carry the GPU targets it was compiled for (torch.cuda.get_arch_list() in "
+              "that build, or the arch flags compiled into its libtorch, would show them).")
+_MIRROR_NOTE = ("Index entry unknown: {base} is a mirror, not download.pytorch.org, so it "
+                "corroborates the build but cannot confirm it.")
 
 
 def _sets_of(documents: Mapping[str, Any]) -> dict[tuple[str, ...], list[dict[str, Any]]]:
@@ -316,86 +289,154 @@ def _sets_of(documents: Mapping[str, Any]) -> dict[tuple[str, ...], list[dict[st
     return sets
 
 
+def _append_note(entry: dict[str, Any], sentence: str, source: str) -> None:
+    note = str(entry.get("note") or "")
+    entry["note"] = f"{note} {sentence}" if note else sentence
+    if source not in (entry.get("sources") or []):
+        entry["sources"] = [*(entry.get("sources") or []), source]
+
+
 def build_overlay(
     *,
     documents: Mapping[str, Any],
     previous: Mapping[str, Any] | None,
     diff: Diff,
     torch: IndexSnapshot,
-    pypi: Mapping[str, PypiRelease],
-    pairs: Mapping[str, tuple[Optional[str], Optional[str]]],
-    sources: Sequence[Mapping[str, str]],
-    date: str,
-    generated_by: str,
+    facts: Mapping[str, ReleaseFacts],
+    live: LiveSources,
 ) -> dict[str, Any]:
     """The overlay: ``previous`` with entries for ``diff`` added or replacing same-key ones.
 
-    ``documents`` are the embedded documents merged with ``previous``; releases missing from
-    ``pypi`` (not on PyPI yet) are left out. Variants added to a release covered by a shared
+    ``documents`` are the embedded documents merged with ``previous``; new releases missing
+    from ``facts`` (not on PyPI yet) are left out. A release whose Python tags changed on PyPI
+    is written whole with the new tags. Variants changed in a release covered by a shared
     variant set split that set: the untouched variants stay shared, the changed ones move to a
     set of their own per release, so no release gets a variant twice.
     """
+    date, generated_by = live.date, live.generated_by
     release_docs = {str(r.get("torch")): r for r in
                     documents["releases.yaml"].get("releases") or []}
     sets = _sets_of(documents)
     changed: set[tuple[str, ...]] = set()
-    new_releases: list[dict[str, Any]] = []
+    releases: dict[str, dict[str, Any]] = {}  # torch -> entry written to the overlay
 
     for version in diff.new_releases:
-        facts = pypi.get(version)
-        if facts is None:
+        rel = facts.get(version)
+        if rel is None:
             continue
-        vision, audio = pairs.get(version, (None, None))
-        entry: dict[str, Any] = {
-            "torch": version,
-            "released": facts.released,
-            "torchvision": vision,
-            "torchaudio": audio,
-            "python": {p: list(t) for p, t in facts.python.items()},
-            "manylinux": dict(facts.manylinux),
-            "pypi_default": dict(facts.pypi_default),
-            "conda": {"pytorch_channel": False if _vkey(version) > (2, 5) else "unknown",
-                      "conda_forge": "unknown"},
-            "sources": [PYPI_SOURCE_ID, INDEX_SOURCE_ID],
-            "note": f"added by {generated_by} on {date} from the live index and PyPI"
-            + (f"; Requires-Python {facts.requires_python}" if facts.requires_python else ""),
-        }
-        new_releases.append(entry)
-        variants = [_new_variant(name, plats, entry["python"], date)
+        added = f"Added by {generated_by} on {date} from the live index and PyPI" + (
+            f"; Requires-Python {rel.requires_python}." if rel.requires_python else ".")
+        entry = release_entry(
+            rel, sources=[PYPI_SOURCE_ID, INDEX_SOURCE_ID], extra_notes=[added],
+            conda={"pytorch_channel": False if _vkey(version) > (2, 5) else "unknown",
+                   "conda_forge": "unknown"})
+        releases[version] = entry
+        variants = [_new_variant(name, plats, entry["python"], live)
                     for name, plats in sorted(torch.builds.get(version, {}).items())]
         if variants:
             sets[(version,)] = variants
             changed.add((version,))
 
+    for change in diff.python_changes:
+        if change.source != "pypi":
+            continue
+        entry = releases.get(change.torch) or copy.deepcopy(release_docs[change.torch])
+        python = dict(entry.get("python") or {})
+        if change.live:
+            python[change.platform] = list(change.live)
+        else:  # no wheel for this platform any more
+            python.pop(change.platform, None)
+            for by_platform in ("manylinux", "pypi_default"):
+                entry[by_platform] = {p: v for p, v in (entry.get(by_platform) or {}).items()
+                                      if p != change.platform}
+        entry["python"] = {p: python[p] for p in _platform_order(python)}
+        _append_note(entry, f"Python tags on PyPI for {change.platform} read by {generated_by} "
+                     f"on {date} ({_change_words(change)}).", PYPI_SOURCE_ID)
+        releases[change.torch] = entry
+
+    def release_python(version: str) -> Mapping[str, Any]:
+        doc = releases.get(version) or release_docs.get(version) or {}
+        return doc.get("python") or {}
+
     touched: dict[str, dict[str, dict[str, Any]]] = {}  # torch -> variant name -> new entry
-    for (version, name), plats in diff.new_variants.items():
-        rel_python = release_docs.get(version, {}).get("python") or {}
-        builds = {p: torch.builds[version][name][p] for p in plats}
-        touched.setdefault(version, {})[name] = _new_variant(name, builds, rel_python, date)
-    for (version, name), plats in diff.new_platforms.items():
+
+    def current(version: str, name: str) -> dict[str, Any] | None:
+        if name in touched.get(version, {}):
+            return touched[version][name]
         for key, variants in sets.items():
-            if version not in key:
-                continue
-            for v in variants:
-                if v.get("name") == name:
-                    updated = copy.deepcopy(v)
-                    updated["platforms"] = _platform_order([*v.get("platforms", []), *plats])
-                    note = str(updated.get("note") or "")
-                    updated["note"] = (note + " " if note else "") + (
-                        f"Platforms {', '.join(plats)} found on the live index on {date}.")
-                    if INDEX_SOURCE_ID not in updated.get("sources", []):
-                        updated["sources"] = [*updated.get("sources", []), INDEX_SOURCE_ID]
-                    touched.setdefault(version, {})[name] = updated
+            if version in key:
+                for v in variants:
+                    if v.get("name") == name:
+                        return copy.deepcopy(v)
+        return None
+
+    def set_python(entry: dict[str, Any], version: str, platform: str, tags: Iterable[str]
+                   ) -> None:
+        python = dict(entry.get("python") or {})
+        wanted = _tags(tags)
+        if list(release_python(version).get(platform) or ()) == wanted:
+            python.pop(platform, None)
+        else:
+            python[platform] = wanted
+        if python:
+            entry["python"] = {p: python[p] for p in _platform_order(python)}
+        else:
+            entry.pop("python", None)
+
+    for (version, name), plats in diff.new_variants.items():
+        builds = {p: torch.builds[version][name][p] for p in plats}
+        touched.setdefault(version, {})[name] = _new_variant(name, builds,
+                                                             release_python(version), live)
+    for (version, name), plats in diff.new_platforms.items():
+        variant = current(version, name)
+        if variant is None:
+            continue
+        entry = variant
+        entry["platforms"] = _platform_order([*entry.get("platforms", []), *plats])
+        for plat in plats:
+            set_python(entry, version, plat, torch.builds[version][name][plat])
+        sentence = f"Platforms {', '.join(plats)} found on the wheel index on {date}."
+        if variant_kind(name) == "cuda":
+            by_plat = dict(entry.get("arch_list_by_platform") or {})
+            by_plat.update({p: "unknown" for p in plats if p not in by_plat})
+            entry["arch_list_by_platform"] = {p: by_plat[p] for p in _platform_order(by_plat)}
+            sentence += f" Their arch list is unknown: {_ARCH_NOTE.split(': ', 1)[1]}"
+        _append_note(entry, sentence, INDEX_SOURCE_ID)
+        touched.setdefault(version, {})[name] = entry
+    # each variant's tags on the index, where they differ from the matrix or where its release's
+    # PyPI tags (which a variant without its own list inherits) changed
+    reconcile = {(c.torch, c.variant, c.platform) for c in diff.python_changes
+                 if c.source == "index" and c.variant is not None}
+    reconcile |= {(c.torch, name, c.platform) for c in diff.python_changes if c.source == "pypi"
+                  for name, plats in torch.builds.get(c.torch, {}).items() if c.platform in plats}
+    for version, name, plat in sorted(reconcile):
+        variant = current(version, name)
+        if variant is None or plat not in (variant.get("platforms") or ()):
+            continue
+        own = copy.deepcopy(variant.get("python"))
+        before = tuple((own or {}).get(plat)
+                       or (release_docs.get(version, {}).get("python") or {}).get(plat) or ())
+        live_tags = _tags(torch.builds[version][name][plat])
+        set_python(variant, version, plat, live_tags)
+        if variant.get("python") == own:
+            continue
+        change = PythonChange(torch=version, platform=plat, source="index", matrix=before,
+                              live=tuple(live_tags), variant=name)
+        words = _change_words(change)
+        _append_note(variant, f"Python tags on the wheel index for {plat} read on {date}: "
+                     f"{', '.join(live_tags)}" + (f" ({words})." if words else "."),
+                     INDEX_SOURCE_ID)
+        touched.setdefault(version, {})[name] = variant
 
     for version, variants_by_name in touched.items():
-        for key in [k for k in sets if version in k]:
-            kept = [v for v in sets[key] if v.get("name") not in variants_by_name]
-            if len(kept) == len(sets[key]):
+        for shared in [k for k in sets if version in k]:
+            kept = [v for v in sets[shared] if v.get("name") not in variants_by_name]
+            if len(kept) == len(sets[shared]):
                 continue
-            moved = [v for v in sets[key] if v.get("name") in variants_by_name]
-            sets[key] = kept
-            changed.add(key)
-            for other in key:  # siblings keep the moved variants unchanged, in their own set
+            moved = [v for v in sets[shared] if v.get("name") in variants_by_name]
+            sets[shared] = kept
+            changed.add(shared)
+            for other in shared:  # siblings keep the moved variants unchanged, in their own set
                 if other != version:
                     sets.setdefault((other,), []).extend(copy.deepcopy(moved))
                     changed.add((other,))
@@ -410,8 +451,9 @@ def build_overlay(
         "generated_by": generated_by,
     }
     prev = dict(previous or {})
-    overlay["sources"] = _upsert(prev.get("sources"), list(sources), ("id",))
-    overlay["releases"] = sorted(_upsert(prev.get("releases"), new_releases, ("torch",)),
+    overlay["sources"] = _upsert(prev.get("sources"), live.documents(), ("id",))
+    overlay["releases"] = sorted(_upsert(prev.get("releases"), list(releases.values()),
+                                         ("torch",)),
                                  key=lambda r: _vkey(str(r.get("torch"))), reverse=True)
     set_entries = [{"releases": list(key), "variants": sets[key]}
                    for key in sorted(changed, key=lambda k: [_vkey(t) for t in k])]
@@ -420,6 +462,15 @@ def build_overlay(
         if top not in overlay:
             overlay[top] = value
     return overlay
+
+
+def _change_words(change: PythonChange) -> str:
+    words = []
+    if change.added:
+        words.append("added " + ", ".join(change.added))
+    if change.removed:
+        words.append("gone " + ", ".join(change.removed))
+    return "; ".join(words)
 
 
 def _upsert(existing: Any, new: Sequence[Mapping[str, Any]], id_fields: tuple[str, ...]
@@ -433,4 +484,3 @@ def _upsert(existing: Any, new: Sequence[Mapping[str, Any]], id_fields: tuple[st
         out = [e for e in out if ident(e) != ident(entry)]
         out.append(dict(entry))
     return out
-

@@ -4,10 +4,14 @@ Order of work, so that a failure anywhere leaves the previous overlay untouched:
 
 1. check the base URLs (HTTPS rule), load the embedded matrix and the current overlay;
 2. read ``<index>/torch/``, ``/torchvision/``, ``/torchaudio/`` (PEP 691 JSON when the server
-   offers it, PEP 503 HTML otherwise) and diff the torch page against the matrix;
-3. with ``check`` stop here; otherwise read ``<pypi>/pypi/torch/<v>/json`` for each new release
-   (date, Python tags, manylinux floors, the CUDA build PyPI serves) and the torchvision /
-   torchaudio candidates' pins;
+   offers it, PEP 503 HTML otherwise) and ``<pypi>/pypi/torch/json``, and diff them against the
+   matrix: new releases, variants and platforms on the index, and changed Python tags of the
+   releases the matrix has (on PyPI, and of each variant on the index);
+3. with ``check`` stop here; otherwise derive each new release's PyPI facts exactly as
+   ``tools/derive_pypi.py`` does for the embedded data (:mod:`torchenv.matrix.live.pypi`):
+   date, Python tags, manylinux floors, the build PyPI serves (from its Linux wheels'
+   metadata), and the torchvision / torchaudio release pinned to it (from
+   ``<pypi>/pypi/torchvision/json``, ``/torchaudio/json`` and one wheel's metadata each);
 4. build the overlay, merge it with the embedded documents and validate the result exactly as
    ``matrix check`` does;
 5. only then write it: temp file in the same folder, fsync, copy of the old file to ``.bak``,
@@ -24,22 +28,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from packaging.version import Version
+
 from torchenv import __version__
 from torchenv.errors import MatrixError
 from torchenv.matrix.live.derive import (
-    INDEX_SOURCE_ID,
-    PYPI_SOURCE_ID,
     Diff,
     IndexSnapshot,
-    PypiRelease,
+    LiveSources,
     build_overlay,
     diff_matrix,
-    pairing_candidates,
-    pinned_torch,
-    pypi_release,
     snapshot_from_filenames,
 )
 from torchenv.matrix.live.http import Fetcher, FetchPolicy, check_url
+from torchenv.matrix.live.pypi import (
+    COMPANIONS,
+    Companion,
+    PypiFile,
+    ReleaseFacts,
+    UnexpectedMetadata,
+    companion_releases,
+    derive_release,
+    project_files,
+    python_by_platform,
+)
 from torchenv.matrix.live.wheels import PEP691_ACCEPT, MalformedPage, page_filenames
 
 __all__ = [
@@ -66,7 +78,7 @@ class UpdateOptions:
     pypi_base: str = DEFAULT_PYPI_BASE
     output: Optional[Path] = None       # None: loader.default_overlay_path()
     check: bool = False
-    since: Optional[str] = None
+    since: Optional[Version] = None     # None: the oldest release in the matrix
     policy: FetchPolicy = field(default_factory=FetchPolicy)
 
 
@@ -95,6 +107,19 @@ class UpdateResult:
 
 def _today() -> str:
     return _dt.date.today().isoformat()
+
+
+class _Progress:
+    def __init__(self, hook: ProgressHook | None, total: int) -> None:
+        self.hook = hook
+        self.total = total
+        self.done = 0
+
+    def step(self, what: str) -> None:
+        self.done += 1
+        self.total = max(self.total, self.done)
+        if self.hook is not None:
+            self.hook(what, self.done, self.total)
 
 
 def run_update(options: UpdateOptions, *, progress: ProgressHook | None = None,
@@ -135,14 +160,12 @@ def run_update(options: UpdateOptions, *, progress: ProgressHook | None = None,
     matrix = build_matrix(merged, origin=origin)
 
     fetcher = Fetcher(options.policy)
-    total = len(PROJECTS)
-    done = 0
+    bar = _Progress(progress, len(PROJECTS) + 1)
 
-    def step(what: str) -> None:
-        nonlocal done
-        done += 1
-        if progress is not None:
-            progress(what, done, total)
+    def read(url: str, byte_range: Optional[str]) -> Optional[bytes]:
+        resp = fetcher.get(url, allow_404=True, byte_range=byte_range)
+        bar.step(f"PyPI {url.rsplit('/', 1)[-1][:60]}")
+        return None if resp is None else resp.body
 
     try:
         snapshots: dict[str, IndexSnapshot] = {}
@@ -156,41 +179,40 @@ def run_update(options: UpdateOptions, *, progress: ProgressHook | None = None,
             if project == "torch" and not snapshots[project].versions:
                 raise MalformedPage(f"{url}: lists no torch wheels",
                                     hint="is --index-base the root of a PyTorch wheel index?")
-            step(f"{project} index")
+            bar.step(f"{project} index")
         torch_snap = snapshots["torch"]
         if torch_snap.invalid:
             result.warnings.append(f"{len(torch_snap.invalid)} file names on the torch page are "
                                    f"not valid wheel names (first: {torch_snap.invalid[0]})")
-        result.diff = diff_matrix(matrix, torch_snap, since=options.since)
+        torch_files = _project(fetcher, pypi_base, "torch")
+        bar.step("PyPI torch")
+        pypi_python = {r.torch: python_by_platform(torch_files.get(r.torch, ()))
+                       for r in matrix.releases}
+        missing = [t for t, tags in pypi_python.items()
+                   if not tags and (options.since is None or Version(t) >= options.since)]
+        if missing:
+            result.warnings.append("in the matrix but with no wheel on PyPI (their Python tags "
+                                   "were not compared): " + ", ".join(missing))
+        pypi_python = {t: tags for t, tags in pypi_python.items() if tags}
+        result.diff = diff_matrix(matrix, torch_snap, pypi_python=pypi_python,
+                                  since=options.since)
         if options.check or result.diff.empty:
             return result
 
-        pypi: dict[str, PypiRelease] = {}
-        pairs: dict[str, tuple[Optional[str], Optional[str]]] = {}
-        for version in result.diff.new_releases:
-            cands = {p: pairing_candidates(version, p, snapshots[p].versions)
-                     for p in ("torchvision", "torchaudio")}
-            total += 1 + sum(len(c) for c in cands.values())
-            facts = _pypi_json(fetcher, f"{pypi_base}/pypi/torch/{version}/json")
-            step(f"PyPI torch {version}")
-            if facts is None:
-                result.not_on_pypi.append(version)
-                continue
-            try:
-                pypi[version] = pypi_release(f"{pypi_base}/pypi/torch/{version}/json", facts)
-            except ValueError as exc:
-                raise MalformedPage(f"{pypi_base}/pypi/torch/{version}/json: {exc}") from exc
-            paired: list[Optional[str]] = []
-            for project in ("torchvision", "torchaudio"):
-                match = None
-                for cand in cands[project]:
-                    doc = _pypi_json(fetcher, f"{pypi_base}/pypi/{project}/{cand}/json")
-                    step(f"PyPI {project} {cand}")
-                    if pinned_torch(doc) == version:
-                        match = cand
-                        break
-                paired.append(match)
-            pairs[version] = (paired[0], paired[1])
+        facts: dict[str, ReleaseFacts] = {}
+        on_pypi = [v for v in result.diff.new_releases
+                   if any(not f.yanked for f in torch_files.get(v, ()))]
+        result.not_on_pypi = [v for v in result.diff.new_releases if v not in on_pypi]
+        if on_pypi:
+            bar.total += 4 * len(on_pypi)  # two wheels' metadata per Linux platform
+            companions = _companions(fetcher, pypi_base, read, result, bar)
+            for version in on_pypi:
+                try:
+                    found = derive_release(version, torch_files[version], read, companions)
+                except UnexpectedMetadata as exc:
+                    raise MalformedPage(f"PyPI torch {version}: {exc}") from exc
+                if found is not None:
+                    facts[version] = found
         if result.not_on_pypi:
             result.warnings.append("on the index but not on PyPI yet (left out of the overlay): "
                                    + ", ".join(result.not_on_pypi))
@@ -198,15 +220,12 @@ def run_update(options: UpdateOptions, *, progress: ProgressHook | None = None,
         result.requests = fetcher.requests_made
         fetcher.close()
 
-    sources = [
-        {"id": INDEX_SOURCE_ID, "title": f"PyTorch wheel index read by torchenv matrix update "
-         f"on {date}", "url": f"{index_base}/torch/"},
-        {"id": PYPI_SOURCE_ID, "title": f"PyPI JSON API read by torchenv matrix update on {date}",
-         "url": f"{pypi_base}/pypi/torch/json"},
-    ]
+    live = LiveSources(index_base=index_base, pypi_base=pypi_base,
+                       index_primary=index_base == DEFAULT_INDEX_BASE,
+                       pypi_primary=pypi_base == DEFAULT_PYPI_BASE, date=date,
+                       generated_by=f"torchenv {__version__} matrix update")
     overlay = build_overlay(documents=merged, previous=previous, diff=result.diff,
-                            torch=snapshots["torch"], pypi=pypi, pairs=pairs, sources=sources,
-                            date=date, generated_by=f"torchenv {__version__} matrix update")
+                            torch=snapshots["torch"], facts=facts, live=live)
     try:
         build_matrix(merge_overlay(documents, overlay), origin=origin)
     except MatrixError as exc:
@@ -218,14 +237,35 @@ def run_update(options: UpdateOptions, *, progress: ProgressHook | None = None,
     return result
 
 
-def _pypi_json(fetcher: Fetcher, url: str) -> Any:
-    resp = fetcher.get(url, accept="application/json", allow_404=True)
-    if resp is None:
-        return None
+def _project(fetcher: Fetcher, pypi_base: str, project: str) -> dict[str, list[PypiFile]]:
+    """``<pypi>/pypi/<project>/json`` as version -> files."""
+    url = f"{pypi_base}/pypi/{project}/json"
+    resp = fetcher.get(url, accept="application/json")
+    assert resp is not None
     try:
-        return json.loads(resp.body)
-    except ValueError as exc:
-        raise MalformedPage(f"{url}: not valid JSON ({exc})") from exc
+        return project_files(resp.url, json.loads(resp.body))
+    except ValueError as exc:  # bad JSON, or UnexpectedMetadata naming what is missing
+        text = str(exc) if isinstance(exc, UnexpectedMetadata) else f"{url}: not valid JSON " \
+            f"({exc})"
+        raise MalformedPage(text, hint="is --pypi-base the root of PyPI or a mirror of its "
+                            "JSON API?") from exc
+
+
+def _companions(fetcher: Fetcher, pypi_base: str, read: Any, result: UpdateResult,
+                bar: _Progress) -> dict[str, list[Companion]]:
+    """torchvision and torchaudio releases with their torch requirement, to pair new releases."""
+    out: dict[str, list[Companion]] = {}
+    for project in COMPANIONS:
+        files = _project(fetcher, pypi_base, project)
+        bar.step(f"PyPI {project}")
+        bar.total += sum(1 for v in files if v)  # about one metadata file per release
+        try:
+            scan = companion_releases(project, files, read)
+        except UnexpectedMetadata as exc:
+            raise MalformedPage(f"PyPI {project}: {exc}") from exc
+        result.warnings.extend(scan.warnings)
+        out[project] = scan.releases
+    return out
 
 
 def write_overlay(path: Path, overlay: dict[str, Any]) -> None:

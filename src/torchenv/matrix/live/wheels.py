@@ -30,6 +30,8 @@ __all__ = [
     "manylinux_floor",
     "page_filenames",
     "parse_wheel",
+    "python_sort_key",
+    "safe_parse_wheel",
 ]
 
 PEP691_ACCEPT = ("application/vnd.pypi.simple.v1+json, "
@@ -137,6 +139,7 @@ class WheelFile:
     python: str             # "3.12", "3.13t"
     platform: str           # torchenv platform name
     manylinux: Optional[str]
+    build: int = 0          # the wheel's build tag (a re-upload), 0 when it has none
 
 
 def parse_wheel(filename: str) -> list[WheelFile]:
@@ -146,7 +149,7 @@ def parse_wheel(filename: str) -> list[WheelFile]:
     """
     if not filename.endswith(".whl"):
         return []
-    name, version, _build, tags = parse_wheel_filename(filename)
+    name, version, build, tags = parse_wheel_filename(filename)
     out: dict[tuple[str, str], WheelFile] = {}
     final = not (version.is_prerelease or version.is_postrelease or version.is_devrelease)
     for tag in tags:
@@ -160,8 +163,16 @@ def parse_wheel(filename: str) -> list[WheelFile]:
             floor = min(prev.manylinux, floor, key=lambda f: tuple(int(p) for p in f.split(".")))
         out[(py, plat)] = WheelFile(project=str(name), version=version.public,
                                     variant=version.local, final=final, python=py,
-                                    platform=plat, manylinux=floor)
+                                    platform=plat, manylinux=floor,
+                                    build=build[0] if build else 0)
     return list(out.values())
+
+
+def python_sort_key(tag: str) -> tuple[int, int, int]:
+    """Order Python tags as versions, each free-threaded tag after its plain one:
+    ``3.9 < 3.10 < 3.13 < 3.13t < 3.14``."""
+    major, minor = tag.rstrip("t").split(".")
+    return int(major), int(minor), int(tag.endswith("t"))
 
 
 def safe_parse_wheel(filename: str) -> list[WheelFile] | None:
