@@ -82,14 +82,22 @@ def _time(argv: list[str], env: dict[str, str]) -> tuple[float, int, int]:
 
 def main() -> int:
     names = _names()
-    pypi = {"info": {"version": "2.99.0", "requires_dist": [], "requires_python": ">=3.10"},
-            "urls": [{"filename": "torch-2.99.0-cp312-cp312-manylinux_2_28_x86_64.whl",
-                      "upload_time_iso_8601": "2099-01-01T00:00:00Z"}]}
+    # PyPI's project JSON (every release's files, with their URLs) and the new wheel's PEP 658
+    # metadata: what matrix update reads to derive a release
+    wheel = "torch-2.99.0-cp312-cp312-manylinux_2_28_x86_64.whl"
+    pypi = {"info": {"version": "2.99.0", "requires_python": ">=3.10"},
+            "releases": {"2.99.0": [{"filename": wheel, "url": f"/files/{wheel}",
+                                     "upload_time_iso_8601": "2099-01-01T00:00:00Z"}]}}
+    empty = {"info": {"version": "0.0.0"}, "releases": {}}
+    metadata = b"Metadata-Version: 2.1\nName: torch\nVersion: 2.99.0\nRequires-Python: >=3.10\n\n"
     pages = {
         "/whl/torch/": ("text/html", _html(names)),
         "/whl/torchvision/": ("text/html", _html([])),
         "/whl/torchaudio/": ("text/html", _html([])),
-        "/pypi/torch/2.99.0/json": ("application/json", json.dumps(pypi).encode()),
+        "/pypi/torch/json": ("application/json", json.dumps(pypi).encode()),
+        "/pypi/torchvision/json": ("application/json", json.dumps(empty).encode()),
+        "/pypi/torchaudio/json": ("application/json", json.dumps(empty).encode()),
+        f"/files/{wheel}.metadata": ("text/plain", metadata),
     }
     httpd, base = _serve(pages)
     tmp = Path(tempfile.mkdtemp())
