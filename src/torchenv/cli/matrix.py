@@ -61,10 +61,11 @@ def register(sub: Any) -> None:
     add_json_flag(cov)
     cov.set_defaults(func=run_coverage)
 
-    from torchenv.cli import matrix_ci, matrix_update
+    from torchenv.cli import matrix_ci, matrix_html, matrix_update
 
     matrix_ci.register(msub)
     matrix_update.register(msub)
+    matrix_html.register_html(msub)
 
 
 def run_show(args: argparse.Namespace) -> int:

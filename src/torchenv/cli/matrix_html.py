@@ -1,0 +1,107 @@
+"""``torchenv matrix html``: write the explorer, one self-contained HTML page."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from torchenv.cli._common import add_json_flag, emit_json
+from torchenv.errors import BadInput
+
+__all__ = ["register_html", "run_html"]
+
+_MINOR_RE = re.compile(r"^\d+\.\d+$")
+NEWEST = 3
+"""Series answered by default: the newest ones, which most pins name; ``--specifiers all`` adds
+the others at about twice the generation time."""
+
+
+def register_html(msub: Any) -> None:
+    """Add ``html`` to the subcommands of ``matrix``."""
+    p = msub.add_parser(
+        "html",
+        help="write the explorer: one HTML page that answers 'torchenv resolve' for any machine",
+        description="Write one self-contained HTML file (no network, works from file://): pick "
+        "a platform, Python, GPU, driver and torch series and see the decision 'torchenv "
+        "resolve' makes, the verdict on every build, and the matrix itself. Every answer is "
+        "computed here by the resolver, once per class of machine, and looked up by the page.",
+    )
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="the HTML file to write ('-' is stdout)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing FILE")
+    p.add_argument("--specifiers", metavar="LIST", default=None,
+                   help="the torch series the page answers '--torch ==X.Y.*' for: minors such "
+                   f"as 2.7,2.8, all, or none (default: the {NEWEST} newest; each series adds "
+                   "to the time it takes)")
+    p.add_argument("--jobs", metavar="N", type=int,
+                   help="worker processes (default: one per CPU)")
+    add_json_flag(p)
+    p.set_defaults(func=run_html)
+
+
+def _specifiers(text: str | None, known: set[str]) -> list[str] | None:
+    """None for every minor, else the listed ones (by default the :data:`NEWEST` newest);
+    raises BadInput naming an unknown minor."""
+    if text is None:
+        return sorted(known, key=_minor_key)[-NEWEST:]
+    value = text.strip().lower()
+    if value == "all":
+        return None
+    if value == "none":
+        return []
+    minors = [part.strip() for part in value.split(",") if part.strip()]
+    for minor in minors:
+        if not _MINOR_RE.match(minor):
+            raise BadInput(f"--specifiers: {minor!r} is not a torch series",
+                           hint="give all, none, or minors such as 2.7,2.8")
+        if minor not in known:
+            raise BadInput(f"--specifiers: no torch {minor} release is in the matrix",
+                           hint="known: " + ", ".join(sorted(known, key=_minor_key)))
+    return minors
+
+
+def _minor_key(minor: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in minor.split("."))
+
+
+def run_html(args: argparse.Namespace) -> int:
+    from torchenv.cli._common import load_matrix_reported
+    from torchenv.explorer.page import render_page
+    from torchenv.explorer.tables import build_tables
+
+    if args.jobs is not None and args.jobs < 1:
+        raise BadInput(f"--jobs: {args.jobs} is not a number of processes",
+                       hint="give 1 or more")
+    if args.output == "-" and args.json:
+        raise BadInput("--json needs -o FILE: with '-o -' stdout carries the page")
+    if args.output != "-" and not args.force and Path(args.output).exists():
+        raise BadInput(f"{args.output} already exists", hint="pass --force to overwrite it")
+    matrix = load_matrix_reported()
+    specifiers = _specifiers(args.specifiers, {r.minor for r in matrix.releases})
+    started = time.perf_counter()
+    tables = build_tables(matrix, specifiers=specifiers, workers=args.jobs)
+    try:
+        html = render_page(matrix, tables)
+    except ValueError as exc:  # over the size limit
+        raise BadInput(str(exc), hint="pass --specifiers with fewer series") from exc
+    seconds = round(time.perf_counter() - started, 2)
+    size = len(html.encode("utf-8"))
+    summary = {"written": args.output, "bytes": size, "seconds": seconds,
+               "matrix_version": matrix.matrix_version, "specifiers": tables.specifiers,
+               "answers": len(tables.plans)}
+    if args.output == "-":
+        sys.stdout.write(html)
+        return 0
+    from torchenv._files import write_atomic
+
+    write_atomic(Path(args.output), html, force=args.force)
+    if args.json:
+        emit_json(summary)
+    else:
+        print(f"wrote {args.output} ({size / 1024:.0f} KiB, matrix {matrix.matrix_version}, "
+              f"{len(tables.plans)} distinct answers) in {seconds:.1f} s", file=sys.stderr)
+    return 0

@@ -1,0 +1,99 @@
+"""Looking answers up in the explorer's tables, as the page's script does, in Python.
+
+The page's script (``assets/page.js``) and these functions read the same JSON; the tests hold
+both to ``resolve()`` and ``evaluate()``. Nothing here decides anything either.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from torchenv.explorer.classes import GpuChoice, capability_index
+from torchenv.explorer.tables import Tables
+from torchenv.matrix.model import parse_version_tuple, variant_kind
+
+__all__ = ["Unanswered", "decision", "fill", "grid_cells"]
+
+
+class Unanswered(LookupError):
+    """The page holds no exact answer for this question (a specifier it did not precompute)."""
+
+
+def _driver_class(floors: list[str], driver: str | None) -> int:
+    if driver is None:
+        return -1
+    key = parse_version_tuple(driver)
+    return sum(1 for f in floors if parse_version_tuple(f) <= key)
+
+
+def _capability_class(classes: dict[str, Any], cc: str) -> int:
+    return int(classes["cc"][capability_index(cc)], 36)
+
+
+def _window_slot(window: dict[str, Any], gpu: GpuChoice) -> int:
+    if gpu.kind == "none":
+        return 0
+    per = len(window["drivers"]) + 2
+    if gpu.kind == "nvidia":
+        assert gpu.cc is not None
+        return (1 + _capability_class(window, gpu.cc) * per
+                + _driver_class(window["drivers"], gpu.driver) + 1)
+    assert gpu.gfx is not None
+    return 1 + int(window["ccCount"]) * per + int(window["gfx"].get(gpu.gfx, 0))
+
+
+def fill(value: Any, gpu: GpuChoice, tokens: dict[str, str]) -> Any:
+    """``value`` with the placeholders replaced by what the user typed."""
+    cc = gpu.cc or ""
+    sm = "sm_" + cc.replace(".", "")
+    values = {"driver": gpu.driver or "", "cc": cc, "sm": sm, "smbase": sm.rstrip("af"),
+              "gfx": gpu.gfx or ""}
+    text = json.dumps(value, ensure_ascii=False)
+    for name, token in tokens.items():
+        text = text.replace(token, values[name])
+    return json.loads(text)
+
+
+def decision(tables: Tables, tokens: dict[str, str], platform: str, python: str,
+             gpu: GpuChoice, minor: str | None = None) -> dict[str, Any]:
+    """The stored ``resolve --json`` answer (without ``rejected``) for the machine, and for
+    ``--torch ==MINOR.*`` when ``minor`` is given; raises :class:`Unanswered`."""
+    window = tables.windows[f"{platform}|{python}"]
+    ids = window["any"]
+    if minor is not None:
+        if minor not in window["specs"]:
+            raise Unanswered(f"no answers for =={minor}.* with Python {python} on {platform}")
+        ids = window["specs"][minor]
+    return dict(fill(tables.plans[ids[_window_slot(window, gpu)]], gpu, tokens))
+
+
+def grid_cells(tables: Tables, tokens: dict[str, str], platform: str, python: str,
+               gpu: GpuChoice) -> dict[tuple[str, str], tuple[str, str, str] | None]:
+    """Every cell of the platform's grid with its stored (status, evidence, text)."""
+    grid = tables.grid[platform]
+    cells = [tuple(c) for c in grid["cells"]]
+    wheel = grid["wheel"][python]
+    ids: list[int | None] = [None] * len(cells)
+    own = {"nvidia": "cuda", "amd": "rocm"}.get(gpu.kind)
+    for name, column in grid["columns"].items():
+        if variant_kind(name) != own:
+            continue
+        if gpu.kind == "nvidia":
+            assert gpu.cc is not None
+            slot = (_capability_class(column, gpu.cc) * (len(column["drivers"]) + 2)
+                    + _driver_class(column["drivers"], gpu.driver) + 1)
+        else:
+            assert gpu.gfx is not None
+            slot = int(column["gfx"].get(gpu.gfx, 0))
+        row = column["rows"][column["slots"][slot]]
+        for position, cell in enumerate(column["cells"]):
+            ids[cell] = row[position]
+    out: dict[tuple[str, str], tuple[str, str, str] | None] = {}
+    for i, cell in enumerate(cells):
+        vid = wheel[i] if wheel[i] >= 0 else ids[i]
+        if vid is None:
+            vid = grid["fixed"][gpu.kind][i]
+        out[(cell[0], cell[1])] = (None if vid is None or vid < 0
+                                   else tuple(fill(tables.verdicts[vid], gpu, tokens)))
+    return out

@@ -1,0 +1,532 @@
+"""The explorer's lookup tables: ``resolve()`` and ``evaluate()`` run once per equivalence class.
+
+Nothing here decides anything: every answer is what the resolver returned for a representative
+host of its class (:mod:`torchenv.explorer.classes`), turned into a template and de-duplicated.
+
+* **Decisions**, per (platform, Python) window: the ``resolve --json`` answer of every slot.
+* **Specifier decisions**, per window and chosen minor ``==X.Y.*``, indexed by the same slots.
+  They are resolved once per class of the specifier's own (smaller) window. Where such an answer
+  also shows part of the unconstrained decision (an unsatisfiable request names it as a fix; a
+  pick whose support is unknown names the best evidence-backed build), the slots of the class are
+  split by that part, read from each slot's unconstrained answer, and resolved once per part.
+* **The grid**, per platform: the verdict ``evaluate()`` gives every (release, variant). A
+  candidate's verdict depends only on its own facts, so a CUDA (ROCm) column is evaluated alone
+  (``Request(variant=V)``) over the classes of that column's arch (gfx) lists and driver floors,
+  and every other cell once per kind of GPU; rule 1 (the Python tag) is a row per tag.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, Optional, Union
+
+from torchenv._record import record, replace
+from torchenv.explorer.classes import (
+    RULE1,
+    Classes,
+    GpuChoice,
+    WindowFacts,
+    facts_of,
+    page_host,
+    template,
+    window_candidates,
+)
+from torchenv.installers.render import all_commands
+from torchenv.matrix.model import PLATFORMS, Matrix, Variant, parse_version_tuple, variant_kind
+from torchenv.resolver.request import Request
+from torchenv.resolver.resolve import NoMatch, evaluate, resolve
+
+__all__ = [
+    "Job",
+    "Tables",
+    "answer",
+    "answer_json",
+    "build_tables",
+    "cell_verdicts",
+    "gfx_names",
+    "minors",
+    "python_tags",
+]
+
+Verdict = tuple[str, str, str]
+"""(status, evidence, text) of a grid cell: status ``ok`` (runs), ``warn`` (runs with a warning,
+or only at the compatibility level) or ``no``."""
+
+
+@record
+class Job:
+    """One representative host: resolved (with the specifier ``torch``), or, with ``column``,
+    evaluated for the grid (``"*"``: every candidate; a variant name: that column alone)."""
+
+    platform: str
+    python: str
+    gpu: GpuChoice
+    torch: Optional[str] = None
+    column: Optional[str] = None
+    releases: Optional[tuple[str, ...]] = None  # resolve over these releases only (see below)
+
+
+def restricted(matrix: Matrix, releases: Iterable[str], *, ends: bool) -> Matrix:
+    """``matrix`` with only ``releases`` (and, with ``ends``, its first and last one).
+
+    A resolve reads a release outside its request's window only through the unconstrained
+    decision and the best evidence-backed build, both the top of the resolver's own ranking,
+    which stay the top of any subset that holds them; and, without a specifier, through the
+    range of releases an unsatisfiable request's fix names (``ends``). Over such a subset the
+    answer is the same as over the whole matrix, but for ``rejected``, which the page does not
+    take from decisions.
+    """
+    keep = set(releases)
+    if ends:
+        keep |= {matrix.releases[0].torch, matrix.releases[-1].torch}
+    return replace(matrix, releases=tuple(r for r in matrix.releases if r.torch in keep))
+
+
+def answer(matrix: Matrix, job: Job) -> dict[str, Any]:
+    """The ``resolve --json`` document of the job's host, less ``rejected`` (the grid shows every
+    candidate's verdict)."""
+    host = page_host(job.platform, job.python, job.gpu)
+    if job.releases is not None:
+        matrix = restricted(matrix, job.releases, ends=job.torch is None)
+    try:
+        plan = resolve(Request(torch=job.torch), host, matrix)
+    except NoMatch as exc:
+        doc = exc.to_json()
+    else:
+        doc = plan.to_json(all_commands(plan, host))  # as `torchenv resolve --json` renders it
+    doc.pop("rejected", None)
+    return doc
+
+
+def answer_json(matrix: Matrix, job: Job) -> str:
+    """:func:`answer` as JSON text, the representative spellings replaced by placeholders."""
+    text = json.dumps(answer(matrix, job), sort_keys=True, ensure_ascii=False,
+                      separators=(",", ":"))
+    return _templated(text, job)
+
+
+def _templated(text: str, job: Job) -> str:
+    if "{{" in text:
+        raise ValueError(f"resolver output already holds a placeholder: {text[:200]}")
+    return template(text, job.gpu)
+
+
+def cell_verdicts(matrix: Matrix, job: Job) -> dict[tuple[str, str], Verdict | None]:
+    """Every candidate ``evaluate()`` looks at on the job's host (only column ``job.column``
+    unless it is ``"*"``) with its verdict, texts templated; None when rule 1 rejects it."""
+    host = page_host(job.platform, job.python, job.gpu)
+    request = Request() if job.column in (None, "*") else Request(variant=job.column)
+    ok, rejected = evaluate(request, host, matrix)
+    out: dict[tuple[str, str], Verdict | None] = {}
+    for c in ok:
+        status = "ok" if c.full and not c.warnings else "warn"
+        evidence = c.arch_evidence if c.arch_evidence != "n/a" else c.index
+        text = "; ".join(c.warnings) if c.warnings else "runs"
+        out[(c.release.torch, c.variant.name)] = (status, evidence, _templated(text, job))
+    for r in rejected:
+        if r.variant == "*":
+            continue
+        if r.category in RULE1:
+            out[(r.torch, r.variant)] = None
+            continue
+        evidence = _rejected_evidence(matrix, job.platform, r.torch, r.variant, r.category)
+        out[(r.torch, r.variant)] = ("no", evidence, _templated(r.reason, job))
+    return out
+
+
+def _rejected_evidence(matrix: Matrix, platform: str, torch: str, name: str,
+                       category: str) -> str:
+    """The evidence class on a cell that does not run: of the build's GPU support on the platform
+    (its arch or gfx list; an unknown arch list rejects only through the toolkit-bounds rule, an
+    inference), or of its index entry for a build without one."""
+    release = matrix.release(torch)
+    assert release is not None
+    variant: Variant | None = release.variant(name)
+    if variant is None:
+        return "confirmed" if name == release.pypi_default.get(platform) else "unknown"
+    if variant.cuda_version is not None:
+        sass = variant.arch_fact(platform).sass
+        return "inferred" if category == "arch" and sass == "unknown" else sass
+    if variant.kind == "rocm":
+        return "confirmed" if matrix.rocm_targets(name, torch) is not None else "unknown"
+    return variant.index
+
+
+_Result = Union[str, dict[tuple[str, str], Optional[Verdict]]]
+_WORKER_MATRIX: Matrix | None = None
+
+
+def _init_worker(matrix: Matrix) -> None:
+    global _WORKER_MATRIX
+    _WORKER_MATRIX = matrix
+
+
+def _run(matrix: Matrix, job: Job) -> _Result:
+    return cell_verdicts(matrix, job) if job.column is not None else answer_json(matrix, job)
+
+
+def _run_chunk(jobs: Sequence[Job]) -> list[_Result]:
+    assert _WORKER_MATRIX is not None
+    return [_run(_WORKER_MATRIX, job) for job in jobs]
+
+
+def _chunks(items: Sequence[Job], size: int) -> Iterator[Sequence[Job]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+class _Runner:
+    """Runs jobs in order, over one pool of ``workers`` processes kept for every phase."""
+
+    def __init__(self, matrix: Matrix, workers: int) -> None:
+        self.matrix = matrix
+        self.workers = workers
+        self.pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> _Runner:
+        if self.workers > 1:
+            self.pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_init_worker,
+                                            initargs=(self.matrix,))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+    def run(self, jobs: Sequence[Job]) -> list[_Result]:
+        if self.pool is None or len(jobs) < 64:
+            return [_run(self.matrix, job) for job in jobs]
+        size = max(4, len(jobs) // (self.workers * 16))
+        out: list[_Result] = []
+        for part in self.pool.map(_run_chunk, _chunks(jobs, size)):
+            out.extend(part)
+        return out
+
+
+def python_tags(matrix: Matrix, platform: str) -> list[str]:
+    """Every Python tag some release has a wheel for on ``platform``, oldest first."""
+    tags = {t for r in matrix.releases for t in r.python.get(platform, ())}
+    tags |= {t for r in matrix.releases for v in r.variants for t in v.python.get(platform, ())}
+    return sorted(tags, key=lambda t: (parse_version_tuple(t.rstrip("t")), t.endswith("t")))
+
+
+def gfx_names(matrix: Matrix) -> list[str]:
+    """Every gfx target the matrix names: ROCm lists and the AMD GPU catalog."""
+    names = {g for r in matrix.rocm_variants for g in r.gfx}
+    names |= {g.gfx for g in matrix.amd_gpus}
+    return sorted(names)
+
+
+def minors(candidates: Iterable[tuple[str, str]]) -> list[str]:
+    """The minors (``2.7``) of the candidates' releases, newest first."""
+    seen = {".".join(torch.split(".")[:2]) for torch, _ in candidates}
+    return sorted(seen, key=parse_version_tuple, reverse=True)
+
+
+class _Plans:
+    """De-duplicated answers, numbered in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.texts: list[str] = []
+        self._docs: dict[int, dict[str, Any]] = {}
+
+    def add(self, text: str) -> int:
+        pid = self.ids.setdefault(text, len(self.texts))
+        if pid == len(self.texts):
+            self.texts.append(text)
+        return pid
+
+    def doc(self, pid: int) -> dict[str, Any]:
+        if pid not in self._docs:
+            self._docs[pid] = json.loads(self.texts[pid])
+        return self._docs[pid]
+
+
+class _Verdicts:
+    def __init__(self) -> None:
+        self.ids: dict[Verdict, int] = {}
+
+    def add(self, verdict: Verdict | None) -> int:
+        if verdict is None:
+            return -1
+        return self.ids.setdefault(verdict, len(self.ids))
+
+
+def _dependency(doc: dict[str, Any]) -> str | None:
+    """What part of the unconstrained decision a specifier's answer shows: ``unconstrained`` (an
+    unsatisfiable request names it as a fix), ``evidence`` (a GPU pick whose support is unknown
+    names the best evidence-backed build), or nothing."""
+    if doc.get("torch") is None:
+        return "unconstrained" if doc.get("fixes") else None
+    evidence = doc.get("evidence") or {}
+    if evidence.get("arch") == "unknown" and doc.get("accelerator") != "cpu":
+        return "evidence"
+    return None
+
+
+def _context(kind: str, unconstrained: dict[str, Any]) -> str:
+    """The part of a slot's unconstrained answer that a specifier's answer shows."""
+    if kind == "unconstrained":
+        return json.dumps([unconstrained.get("torch"), unconstrained.get("variant")])
+    if unconstrained.get("torch") is None:
+        return "null"  # no GPU build fits at all: none is evidence-backed either
+    evidence = unconstrained.get("evidence") or {}
+    if evidence.get("arch") == "unknown":
+        return json.dumps(unconstrained.get("evidence_alternative"), sort_keys=True)
+    # its own pick is the best evidence-backed build: both rank GPU builds the same way
+    return json.dumps({"torch": unconstrained["torch"], "variant": unconstrained["variant"],
+                       "evidence": evidence.get("arch"), "rule": evidence.get("arch_rule")},
+                      sort_keys=True)
+
+
+@record
+class Tables:
+    """Everything the page looks up (see the module docstring); JSON-ready."""
+
+    plans: list[Any]
+    windows: dict[str, Any]
+    grid: dict[str, Any]
+    verdicts: list[Any]
+    specifiers: list[str]
+
+
+def _cover(tags: dict[str, set[tuple[str, str]]], wanted: set[tuple[str, str]]) -> list[str]:
+    """Few tags whose windows together hold every wanted candidate (greedy)."""
+    left = set(wanted)
+    chosen: list[str] = []
+    while left:
+        best = max(tags, key=lambda py: len(left & tags[py]))
+        if not left & tags[best]:
+            break
+        chosen.append(best)
+        left -= tags[best]
+    return chosen
+
+
+def build_tables(matrix: Matrix, *, specifiers: Sequence[str] | None = None,
+                 workers: int | None = None) -> Tables:
+    """Every table of the page. ``specifiers``: the minors (``2.7``) whose ``==X.Y.*`` answers
+    are precomputed (None: every minor); ``workers``: processes (None: one per CPU)."""
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    names = gfx_names(matrix)
+    windows: dict[str, Classes] = {}
+    candidates: dict[str, dict[str, set[tuple[str, str]]]] = {}
+    jobs: list[Job] = []
+    for platform in PLATFORMS:
+        candidates[platform] = {}
+        for python in python_tags(matrix, platform):
+            found = window_candidates(matrix, platform, python)
+            candidates[platform][python] = set(found)
+            classes = Classes.of(matrix, facts_of(matrix, platform, found), names)
+            windows[f"{platform}|{python}"] = classes
+            inside = tuple(sorted({torch for torch, _ in found}))
+            jobs.extend(Job(platform, python, gpu, releases=inside) for gpu in classes.slots())
+    grid_jobs, grid_layout = _grid_jobs(matrix, candidates, names)
+    with _Runner(matrix, workers) as runner:
+        return _build(matrix, runner, windows, jobs, grid_jobs, grid_layout, candidates,
+                      names, specifiers)
+
+
+def _build(matrix: Matrix, runner: _Runner, windows: dict[str, Classes], jobs: list[Job],
+           grid_jobs: list[Job], grid_layout: list[Any],
+           candidates: dict[str, dict[str, set[tuple[str, str]]]], names: list[str],
+           specifiers: Sequence[str] | None) -> Tables:
+    plans = _Plans()
+    results = runner.run(jobs + grid_jobs)
+
+    window_out: dict[str, dict[str, Any]] = {}
+    position = 0
+    for key, classes in windows.items():
+        count = len(classes.slots())
+        texts = results[position:position + count]
+        position += count
+        window_out[key] = {**classes.to_json(),
+                           "any": [plans.add(str(t)) for t in texts], "specs": {}}
+
+    chosen = _specifier_decisions(matrix, runner, windows, window_out, plans, candidates,
+                                  names, specifiers)
+    verdicts = _Verdicts()
+    grid = _grid(matrix, grid_layout, results[position:], candidates, verdicts)
+    return Tables(plans=[json.loads(t) for t in plans.texts], windows=window_out, grid=grid,
+                  verdicts=[list(v) for v in verdicts.ids], specifiers=chosen)
+
+
+def _specifier_decisions(matrix: Matrix, runner: _Runner, windows: dict[str, Classes],
+                         window_out: dict[str, dict[str, Any]], plans: _Plans,
+                         candidates: dict[str, dict[str, set[tuple[str, str]]]],
+                         names: list[str], specifiers: Sequence[str] | None) -> list[str]:
+    wanted = None if specifiers is None else set(specifiers)
+    slots_of = {key: classes.slots() for key, classes in windows.items()}
+    groups: list[tuple[str, str, list[int]]] = []  # (window, minor, slots of one class)
+    chosen: set[str] = set()
+    for key in windows:
+        platform, python = key.split("|")
+        for minor in minors(candidates[platform][python]):
+            if wanted is not None and minor not in wanted:
+                continue
+            chosen.add(minor)
+            spec = f"=={minor}.*"
+            narrow = Classes.of(matrix, facts_of(matrix, platform, window_candidates(
+                matrix, platform, python, spec)), names)
+            by_class: dict[int, list[int]] = {}
+            for slot, gpu in enumerate(slots_of[key]):
+                by_class.setdefault(narrow.slot_of(gpu), []).append(slot)
+            groups.extend((key, minor, slots) for slots in by_class.values())
+            window_out[key]["specs"][minor] = [-1] * len(slots_of[key])
+
+    of_minor: dict[str, set[str]] = {}
+    for release in matrix.releases:
+        of_minor.setdefault(release.minor, set()).add(release.torch)
+
+    def job(key: str, minor: str, slot: int) -> Job:
+        platform, python = key.split("|")
+        unconstrained = plans.doc(window_out[key]["any"][slot])
+        inside = set(of_minor[minor])
+        inside |= {t for t in (unconstrained.get("torch"),
+                               (unconstrained.get("evidence_alternative") or {}).get("torch"))
+                   if t is not None}
+        return Job(platform, python, slots_of[key][slot], torch=f"=={minor}.*",
+                   releases=tuple(sorted(inside)))
+
+    first = runner.run([job(k, m, slots[0]) for k, m, slots in groups])
+    pending: list[tuple[str, str, list[int]]] = []
+    for (key, minor, slots), result in zip(groups, first):
+        text = str(result)
+        kind = _dependency(json.loads(text))
+        parts = [slots]
+        if kind is not None:
+            by_context: dict[str, list[int]] = {}
+            for slot in slots:
+                unconstrained = plans.doc(window_out[key]["any"][slot])
+                by_context.setdefault(_context(kind, unconstrained), []).append(slot)
+            parts = list(by_context.values())
+        pid = plans.add(text)
+        for part in parts:
+            if part[0] == slots[0]:
+                for slot in part:
+                    window_out[key]["specs"][minor][slot] = pid
+            else:
+                pending.append((key, minor, part))
+    more = runner.run([job(k, m, part[0]) for k, m, part in pending])
+    for (key, minor, part), result in zip(pending, more):
+        pid = plans.add(str(result))
+        for slot in part:
+            window_out[key]["specs"][minor][slot] = pid
+    return sorted(chosen, key=parse_version_tuple, reverse=True)
+
+
+@record
+class _Column:
+    """One CUDA or ROCm column of a platform's grid and the slots it is evaluated for."""
+
+    platform: str
+    name: str
+    cells: tuple[tuple[str, str], ...]
+    classes: Classes
+    cover: tuple[str, ...]
+
+
+def _grid_jobs(matrix: Matrix, candidates: dict[str, dict[str, set[tuple[str, str]]]],
+               names: list[str]) -> tuple[list[Job], list[Any]]:
+    """The grid's evaluations: each kind of GPU over every cell, then each CUDA and ROCm column
+    over its own classes; with the layout to read them back."""
+    jobs: list[Job] = []
+    layout: list[Any] = []
+    for platform in PLATFORMS:
+        tags = candidates[platform]
+        cells = _ordered_cells(matrix, set().union(*tags.values()) if tags else set())
+        cover = _cover(tags, set(cells))
+        for kind, gpu in (("none", GpuChoice("none")),
+                          ("nvidia", GpuChoice("nvidia", cc="08.00a", driver="0999")),
+                          ("amd", GpuChoice("amd", gfx="gfx90a"))):
+            layout.append(("fixed", platform, kind, len(cover)))
+            jobs.extend(Job(platform, py, gpu, column="*") for py in cover)
+        by_name: dict[str, list[tuple[str, str]]] = {}
+        for cell in cells:
+            if variant_kind(cell[1]) in ("cuda", "rocm"):
+                by_name.setdefault(cell[1], []).append(cell)
+        for name, column_cells in by_name.items():
+            facts: WindowFacts = facts_of(matrix, platform, column_cells)
+            classes = Classes.of(matrix, facts, names)
+            column_cover = _cover(tags, set(column_cells))
+            kind = "nvidia" if variant_kind(name) == "cuda" else "amd"
+            slots = [gpu for gpu in classes.slots() if gpu.kind == kind]
+            layout.append(("column", _Column(platform, name, tuple(column_cells), classes,
+                                             tuple(column_cover)), len(slots)))
+            jobs.extend(Job(platform, py, gpu, column=name)
+                        for gpu in slots for py in column_cover)
+    return jobs, layout
+
+
+def _ordered_cells(matrix: Matrix, cells: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    order = {r.torch: i for i, r in enumerate(matrix.releases)}
+    return sorted(cells, key=lambda c: (order[c[0]], c[1]))
+
+
+def _grid(matrix: Matrix, layout: list[Any], results: Sequence[_Result],
+          candidates: dict[str, dict[str, set[tuple[str, str]]]],
+          verdicts: _Verdicts) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    position = 0
+
+    def merged(count: int) -> dict[tuple[str, str], Verdict | None]:
+        nonlocal position
+        found: dict[tuple[str, str], Verdict | None] = {}
+        for result in results[position:position + count]:
+            assert isinstance(result, dict)
+            for cell, verdict in result.items():
+                if found.get(cell) is None:  # rule 1 under one tag of the cover, not another
+                    found[cell] = verdict
+        position += count
+        return found
+
+    for item in layout:
+        if item[0] == "fixed":
+            _, platform, kind, count = item
+            grid = out.setdefault(platform, _grid_platform(matrix, platform,
+                                                           candidates[platform], verdicts))
+            found = merged(count)
+            own = {"nvidia": "cuda", "amd": "rocm"}.get(kind)  # those cells are columns
+            grid["fixed"][kind] = [-1 if variant_kind(c[1]) == own
+                                   else verdicts.add(found.get((c[0], c[1])))
+                                   for c in grid["cells"]]
+        else:
+            _, column, slots = item
+            assert isinstance(column, _Column)
+            grid = out[column.platform]
+            rows: dict[tuple[int, ...], int] = {}
+            slot_rows: list[int] = []
+            for _ in range(slots):
+                found = merged(len(column.cover))
+                row = tuple(verdicts.add(found.get(c)) for c in column.cells)
+                slot_rows.append(rows.setdefault(row, len(rows)))
+            index = {tuple(c): i for i, c in enumerate(grid["cells"])}
+            grid["columns"][column.name] = {
+                **column.classes.to_json(),
+                "cells": [index[c] for c in column.cells],
+                "rows": [list(r) for r in rows],
+                "slots": slot_rows,
+            }
+    return out
+
+
+def _grid_platform(matrix: Matrix, platform: str, tags: dict[str, set[tuple[str, str]]],
+                   verdicts: _Verdicts) -> dict[str, Any]:
+    """The cells of a platform and, per Python tag, the cells rule 1 rejects with the reason."""
+    cells = _ordered_cells(matrix, set().union(*tags.values()) if tags else set())
+    index = {c: i for i, c in enumerate(cells)}
+    wheel: dict[str, list[int]] = {}
+    for python in tags:
+        host = page_host(platform, python, GpuChoice("none"))
+        _, rejected = evaluate(Request(), host, matrix)
+        row = [-1] * len(cells)
+        for r in rejected:
+            if r.category in RULE1 and (r.torch, r.variant) in index:
+                evidence = _rejected_evidence(matrix, platform, r.torch, r.variant, r.category)
+                row[index[(r.torch, r.variant)]] = verdicts.add(("no", evidence, r.reason))
+        wheel[python] = row
+    return {"cells": [list(c) for c in cells], "wheel": wheel, "fixed": {}, "columns": {}}

@@ -1,0 +1,61 @@
+"""``torchenv matrix html``: the command that writes the page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tests.conftest import run_cli
+
+from torchenv.cli.matrix_html import NEWEST, _specifiers
+from torchenv.errors import BadInput
+from torchenv.explorer.page import MAX_PAGE_BYTES
+from torchenv.matrix.model import Matrix
+
+
+def test_writes_one_page_and_says_what_it_wrote(matrix: Matrix, tmp_path: Path) -> None:
+    out = tmp_path / "explorer.html"
+    result = run_cli(["matrix", "html", "-o", str(out), "--specifiers", "none", "--json"],
+                     timeout=300)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    html = out.read_text(encoding="utf-8")
+    assert summary["written"] == str(out)
+    assert summary["bytes"] == len(html.encode("utf-8")) <= MAX_PAGE_BYTES
+    assert summary["matrix_version"] == matrix.matrix_version
+    assert summary["specifiers"] == []
+    assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
+
+    again = run_cli(["matrix", "html", "-o", str(out), "--specifiers", "none"])
+    assert again.returncode == 2
+    assert "already exists" in again.stderr and "--force" in again.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--specifiers", "9.9"], "no torch 9.9 release"),
+    (["--specifiers", "2.x"], "is not a torch series"),
+    (["--jobs", "0"], "--jobs"),
+])
+def test_bad_values_are_named(tmp_path: Path, args: list[str], message: str) -> None:
+    result = run_cli(["matrix", "html", "-o", str(tmp_path / "x.html"), *args])
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_json_needs_a_file(tmp_path: Path) -> None:
+    result = run_cli(["matrix", "html", "-o", "-", "--json"])
+    assert result.returncode == 2 and "--json needs -o FILE" in result.stderr
+
+
+def test_the_default_series_are_the_newest(matrix: Matrix) -> None:
+    known = {r.minor for r in matrix.releases}
+    chosen = _specifiers(None, known)
+    assert chosen is not None and len(chosen) == min(NEWEST, len(known))
+    newest = sorted(known, key=lambda m: tuple(int(p) for p in m.split(".")))[-NEWEST:]
+    assert sorted(chosen) == sorted(newest)
+    assert _specifiers("all", known) is None
+    assert _specifiers("none", known) == []
+    with pytest.raises(BadInput):
+        _specifiers("2.7,x", known)
