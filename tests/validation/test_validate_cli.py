@@ -291,3 +291,19 @@ def test_a_plain_failure_keeps_the_same_child(tmp_path: Path) -> None:
     proc = run_cli("validate", "--json", env={"TORCHENV_VALIDATE_EXTRA_CHECKS": str(plant)})
     assert proc.returncode == 1
     assert (tmp_path / "a").read_text() == (tmp_path / "b").read_text()
+
+
+def test_only_runs_the_named_checks_and_reports_a_name_that_matched_nothing() -> None:
+    proc = run_cli("validate", "--json", "--only", "matmul, amp,no_such_check")
+    assert proc.returncode == 0, proc.stderr
+    checks = by_name(load(proc.stdout))
+    assert set(checks) == {"import_torch", "device_count", "matmul", "amp", "no_such_check"}
+    assert checks["matmul"]["status"] == "pass"
+    assert checks["no_such_check"]["status"] == "skip"
+    assert "no check of this name ran" in checks["no_such_check"]["reason"]
+
+
+def test_only_with_no_name_is_bad_input() -> None:
+    proc = run_cli("validate", "--only", " , ")
+    assert proc.returncode == 2
+    assert "--only: ' , ' names no check" in proc.stderr

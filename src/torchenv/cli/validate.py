@@ -30,6 +30,11 @@ def register(sub: Any) -> None:
                    help="the interpreter to validate (default: this one)")
     add_json_flag(p)
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report to FILE")
+    p.add_argument("--only", metavar="NAMES", default=None,
+                   help="run only these checks, comma-separated (e.g. matmul,nccl_allreduce; "
+                        "'health' selects every node-health check); import_torch and "
+                        "device_count always run; a name that matches nothing is reported as "
+                        "a skip")
     p.add_argument("--timeout", metavar="S", type=float, default=None,
                    help="seconds each check may take (default: each check's own budget)")
     g = p.add_argument_group("multi-node collectives (passed to torchrun)")
@@ -64,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     options = ValidationOptions(
         python=args.python or sys.executable, level=args.level, timeout=args.timeout,
         nnodes=args.nnodes, node_rank=args.node_rank, rdzv_endpoint=args.rdzv_endpoint,
-        nproc_per_node=args.nproc_per_node, host=host,
+        nproc_per_node=args.nproc_per_node, host=host, only=_only(args.only),
         peak_lookup=_catalog_peak if args.level == "full" else None)
     with _Progress() as progress:
         report = validate(options, progress=progress.update)
@@ -85,6 +90,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 _MAX_TIMEOUT = 86400.0
+
+
+def _only(value: Optional[str]) -> Optional[frozenset[str]]:
+    if value is None:
+        return None
+    names = frozenset(n.strip() for n in value.split(",") if n.strip())
+    if not names:
+        raise BadInput(f"--only: {value!r} names no check",
+                       hint="give check names separated by commas, e.g. --only matmul,amp")
+    return names
 
 
 def _check_writable(path: str) -> None:

@@ -92,6 +92,16 @@ class ValidationOptions:
     """GPU name → expected peaks (``fp16_tflops``, ``bf16_tflops``, ``memory_bandwidth_gbs``)."""
     host: Optional[GpuHost] = None
     """Detection's view of the NVIDIA GPUs; handed to the child and compared with torch's."""
+    only: Optional[frozenset[str]] = None
+    """Run only these checks (``matmul`` also selects ``matmul[cuda:1]``; ``health`` selects
+    every node-health check); import_torch and device_count always run."""
+
+    def selects(self, name: str) -> bool:
+        if self.only is None:
+            return True
+        base = name.split("[", 1)[0]
+        return (name in self.only or base in self.only
+                or (base.startswith("health_") and "health" in self.only))
 
 
 class _ChildGone(Exception):
@@ -217,16 +227,21 @@ def validate(options: ValidationOptions,
     try:
         env = _child_env(options, scratch)
         torch_version, results = _run_probe(options, env, scratch, notify)
-        if options.level == "full" and torch_version is not None:
+        probe_names = {r.name.split("[", 1)[0] for r in results}
+        if options.level == "full" and torch_version is not None and _wants_collectives(
+                options, probe_names):
             hello = _hello_metrics(results)
-            results += _run_collectives(
+            results += [r for r in _run_collectives(
                 options, env, scratch, notify, cuda_devices=int(hello.get("cuda_devices", 0)),
-                nccl_available=bool(hello.get("nccl_available", True)))
-        if options.level == "full":  # the node's health needs NVML, not torch
-            notify(("start", "node health"))
+                nccl_available=bool(hello.get("nccl_available", True))) if options.selects(r.name)]
+        if options.level == "full" and (options.only is None or any(
+                n == "health" or n.startswith("health_") for n in options.only)):
+            notify(("start", "node health"))  # the node's health needs NVML, not torch
             for r in node_health(env):
-                results.append(r)
-                notify(("result", r))
+                if options.selects(r.name):
+                    results.append(r)
+                    notify(("result", r))
+        results += _unmatched(options, results)
         results = [_with_peak(r, options.peak_lookup) for r in results]
     finally:
         reap_children()  # nothing of this run may outlive it, even when it is interrupted
@@ -240,6 +255,26 @@ def _interpreter_path(python: str) -> str:
     if os.sep in python or (os.altsep and os.altsep in python):
         return os.path.abspath(python)
     return shutil.which(python) or python
+
+
+def _wants_collectives(options: ValidationOptions, probe_names: set[str]) -> bool:
+    """Whether ``--only`` leaves any collective to run: a collective's name, or a name no probe
+    check has (an extra collective is only known once its ranks report)."""
+    if options.only is None:
+        return True
+    return any(n in _COLLECTIVE_NAMES or (n not in probe_names and not n.startswith("health"))
+               for n in options.only)
+
+
+def _unmatched(options: ValidationOptions, results: Sequence[CheckResult]) -> list[CheckResult]:
+    """A skip for each ``--only`` name that matched no check, so a typo is not a silent pass."""
+    if options.only is None:
+        return []
+    seen = {r.name for r in results} | {r.name.split("[", 1)[0] for r in results}
+    seen |= {"health"} if any(r.name.startswith("health_") for r in results) else set()
+    return [CheckResult(name=n, status="skip", reason="no check of this name ran here "
+                        f"(level {options.level}); 'torchenv validate --json' lists the names")
+            for n in sorted(options.only - seen)]
 
 
 def _hello_metrics(results: Sequence[CheckResult]) -> Mapping[str, Any]:
@@ -320,7 +355,8 @@ def _run_probe(options: ValidationOptions, env: Mapping[str, str], scratch: Path
     levels = {"quick"} if options.level == "quick" else {"quick", "full"}
     try:
         torch_version = str(hello["torch"])
-        entries = [e for e in hello["checks"] if e["level"] in levels]
+        entries = [e for e in hello["checks"] if e["level"] in levels
+                   and options.selects(str(e["name"]))]
         for e in entries:
             str(e["name"]), str(e["device"]), bool(e["required"]), float(e["timeout"])
     except (KeyError, TypeError, ValueError) as exc:
@@ -334,7 +370,7 @@ def _run_probe(options: ValidationOptions, env: Mapping[str, str], scratch: Path
     names = ["import_torch"] + (["device_count"] if options.host else []) \
         + [e["name"] for e in entries]
     if options.level == "full":
-        names += [name for name, _, _ in COLLECTIVE_CHECKS]
+        names += [name for name, _, _ in COLLECTIVE_CHECKS if options.selects(name)]
     notify(("plan", names))
     results = [CheckResult(
         name="import_torch", status="pass", seconds=float(hello.get("import_seconds") or 0.0),
