@@ -14,8 +14,13 @@ STATUSES = {"pass", "fail", "skip"}
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300
             ) -> subprocess.CompletedProcess[str]:
+    """The CLI in a child, hermetic against this machine's NVIDIA driver even when called from a
+    module-scoped fixture (which runs before the per-test environment fixture)."""
+    from hermetic import hermetic
+
     full_env = dict(os.environ)
     full_env.update(env or {})
+    hermetic(full_env)
     return subprocess.run([sys.executable, "-m", "torchenv", *args], capture_output=True,
                           text=True, env=full_env, timeout=timeout, check=False)
 
