@@ -8,9 +8,9 @@ uninterruptible driver call) is given up on rather than waited for.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,7 +33,7 @@ _DRAIN = 2.0
 """Seconds to wait for a killed child's pipes to close (a descendant may hold them)."""
 
 _LIVE: set[Any] = set()
-_LIVE_LOCK = threading.Lock()
+_LIVE_LOCK = _thread.allocate_lock()  # threading itself is imported only to spawn
 
 
 def _register(proc: Any) -> None:
@@ -237,6 +237,8 @@ class _Reader:
         self.data = bytearray()
         self.overflow = False
         self._proc, self._stream, self._cap, self._on_output = proc, stream, cap, on_output
+        import threading
+
         self.thread = threading.Thread(target=self._run, daemon=True,
                                        name=f"torchenv-{name}-reader")
         self.thread.start()

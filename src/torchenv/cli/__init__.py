@@ -157,25 +157,27 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 
 def _catch_sigterm() -> object:
-    import signal
-    import threading
+    # _signal, not signal: the latter builds an enum of every signal (about 1 ms per start);
+    # outside the main thread setting a handler raises ValueError and nothing is caught
+    import importlib
 
-    if threading.current_thread() is not threading.main_thread():
-        return None
+    signals: Any = importlib.import_module("_signal")
     try:
-        return signal.signal(signal.SIGTERM, _on_sigterm)
+        return signals.signal(signals.SIGTERM, _on_sigterm)
     except (ValueError, OSError):
         return None
 
 
 def _restore_sigterm(previous: object) -> None:
-    import contextlib
-    import signal
+    import importlib
 
     if previous is None:
         return
-    with contextlib.suppress(ValueError, OSError, TypeError):
-        signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
+    signals: Any = importlib.import_module("_signal")
+    try:
+        signals.signal(signals.SIGTERM, previous)
+    except (ValueError, OSError, TypeError):
+        return
 
 
 def _report(message: str, hint: str | None) -> None:

@@ -31,11 +31,10 @@ deadline.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Generic, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Generic, Optional, TypeVar, Union
 
 from torchenv.detection._platform import current_platform, probe_platform
 from torchenv.detection.overrides import Overrides
@@ -50,6 +49,9 @@ from torchenv.detection.profile import (
     XpuInfo,
 )
 from torchenv.errors import BadInput
+
+if TYPE_CHECKING:
+    from threading import Thread
 
 __all__ = ["DEFAULT_TIMEOUT", "apply_overrides", "current_platform", "detect", "probe_timeout"]
 
@@ -225,10 +227,12 @@ class _Job(Generic[T]):
         self.result: Optional[T] = None
         self.error: Optional[BaseException] = None
         self._fn = fn
-        self._thread: Optional[threading.Thread] = None
+        self._thread: Optional[Thread] = None
         if not background:  # run now, in this thread; join only merges
             self._run()
             return
+        import threading  # only for a probe that waits on a child
+
         self._thread = threading.Thread(target=self._run, name=f"torchenv-probe-{name}",
                                         daemon=True)
         self._thread.start()
