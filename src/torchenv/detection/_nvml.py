@@ -139,27 +139,39 @@ def probe_nvml_bounded(*, wsl: bool = False, timeout: float = 5.0,
             return NvmlResult(ok=False, warnings=(loaded,))
     elif not _library_available(wsl):
         return NvmlResult(ok=False)  # no driver library: nothing can hang, no thread needed
+    done, result = call_bounded(_query_nvml, timeout, name="torchenv-nvml")
+    if done and result is not None:
+        return result
+    return NvmlResult(ok=False, warnings=(
+        f"NVML did not answer within {timeout:g} s (a hung driver?); falling back to "
+        "/proc and nvidia-smi",))
+
+
+def call_bounded(fn: Callable[[], T], timeout: float, *, name: str
+                 ) -> tuple[bool, Optional[T]]:
+    """(True, ``fn()``) when it returns within ``timeout`` seconds, else (False, None).
+
+    NVML runs in-process and a wedged driver can block a call for minutes, so the call runs in
+    a daemon thread that is abandoned when it does not return in time. What ``fn`` raises is
+    raised here, in the caller's thread.
+    """
     import threading
 
-    box: list[NvmlResult] = []
+    box: list[T] = []
     failure: list[BaseException] = []
 
     def work() -> None:
         try:
-            box.append(_query_nvml())
+            box.append(fn())
         except BaseException as exc:  # handed to the caller below
             failure.append(exc)
 
-    worker = threading.Thread(target=work, name="torchenv-nvml", daemon=True)
+    worker = threading.Thread(target=work, name=name, daemon=True)
     worker.start()
     worker.join(timeout)  # a hung call is left behind in its daemon thread
     if failure:
         raise failure[0]
-    if box:
-        return box[0]
-    return NvmlResult(ok=False, warnings=(
-        f"NVML did not answer within {timeout:g} s (a hung driver?); falling back to "
-        "/proc and nvidia-smi",))
+    return (True, box[0]) if box else (False, None)
 
 
 def _load_explicit(path: str) -> Optional[str]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from torchenv.detection._nvml import (
     NVML_ERROR_NOT_SUPPORTED,
     _library_available,
     _load_explicit,
+    call_bounded,
     describe_init_error,
     nvml_library_setting,
 )
@@ -717,22 +717,10 @@ def read_gpus(environ: Optional[Mapping[str, str]] = None, *,
     import pynvml
 
     gpus: list[GpuHealth] = []
-    outcome: list[Optional[str]] = []
-    failure: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            outcome.append(_read_all(pynvml, gpus))
-        except BaseException as exc:  # handed to the caller below
-            failure.append(exc)
-
-    worker = threading.Thread(target=work, name="torchenv-health", daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if failure:
-        raise failure[0]
-    if outcome:
-        return list(gpus), outcome[0]
+    done, outcome = call_bounded(lambda: _read_all(pynvml, gpus), timeout,
+                                 name="torchenv-health")
+    if done:
+        return list(gpus), outcome
     read = list(gpus)
     return read, (f"unknown: NVML did not answer within {timeout:g} s (a hung driver?); "
                   + (f"{len(read)} GPUs were read before it stopped" if read
