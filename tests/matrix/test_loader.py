@@ -12,9 +12,12 @@ import yaml
 
 from torchenv.errors import MatrixError
 from torchenv.matrix.loader import (
+    BUILT_FILE,
     CACHE_FILE,
     DATA_DIR,
+    build_built_cache,
     build_cache,
+    load_built_matrix,
     load_embedded_documents,
     load_matrix,
     merge_overlay,
@@ -39,6 +42,54 @@ def test_cache_matches_the_yaml() -> None:
     assert shipped == build_cache(), "run 'torchenv matrix check --write-cache'"
     _, used_cache = load_embedded_documents()
     assert used_cache
+
+
+def test_the_built_cache_holds_the_matrix_the_yaml_builds(documents: dict[str, Any]) -> None:
+    built = load_built_matrix()
+    assert built is not None, "run 'torchenv matrix check --write-cache'"
+    assert built == build_matrix(documents, origin=ORIGIN)
+    assert load_matrix(overlay=False) == built
+
+
+def _copy_data(tmp_path: Path) -> Path:
+    for f in DATA_DIR.iterdir():
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    return tmp_path
+
+
+def test_a_built_cache_for_other_yaml_is_not_used(tmp_path: Path) -> None:
+    data = _copy_data(tmp_path)
+    gpus = data / "gpus.yaml"
+    gpus.write_text(gpus.read_text() + "\n# edited\n")
+    assert load_built_matrix(data) is None
+    assert load_matrix(overlay=False, data_dir=data) == load_matrix(overlay=False)
+
+
+def test_a_built_cache_from_other_code_is_not_used(tmp_path: Path) -> None:
+    data = _copy_data(tmp_path)
+    shipped = BUILT_FILE.read_bytes()
+    # the second header line is the fingerprint of the code that built the matrix
+    magic, digest, code, rest = shipped.split(b"\n", 3)
+    other = code.replace(b"matrix/model.py:", b"matrix/model.py:1")
+    (data / BUILT_FILE.name).write_bytes(b"\n".join((magic, digest, other, rest)))
+    assert load_built_matrix(data) is None
+
+
+def test_a_damaged_built_cache_is_a_miss_not_an_error(tmp_path: Path) -> None:
+    data = _copy_data(tmp_path)
+    shipped = BUILT_FILE.read_bytes()
+    (data / BUILT_FILE.name).write_bytes(shipped[: len(shipped) // 2])
+    assert load_built_matrix(data) is None
+    assert load_matrix(overlay=False, data_dir=data).releases
+    (data / BUILT_FILE.name).unlink()
+    assert load_built_matrix(data) is None
+
+
+def test_build_built_cache_round_trips(tmp_path: Path) -> None:
+    data = _copy_data(tmp_path)
+    raw, matrix = build_built_cache(data)
+    (data / BUILT_FILE.name).write_bytes(raw)
+    assert load_built_matrix(data) == matrix
 
 
 def test_a_stale_cache_is_ignored(tmp_path: Path) -> None:

@@ -1,10 +1,17 @@
-"""Load the matrix: embedded YAML (through a verified JSON cache), plus the user overlay.
+"""Load the matrix: embedded YAML (through verified caches), plus the user overlay.
 
 The embedded data is five YAML files. Parsing YAML costs more than the rest of a ``resolve``,
-so the package ships ``cache.json``: the parsed documents with a fingerprint of the YAML bytes
-(size and CRC-32 per file). The cache is used only when that fingerprint matches the YAML on
-disk, otherwise the YAML is parsed. Either way the documents pass the same validation before the
-model is built.
+and validating the documents and applying the inference rules costs nearly as much again, so
+the package ships two caches, both written by ``torchenv matrix check --write-cache``:
+
+* ``cache.json``: the parsed documents with a fingerprint of the YAML bytes (size and CRC-32 per
+  file), used only when that fingerprint matches the YAML on disk, otherwise the YAML is parsed.
+  Either way the documents pass the same validation before the model is built.
+* ``matrix.pickle``: the built model itself (validated, inference applied), headed by the same
+  YAML fingerprint and a fingerprint of the code that builds the model (:func:`code_digest`).
+  It is used only when both match, so an edit to the data or to the rules is never served from
+  a stale cache; otherwise, or when it cannot be read, the matrix is built as above. Loading it
+  costs a small fraction of building it.
 """
 
 from __future__ import annotations
@@ -26,9 +33,12 @@ __all__ = [
     "DATA_FILES",
     "MAX_YAML_DEPTH",
     "MAX_YAML_NODES",
+    "build_built_cache",
     "build_cache",
+    "code_digest",
     "default_overlay_path",
     "embedded_digest",
+    "load_built_matrix",
     "load_embedded_documents",
     "load_matrix",
     "merge_overlay",
@@ -39,6 +49,13 @@ __all__ = [
 DATA_DIR = Path(__file__).parent / "data"
 DATA_FILES = ("releases.yaml", "variants.yaml", "cuda.yaml", "rocm.yaml", "gpus.yaml")
 CACHE_FILE = DATA_DIR / "cache.json"
+BUILT_FILE = DATA_DIR / "matrix.pickle"
+
+_BUILT_MAGIC = b"torchenv built matrix 1\n"
+# the modules whose code decides what build_matrix makes of the documents (paths relative to
+# the package); the built cache is refused when any of them differs from what built it
+_BUILD_CODE = ("_record.py", "errors.py", "matrix/model.py", "matrix/validate.py",
+               "matrix/inference.py", "matrix/loader.py")
 
 # overlay list key -> (the embedded file it extends, the fields that identify an entry)
 _OVERLAY_KEYS = {
@@ -175,15 +192,66 @@ def embedded_digest(data_dir: Path = DATA_DIR) -> str:
     return ";".join(parts)
 
 
+def code_digest() -> str:
+    """A fingerprint of the code that builds the model: name, size and CRC-32 of each module."""
+    root = Path(__file__).parent.parent
+    parts = []
+    for rel in _BUILD_CODE:
+        data = (root / rel).read_bytes()
+        parts.append(f"{rel}:{len(data)}:{zlib.crc32(data):08x}")
+    return ";".join(parts)
+
+
+def _built_header(digest: str, code: str) -> bytes:
+    return _BUILT_MAGIC + digest.encode() + b"\n" + code.encode() + b"\n"
+
+
+def build_built_cache(data_dir: Path = DATA_DIR) -> tuple[bytes, Matrix]:
+    """The ``matrix.pickle`` bytes for the YAML in ``data_dir`` and the matrix they hold."""
+    import pickle
+
+    documents = {name: read_yaml(data_dir / name) for name in DATA_FILES}
+    matrix = build_matrix(documents, origin=_origins(data_dir))
+    header = _built_header(embedded_digest(data_dir), code_digest())
+    return header + pickle.dumps(matrix, protocol=4), matrix
+
+
+def load_built_matrix(data_dir: Path = DATA_DIR, *, digest: str | None = None) -> Matrix | None:
+    """The built matrix from ``matrix.pickle`` when its fingerprints match the YAML in
+    ``data_dir`` (``digest``: :func:`embedded_digest`, when the caller has it) and this code;
+    None when they do not, or when the file is missing or cannot be read."""
+    try:
+        raw = (data_dir / BUILT_FILE.name).read_bytes()
+        header = _built_header(embedded_digest(data_dir) if digest is None else digest,
+                               code_digest())
+    except OSError:
+        return None
+    if not raw.startswith(header):
+        return None
+    try:
+        from _pickle import loads  # the C unpickler; pickle.py costs far more to import
+    except ImportError:  # pragma: no cover - interpreters without the C accelerator
+        from pickle import loads
+    try:
+        matrix = loads(memoryview(raw)[len(header):])
+    except Exception:  # a damaged cache is a cache miss: the matrix is built instead
+        return None
+    return matrix if isinstance(matrix, Matrix) else None
+
+
 def build_cache(data_dir: Path = DATA_DIR) -> dict[str, Any]:
     """The cache document for the YAML in ``data_dir`` (``matrix check --write-cache``)."""
     docs = {name: read_yaml(data_dir / name) for name in DATA_FILES}
     return {"digest": embedded_digest(data_dir), "documents": docs}
 
 
-def load_embedded_documents(data_dir: Path = DATA_DIR) -> tuple[dict[str, Any], bool]:
-    """The parsed embedded documents and whether the verified cache supplied them."""
-    digest = embedded_digest(data_dir)
+def load_embedded_documents(
+    data_dir: Path = DATA_DIR, *, digest: str | None = None
+) -> tuple[dict[str, Any], bool]:
+    """The parsed embedded documents and whether the verified cache supplied them
+    (``digest``: :func:`embedded_digest` of ``data_dir``, when the caller has it)."""
+    if digest is None:
+        digest = embedded_digest(data_dir)
     cache_path = data_dir / "cache.json"
     try:
         cache = json.loads(cache_path.read_bytes())
@@ -248,7 +316,6 @@ def load_matrix(
     ``False``/``None`` ignores overlays. A broken overlay is recorded in ``Matrix.overlay_error``
     and ignored; a broken embedded matrix raises :class:`MatrixError`.
     """
-    documents, _ = load_embedded_documents(data_dir)
     overlay_path: Path | None
     if overlay is True:
         if overlay_disabled(os.environ):
@@ -262,17 +329,29 @@ def load_matrix(
     else:
         overlay_path = None
 
-    if overlay_path is not None:
-        try:
-            overlay_doc = read_yaml(overlay_path)
-            if not isinstance(overlay_doc, dict):
-                raise MatrixError(f"{overlay_path}: expected a mapping at the top level")
-            merged = merge_overlay(documents, overlay_doc)
-            matrix = build_matrix(merged, origin=_origins(data_dir))
-        except MatrixError as exc:
-            base = build_matrix(documents, origin=_origins(data_dir))
-            return _with(base, overlay=str(overlay_path), overlay_error=exc.message)
-        return _with(matrix, overlay=str(overlay_path), overlay_error=None)
+    if overlay_path is None:
+        return _embedded_matrix(data_dir)
+    documents, _ = load_embedded_documents(data_dir)
+    try:
+        overlay_doc = read_yaml(overlay_path)
+        if not isinstance(overlay_doc, dict):
+            raise MatrixError(f"{overlay_path}: expected a mapping at the top level")
+        merged = merge_overlay(documents, overlay_doc)
+        matrix = build_matrix(merged, origin=_origins(data_dir))
+    except MatrixError as exc:
+        base = _embedded_matrix(data_dir, documents)
+        return _with(base, overlay=str(overlay_path), overlay_error=exc.message)
+    return _with(matrix, overlay=str(overlay_path), overlay_error=None)
+
+
+def _embedded_matrix(data_dir: Path, documents: dict[str, Any] | None = None) -> Matrix:
+    """The embedded matrix alone: from the built cache when it is current, else built."""
+    digest = embedded_digest(data_dir)
+    built = load_built_matrix(data_dir, digest=digest)
+    if built is not None:
+        return built
+    if documents is None:
+        documents, _ = load_embedded_documents(data_dir, digest=digest)
     return build_matrix(documents, origin=_origins(data_dir))
 
 
