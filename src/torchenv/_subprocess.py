@@ -156,8 +156,18 @@ def run_process(
     most ``max_output`` bytes: a child that prints more (an nvidia-smi printing forever) is
     killed and the result says so. ``on_output(stream, chunk)`` sees every chunk as it arrives
     (``stream`` is ``"stdout"`` or ``"stderr"``), for showing progress live; it runs in a reader
-    thread.
+    thread, or in the calling thread where the child is spawned directly (below).
+
+    On Linux and macOS, with no ``cwd``, the child is started with ``os.posix_spawn`` and its
+    pipes are read with ``poll`` in the calling thread: the same contract without importing
+    :mod:`subprocess`, :mod:`signal` and :mod:`threading` or starting reader threads, which
+    cost more than the child itself on the detection path (one nvidia-smi call).
     """
+    if cwd is None and _can_spawn():
+        spawned = _run_spawned(argv, timeout=timeout, env=env, max_output=max_output,
+                               on_output=on_output)
+        if spawned is not None:
+            return spawned
     import subprocess  # imported here: most commands never start a child
 
     start = time.monotonic()
@@ -209,6 +219,169 @@ def run_process(
         return ProcessResult(tuple(argv), None, out, err, time.monotonic() - start,
                              error=f"{argv[0]} printed more than {max_output >> 20} MiB on "
                                    f"{flooded.name} and was stopped")
+    return ProcessResult(tuple(argv), None if timed_out else proc.returncode, out, err,
+                         time.monotonic() - start, timed_out=timed_out)
+
+
+def _can_spawn() -> bool:
+    import sys
+
+    return (os.name == "posix" and hasattr(os, "posix_spawn") and hasattr(os, "POSIX_SPAWN_DUP2")
+            and sys.platform != "cygwin")
+
+
+def _which(program: str, env: Mapping[str, str] | None) -> str:
+    """The file :func:`os.execvpe` would run for ``program`` in ``env`` (its PATH, as
+    :mod:`subprocess` searches it); OSError(ENOENT) naming ``program`` when there is none."""
+    import errno
+
+    if "/" in program:
+        candidates = [program]
+    else:
+        candidates = [os.path.join(d, program) for d in os.get_exec_path(env)]
+    denied = False
+    for path in candidates:
+        if os.path.isfile(path):
+            if os.access(path, os.X_OK):
+                return path
+            denied = True
+    code = errno.EACCES if denied else errno.ENOENT
+    raise OSError(code, os.strerror(code), program)
+
+
+class _Spawned:
+    """A child started by ``posix_spawn``: the part of :class:`subprocess.Popen` that
+    :func:`reap_children` and :func:`_kill_group` use."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: Optional[int] = None
+
+    def poll(self) -> Optional[int]:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: nothing to wait for
+                self.returncode = -1
+                return self.returncode
+            if pid == self.pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float) -> Optional[int]:
+        """The exit status, or None when the child is still running after ``timeout``."""
+        end = time.monotonic() + timeout
+        pause = 0.0005
+        while self.poll() is None:
+            left = end - time.monotonic()
+            if left <= 0:
+                return None
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 0.05)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.poll() is None:  # never signal a pid that was reaped (it may be reused)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, _SIGKILL)
+
+
+_SIGKILL = 9
+"""SIGKILL, the same number on every POSIX system (the signal module costs an enum build)."""
+
+
+def _run_spawned(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    env: Mapping[str, str] | None,
+    max_output: int,
+    on_output: Optional[Callable[[str, bytes], None]],
+) -> Optional[ProcessResult]:
+    """:func:`run_process` through ``posix_spawn`` and ``poll``: same results, same bounds.
+    None when this system's ``posix_spawn`` cannot start a new session (the caller falls back
+    to :mod:`subprocess`)."""
+    import select
+
+    start = time.monotonic()
+    child_env = os.environ if env is None else env
+    try:
+        path = _which(argv[0], child_env)
+    except OSError as exc:
+        return ProcessResult(tuple(argv), None, "", "", time.monotonic() - start,
+                             error=f"cannot run {argv[0]}: {exc}")
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    try:
+        pid = os.posix_spawn(path, list(argv), child_env, file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, out_w, 1),
+            (os.POSIX_SPAWN_DUP2, err_w, 2),
+        ], setsid=True)
+    except (OSError, NotImplementedError) as exc:
+        for fd in (out_r, out_w, err_r, err_w):
+            os.close(fd)
+        if isinstance(exc, NotImplementedError):
+            return None
+        return ProcessResult(tuple(argv), None, "", "", time.monotonic() - start,
+                             error=f"cannot run {argv[0]}: {exc}")
+    os.close(out_w)
+    os.close(err_w)
+    proc = _Spawned(pid)
+    _register(proc)
+    names = {out_r: "stdout", err_r: "stderr"}
+    data = {out_r: bytearray(), err_r: bytearray()}
+    flooded: Optional[str] = None
+    timed_out = False
+    poller = select.poll()
+    for fd in names:
+        poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    open_fds = set(names)
+    deadline = start + timeout
+    exited_at: Optional[float] = None
+    try:
+        while open_fds:
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = proc.poll() is None
+                break
+            if exited_at is not None and now - exited_at >= _DRAIN:
+                break  # a descendant holds a pipe: its output is not waited for
+            for fd, _ in poller.poll(max(1, int(1000 * min(0.25, deadline - now)))):
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    poller.unregister(fd)
+                    open_fds.discard(fd)
+                    continue
+                if on_output is not None:
+                    on_output(names[fd], chunk)
+                kept = data[fd]
+                room = max_output - len(kept)
+                kept += chunk[:max(room, 0)]
+                if len(chunk) > room:
+                    flooded = names[fd]
+                    _kill_group(proc)
+                    poller.unregister(fd)
+                    open_fds.discard(fd)
+            if exited_at is None and open_fds and proc.poll() is not None:
+                exited_at = time.monotonic()
+        if not timed_out and proc.wait(max(0.0, deadline - time.monotonic())) is None:
+            timed_out = True
+    except BaseException:  # interrupted: the child must not outlive the command
+        _kill_group(proc)
+        raise
+    finally:
+        if proc.poll() is None:
+            _kill_group(proc)
+        proc.wait(_AFTER_KILL)
+        for fd in names:
+            os.close(fd)
+        _unregister(proc)
+    out, err = (bytes(data[fd]).decode("utf-8", "replace") for fd in (out_r, err_r))
+    if flooded is not None:
+        return ProcessResult(tuple(argv), None, out, err, time.monotonic() - start,
+                             error=f"{argv[0]} printed more than {max_output >> 20} MiB on "
+                                   f"{flooded} and was stopped")
     return ProcessResult(tuple(argv), None if timed_out else proc.returncode, out, err,
                          time.monotonic() - start, timed_out=timed_out)
 
@@ -404,12 +577,11 @@ def stop_process(proc: subprocess.Popen[bytes], *, grace: float = 2.0) -> Option
 
 
 def _kill_group(proc: Any) -> None:
-    import signal
-
     if os.name == "posix":
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, _SIGKILL)
             return
         except (ProcessLookupError, PermissionError):
             pass
-    proc.kill()
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()

@@ -26,7 +26,6 @@ from typing import Any
 
 from torchenv.errors import BadInput, MatrixError
 from torchenv.matrix.model import Matrix
-from torchenv.matrix.validate import build_matrix
 
 __all__ = [
     "DATA_DIR",
@@ -210,6 +209,8 @@ def build_built_cache(data_dir: Path = DATA_DIR) -> tuple[bytes, Matrix]:
     """The ``matrix.pickle`` bytes for the YAML in ``data_dir`` and the matrix they hold."""
     import pickle
 
+    from torchenv.matrix.validate import build_matrix
+
     documents = {name: read_yaml(data_dir / name) for name in DATA_FILES}
     matrix = build_matrix(documents, origin=_origins(data_dir))
     header = _built_header(embedded_digest(data_dir), code_digest())
@@ -331,6 +332,8 @@ def load_matrix(
 
     if overlay_path is None:
         return _embedded_matrix(data_dir)
+    from torchenv.matrix.validate import build_matrix  # the built cache spares most starts it
+
     documents, _ = load_embedded_documents(data_dir)
     try:
         overlay_doc = read_yaml(overlay_path)
@@ -350,6 +353,8 @@ def _embedded_matrix(data_dir: Path, documents: dict[str, Any] | None = None) ->
     built = load_built_matrix(data_dir, digest=digest)
     if built is not None:
         return built
+    from torchenv.matrix.validate import build_matrix
+
     if documents is None:
         documents, _ = load_embedded_documents(data_dir, digest=digest)
     return build_matrix(documents, origin=_origins(data_dir))
