@@ -52,26 +52,44 @@ _CUDA_RE = re.compile(r"^cu(\d{2,3})$")
 _ROCM_RE = re.compile(r"^rocm(\d+)\.(\d+)(?:\.(\d+))?$")
 
 
+# Answers for the few distinct names and versions one run meets, asked for hundreds of times by
+# every resolve (each candidate's variant, driver floors, compute capabilities).
+_KINDS: dict[str, VariantKind | None] = {}
+_CUDA_VERSIONS: dict[str, str | None] = {}
+_VERSION_TUPLES: dict[str, tuple[int, ...]] = {}
+
+
 def variant_kind(name: str) -> VariantKind | None:
     """The accelerator family of a variant name, or None when the name is not one torchenv knows."""
+    try:
+        return _KINDS[name]
+    except KeyError:
+        pass
+    kind: VariantKind | None = None
     if name == "cpu":
-        return "cpu"
-    if name == "xpu":
-        return "xpu"
-    if _CUDA_RE.match(name):
-        return "cuda"
-    if _ROCM_RE.match(name):
-        return "rocm"
-    return None
+        kind = "cpu"
+    elif name == "xpu":
+        kind = "xpu"
+    elif _CUDA_RE.match(name):
+        kind = "cuda"
+    elif _ROCM_RE.match(name):
+        kind = "rocm"
+    if len(_KINDS) < 4096:
+        _KINDS[name] = kind
+    return kind
 
 
 def cuda_version_of(name: str) -> str | None:
     """``cu128`` -> ``"12.8"``, ``cu118`` -> ``"11.8"``; None for non-CUDA variants."""
+    try:
+        return _CUDA_VERSIONS[name]
+    except KeyError:
+        pass
     m = _CUDA_RE.match(name)
-    if not m:
-        return None
-    digits = m.group(1)
-    return f"{digits[:-1]}.{digits[-1]}"
+    version = f"{m.group(1)[:-1]}.{m.group(1)[-1]}" if m else None
+    if len(_CUDA_VERSIONS) < 4096:
+        _CUDA_VERSIONS[name] = version
+    return version
 
 
 def parse_version_tuple(text: str) -> tuple[int, ...]:
@@ -79,7 +97,14 @@ def parse_version_tuple(text: str) -> tuple[int, ...]:
 
     Raises ValueError when a part is not a number.
     """
-    return tuple(int(part) for part in text.split("."))
+    try:
+        return _VERSION_TUPLES[text]
+    except KeyError:
+        pass
+    key = tuple(int(part) for part in text.split("."))
+    if len(_VERSION_TUPLES) < 65536:
+        _VERSION_TUPLES[text] = key
+    return key
 
 
 @record

@@ -30,6 +30,7 @@ from torchenv.matrix.model import Matrix, Release, Variant, cuda_version_of, par
 from torchenv.resolver.plan import Alternative, Plan, Rejection
 from torchenv.resolver.request import Request, torch_specifier
 from torchenv.resolver.rules import (
+    DriverVerdict,
     arch_range,
     check_cuda_arch,
     check_driver,
@@ -276,8 +277,12 @@ class _Verdict:
 
 
 def _check_cuda(request: Request, host: HostProfile, matrix: Matrix, kinds: set[str],
-                rel: Release, variant: Variant) -> _Verdict:
-    """Rules 2 and 3 for a CUDA variant: the driver floors, then the arch list with evidence."""
+                rel: Release, variant: Variant,
+                drivers: dict[str, DriverVerdict]) -> _Verdict:
+    """Rules 2 and 3 for a CUDA variant: the driver floors, then the arch list with evidence.
+
+    ``drivers`` keeps rule 2's verdict per CUDA version: within one evaluation it depends on
+    nothing else, and hundreds of candidates share a dozen CUDA versions."""
     cuda = variant.cuda_version
     assert cuda is not None
     if "cuda" not in kinds:
@@ -285,7 +290,9 @@ def _check_cuda(request: Request, host: HostProfile, matrix: Matrix, kinds: set[
             return _Verdict(warnings=(f"no NVIDIA GPU found: {variant.name} was asked for "
                                       "explicitly and will run on the CPU here",), full=False)
         return _Verdict("no NVIDIA GPU or driver", "no-gpu")
-    dv = check_driver(host, matrix, cuda)
+    dv = drivers.get(cuda)
+    if dv is None:
+        dv = drivers[cuda] = check_driver(host, matrix, cuda)
     if not dv.ok:
         return _Verdict(dv.reason or "driver too old", "driver")
     av = check_cuda_arch(host, matrix, rel, variant, jit_ok=dv.full)
@@ -343,6 +350,7 @@ def evaluate(
     platform = host.platform
     ok: list[Candidate] = []
     rejected: list[Rejection] = []
+    drivers: dict[str, DriverVerdict] = {}
 
     for rel in matrix.releases:
         if spec is not None and not spec.contains(rel.torch, prereleases=True):
@@ -367,7 +375,7 @@ def evaluate(
                 rejected.append(Rejection(rel.torch, variant.name, why, category))
                 continue
             if kind == "cuda":
-                verdict = _check_cuda(request, host, matrix, kinds, rel, variant)
+                verdict = _check_cuda(request, host, matrix, kinds, rel, variant, drivers)
             elif kind == "rocm":
                 verdict = _check_rocm(request, host, matrix, kinds, rel, variant)
             elif kind == "xpu":
