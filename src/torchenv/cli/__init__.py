@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Sequence
-from typing import Any, NoReturn
 
 from torchenv import __version__
-from torchenv.errors import BadInput, TorchenvError
+from torchenv.cli._args import RAW_DESCRIPTION, Spec, fast_parse
+from torchenv.errors import TorchenvError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = ["build_parser", "entry_point", "main"]
 
@@ -40,75 +44,30 @@ _MODULES = {
 }
 
 
-def _terminal_width() -> int:
-    import os
-
-    try:
-        columns = int(os.environ.get("COLUMNS", "0")) or os.get_terminal_size(2).columns
-    except (ValueError, OSError):
-        columns = 80
-    return max(columns - 2, 40)
-
-
-class _Formatter(argparse.HelpFormatter):
-    # argparse measures the terminal through shutil, whose import costs more than the rest of
-    # the parser setup; os answers the same question
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position,
-                         width if width is not None else _terminal_width())
-
-
-class _RawFormatter(argparse.RawDescriptionHelpFormatter, _Formatter):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors go through the one error boundary (exit 2)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        given = kwargs.get("formatter_class", argparse.HelpFormatter)
-        kwargs["formatter_class"] = (_RawFormatter
-                                     if issubclass(given, argparse.RawDescriptionHelpFormatter)
-                                     else _Formatter)
-        super().__init__(*args, **kwargs)
-        # the innermost (sub)command's defaults win, so a usage error names its own --help
-        self.set_defaults(_usage_prog=self.prog)
-
-    def error(self, message: str) -> NoReturn:
-        raise BadInput(message, hint=f"see '{self.prog} --help'")
-
-
-def _parse(parser: argparse.ArgumentParser, args: list[str]) -> argparse.Namespace:
-    """``parse_args``, with unrecognized arguments blamed on the subcommand that was given."""
-    namespace, extras = parser.parse_known_args(args)
-    if extras:
-        prog = getattr(namespace, "_usage_prog", parser.prog)
-        raise BadInput(f"unrecognized arguments: {' '.join(extras)}",
-                       hint=f"see '{prog} --help'")
-    return namespace
-
-
-def build_parser(prog: str | None = None, only: str | None = None) -> argparse.ArgumentParser:
-    """The full parser, or (``only``) one whose sole subcommands live in one CLI module.
+def build_spec(prog: str | None = None, only: str | None = None) -> Spec:
+    """The declared options of every command, or (``only``) of the commands of one CLI module.
 
     Registering a single module keeps the other commands' imports off the startup path.
     """
     import importlib
 
-    parser = _Parser(
-        prog=prog or "torchenv",
-        description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--version", action="version", version=f"torchenv {__version__}")
+    spec = Spec(prog or "torchenv", description=_DESCRIPTION, formatter_class=RAW_DESCRIPTION)
+    spec.add_argument("--version", action="version", version=f"torchenv {__version__}")
     # an explicit prog keeps argparse from building a HelpFormatter (and importing shutil)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog=parser.prog)
+    sub = spec.add_subparsers(dest="command", metavar="COMMAND", prog=spec.prog)
     sub.required = True
     names = [_MODULES[only]] if only in _MODULES else list(dict.fromkeys(_MODULES.values()))
     for name in names:
         importlib.import_module(f"torchenv.cli.{name}").register(sub)
-    return parser
+    return spec
+
+
+def build_parser(prog: str | None = None, only: str | None = None) -> argparse.ArgumentParser:
+    """The argparse parser of :func:`build_spec`: what parses, explains (--help) and refuses
+    every command line the fast reader leaves to it."""
+    from torchenv.cli._parser import argparse_parser
+
+    return argparse_parser(build_spec(prog, only))
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
@@ -122,8 +81,12 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     as_json = "--json" in args_list
     previous = _catch_sigterm()
     try:
-        parser = build_parser(prog, only=None if wants_help else first)
-        args = _parse(parser, args_list)
+        spec = build_spec(prog, only=None if wants_help else first)
+        args = fast_parse(spec, args_list)
+        if args is None:  # --help, a usage error, or a form only argparse reads
+            from torchenv.cli._parser import argparse_parser, parse
+
+            args = parse(argparse_parser(spec), args_list)
         status: int = args.func(args)
         return status
     except TorchenvError as exc:

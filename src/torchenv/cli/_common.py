@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -14,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from torchenv.errors import BadInput
 
 if TYPE_CHECKING:
+    import argparse
+
     from rich.console import Console
 
     from torchenv.detection.overrides import Overrides

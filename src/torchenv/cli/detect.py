@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchenv.cli._common import add_json_flag, add_target_flags, emit_json, host_from_args
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["register", "run"]
 

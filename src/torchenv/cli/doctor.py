@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchenv.cli._common import add_json_flag
 from torchenv.errors import BadInput
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["register", "run"]
 

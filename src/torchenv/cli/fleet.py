@@ -5,7 +5,6 @@ torchenv renders what the scheduler runs and reads what the nodes wrote; it laun
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
@@ -15,6 +14,8 @@ from torchenv.cli._common import add_json_flag, emit_json
 from torchenv.errors import BadInput
 
 if TYPE_CHECKING:
+    import argparse
+
     from torchenv.fleet.node import NodeRun
 
 __all__ = ["register"]

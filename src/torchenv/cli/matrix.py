@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchenv.cli._common import add_json_flag, emit_json
 from torchenv.errors import BadInput
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["register"]
 

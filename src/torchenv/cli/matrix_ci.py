@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from torchenv.errors import BadInput, Unsatisfiable
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["register", "run"]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -12,6 +11,8 @@ from torchenv.cli._common import emit_json
 from torchenv.errors import BadInput
 
 if TYPE_CHECKING:
+    import argparse
+
     from packaging.version import Version
 
 __all__ = ["register", "run"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -18,6 +17,8 @@ from torchenv.cli._common import (
 from torchenv.errors import BadInput, TorchenvError
 
 if TYPE_CHECKING:
+    import argparse
+
     from torchenv.detection.profile import HostProfile
     from torchenv.matrix.model import Matrix
     from torchenv.resolver.plan import Plan

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -10,6 +9,8 @@ from torchenv.cli._common import add_json_flag
 from torchenv.errors import BadInput
 
 if TYPE_CHECKING:
+    import argparse
+
     from torchenv.validation.host import GpuHost
     from torchenv.validation.report import Report
     from torchenv.validation.runner import Peak, ProgressEvent
