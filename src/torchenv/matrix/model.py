@@ -13,6 +13,7 @@ from typing import Any, Literal, Optional
 from torchenv._record import field, record
 
 __all__ = [
+    "ARCH_RE",
     "EVIDENCE_CLASSES",
     "PLATFORMS",
     "AmdGpu",
@@ -48,6 +49,8 @@ EVIDENCE_CLASSES: tuple[str, ...] = ("confirmed", "inferred", "unknown")
 """How a fact is known: ``confirmed`` by a primary source for that exact build, ``inferred`` by a
 named rule of :mod:`torchenv.matrix.inference` from confirmed facts, or ``unknown``."""
 
+ARCH_RE = re.compile(r"^(\d{1,2})\.(\d)([af]?)(\+PTX)?$")
+"""A compiled target of an arch list: ``8.6``, ``9.0a``, ``10.0f``, ``12.0+PTX``."""
 _CUDA_RE = re.compile(r"^cu(\d{2,3})$")
 _ROCM_RE = re.compile(r"^rocm(\d+)\.(\d+)(?:\.(\d+))?$")
 

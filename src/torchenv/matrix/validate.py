@@ -16,6 +16,7 @@ from typing import Any, Callable, TypeVar
 from torchenv.errors import MatrixError
 from torchenv.matrix.inference import PtxPolicy, RuntimeTable, apply_inference
 from torchenv.matrix.model import (
+    ARCH_RE,
     EVIDENCE_CLASSES,
     PLATFORMS,
     AmdGpu,
@@ -37,7 +38,6 @@ __all__ = ["ARCH_RE", "SCHEMA_VERSION", "build_matrix"]
 
 SCHEMA_VERSION = 1
 
-ARCH_RE = re.compile(r"^(\d{1,2})\.(\d)([af]?)(\+PTX)?$")
 _PY_RE = re.compile(r"^3\.\d{1,2}t?$")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _VERSION_RE = re.compile(r"^\d+(\.\d+)+$")

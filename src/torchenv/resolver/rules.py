@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from torchenv._record import field, record
 from torchenv.detection.profile import HostProfile
 from torchenv.matrix.inference import toolkit_excludes
-from torchenv.matrix.model import Matrix, Release, Variant, parse_version_tuple
-from torchenv.matrix.validate import ARCH_RE
+from torchenv.matrix.model import ARCH_RE, Matrix, Release, Variant, parse_version_tuple
 
 EVIDENCE_ORDER = {"confirmed": 0, "inferred": 1, "unknown": 2}
 """Weakest wins when several GPUs or entries decide one verdict."""
