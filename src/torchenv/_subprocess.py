@@ -14,12 +14,13 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from torchenv._record import record
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
+    from typing import Any, Callable, Optional
 
 __all__ = ["RUN_TOKEN_ENV", "ProcessResult", "kill_token", "reap_children", "run_process",
            "run_to_files", "start_process", "stop_process"]

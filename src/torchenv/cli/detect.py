@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from torchenv.cli._common import add_json_flag, add_target_flags, emit_json, host_from_args
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
 __all__ = ["register", "run"]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from torchenv.cli._common import (
     add_json_flag,
@@ -16,8 +15,10 @@ from torchenv.cli._common import (
 )
 from torchenv.errors import BadInput, TorchenvError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
     from torchenv.detection.profile import HostProfile
     from torchenv.matrix.model import Matrix

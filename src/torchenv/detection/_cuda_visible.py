@@ -8,9 +8,12 @@ entries before it stay visible. An empty value hides every GPU.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Optional
 
 from torchenv.detection.profile import Gpu
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 __all__ = ["parse_cuda_visible_devices"]
 

@@ -13,7 +13,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 PACKAGES = ("torch", "torchvision", "torchaudio")
 

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Optional
 
 from torchenv._record import record
 from torchenv.detection.profile import Gpu
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 __all__ = [
     "ProcGpu",

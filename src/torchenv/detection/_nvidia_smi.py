@@ -10,10 +10,13 @@ import os
 import re
 import time
 from collections.abc import Mapping
-from typing import Optional
 
 from torchenv._record import field, record
 from torchenv.detection.profile import Gpu
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 __all__ = [
     "QUERY_FIELDS",

@@ -13,14 +13,18 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, Optional, TypeVar
 
 from torchenv._record import record
 from torchenv.detection.profile import Gpu
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional, TypeVar
+
+    T = TypeVar("T")
+
 __all__ = ["NvmlResult", "cuda_version_from_int", "describe_init_error", "probe_nvml"]
 
-T = TypeVar("T")
 
 # NVML return codes (nvml.h) that get their own sentence
 NVML_ERROR_NOT_SUPPORTED = 3

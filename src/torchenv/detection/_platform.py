@@ -9,9 +9,12 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Callable, Optional
 
 from torchenv._record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Optional
 
 __all__ = [
     "PlatformFacts",

@@ -10,11 +10,14 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Optional
 
 from torchenv.detection._torch_install import parse_torch_version_py, variant_from
 from torchenv.detection.profile import PythonInfo, TorchInfo
 from torchenv.errors import BadInput
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 __all__ = ["inspect_current", "inspect_interpreter", "python_info_from", "torch_info_from"]
 

@@ -11,9 +11,12 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Optional
 
 from torchenv._record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 __all__ = [
     "RocmFacts",

@@ -7,7 +7,10 @@ for builds without one (the PyPI wheel, conda packages), from ``torch/version.py
 from __future__ import annotations
 
 import re
-from typing import Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 __all__ = ["parse_torch_version_py", "variant_from"]
 

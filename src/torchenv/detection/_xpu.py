@@ -9,10 +9,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Optional
 
 from torchenv._record import record
 from torchenv.detection.profile import PciDevice
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 __all__ = ["XpuFacts", "is_intel_gpu", "probe_xpu"]
 

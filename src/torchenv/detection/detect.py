@@ -34,7 +34,6 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Optional, TypeVar, Union
 
 from torchenv.detection._platform import current_platform, probe_platform
 from torchenv.detection.overrides import Overrides
@@ -50,12 +49,14 @@ from torchenv.detection.profile import (
 )
 from torchenv.errors import BadInput
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from threading import Thread
+    from typing import Any, Optional, TypeVar, Union
+
+    T = TypeVar("T")
 
 __all__ = ["DEFAULT_TIMEOUT", "apply_overrides", "current_platform", "detect", "probe_timeout"]
-
-T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 5.0
 """Seconds any one probe's child processes may take; ``TORCHENV_PROBE_TIMEOUT`` lowers it."""
@@ -156,17 +157,17 @@ def detect(
                         for d in pci if d.vendor == "10de")
     # a probe that waits on a child runs in a thread of its own while the others go on; one that
     # only reads files runs here (a thread would cost more than it saves: the GIL is not free)
-    rocm_job: Optional[_Job[Optional[RocmInfo]]] = None
+    rocm_job: Optional[_Job] = None
     if probe_gpus and overrides.rocm_archs is None and facts.os == "linux":
         from torchenv.detection._rocm import needs_tools
 
         rocm_job = _Job("ROCm", lambda w, s: _guard(
             "ROCm", w, lambda: _probe_rocm(base, env, limit, w, s)),
             background=needs_tools(base, env))
-    py_job: Optional[_Job[tuple[PythonInfo, Optional[TorchInfo]]]] = None
+    py_job: Optional[_Job] = None
     if python is not None and python_facts is None:  # a child process, waited for in parallel
         py_job = _Job("Python", lambda w, s: _probe_python(python, env, w, s), background=True)
-    nv_job: Optional[_Job[Optional[NvidiaInfo]]] = None
+    nv_job: Optional[_Job] = None
     if probe_gpus and not overrides.nvidia_given and facts.os != "darwin":
         if facts.os == "linux":
             evidence.extend(_nvidia_device_files(base))
@@ -210,7 +211,7 @@ def detect(
     return apply_overrides(profile, overrides)
 
 
-class _Job(Generic[T]):
+class _Job:
     """A probe with its own warnings and sources, run in a thread of its own (``background``)
     or at once, and merged at ``join`` (by deadline) in the order the caller chooses.
 
@@ -218,13 +219,13 @@ class _Job(Generic[T]):
     bug and is raised again in the caller's thread at ``join``.
     """
 
-    def __init__(self, name: str, fn: Callable[[list[str], dict[str, str]], T], *,
+    def __init__(self, name: str, fn: Callable[[list[str], dict[str, str]], Any], *,
                  background: bool, evidence: Optional[list[str]] = None) -> None:
         self.name = name
         self.warnings: list[str] = []
         self.sources: dict[str, str] = {}
         self.evidence = evidence
-        self.result: Optional[T] = None
+        self.result: Any = None
         self.error: Optional[BaseException] = None
         self._fn = fn
         self._thread: Optional[Thread] = None
@@ -244,7 +245,7 @@ class _Job(Generic[T]):
             self.error = exc
 
     def join(self, deadline: float, warnings: list[str], sources: dict[str, str],
-             evidence: Optional[list[str]] = None) -> Optional[T]:
+             evidence: Optional[list[str]] = None) -> Any:
         if self._thread is not None:
             self._thread.join(max(0.0, deadline - time.monotonic()))
         if self._thread is not None and self._thread.is_alive():  # bounded children: never

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Optional
 
 from torchenv._record import record
 from torchenv.errors import BadInput
 from torchenv.matrix.model import PLATFORMS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 __all__ = [
     "Overrides",

@@ -7,10 +7,13 @@ The JSON form is the public ``torchenv detect --json`` document (see README.md),
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple, Optional
 
 from torchenv._record import field, record, replace
 from torchenv.errors import BadInput
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 __all__ = [
     "Gpu",
@@ -362,14 +365,16 @@ def _nesting_depth(value: Any, limit: int) -> int:
     return deepest
 
 
-class _Object(NamedTuple):
+@record
+class _Object:
     """A nested object of a host document (or null, when ``nullable``)."""
 
     keys: Mapping[str, Any]
     nullable: bool = True
 
 
-class _ListOf(NamedTuple):
+@record
+class _ListOf:
     """A list of objects (or null, when ``nullable``)."""
 
     item: _Object

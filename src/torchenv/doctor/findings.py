@@ -6,11 +6,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional
 
 from torchenv.detection.profile import Gpu, HostProfile, TorchInfo
 from torchenv.installers.commands import (
-    Shell,
     chain_commands,
     index_url_for,
     pin,
@@ -19,6 +18,9 @@ from torchenv.installers.commands import (
 )
 from torchenv.matrix.model import Matrix, cuda_version_of
 from torchenv.resolver.rules import check_driver, driver_floors, parse_arch, runs_on
+
+if TYPE_CHECKING:
+    from torchenv.installers.commands import Shell
 
 __all__ = [
     "CondaRecord",

@@ -5,9 +5,14 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
-from typing import Literal, Optional, get_args
 
 from torchenv.errors import BadInput
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal, Optional
+
+    Shell = Literal["posix", "powershell"]
 
 __all__ = [
     "DEFAULT_INDEX_BASE",
@@ -27,9 +32,8 @@ __all__ = [
     "uv_install_command",
 ]
 
-Shell = Literal["posix", "powershell"]
-"""The shell a displayed command is quoted for; commands themselves are argument lists."""
-SHELLS: tuple[str, ...] = get_args(Shell)
+SHELLS: tuple[Shell, ...] = ("posix", "powershell")
+"""The shells a displayed command is quoted for; commands themselves are argument lists."""
 
 DEFAULT_INDEX_BASE = "https://download.pytorch.org/whl"
 

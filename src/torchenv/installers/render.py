@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import TYPE_CHECKING, Literal, Optional, get_args
 
 from torchenv import __version__
 from torchenv.installers.commands import (
-    Shell,
     chain_commands,
     index_base_of,
     pins,
@@ -23,8 +21,15 @@ from torchenv.installers.commands import (
 )
 from torchenv.resolver.plan import Plan
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Literal, Optional
+
     from torchenv.detection.profile import HostProfile
+    from torchenv.installers.commands import Shell
+
+    Format = Literal["environment.yml", "requirements", "pyproject", "pixi"]
+    Installer = Literal["pip", "uv"]
 
 __all__ = [
     "FORMATS",
@@ -46,10 +51,8 @@ __all__ = [
     "uv_command",
 ]
 
-Format = Literal["environment.yml", "requirements", "pyproject", "pixi"]
-FORMATS: tuple[str, ...] = get_args(Format)
-Installer = Literal["pip", "uv"]
-INSTALLERS: tuple[str, ...] = get_args(Installer)
+FORMATS: tuple[Format, ...] = ("environment.yml", "requirements", "pyproject", "pixi")
+INSTALLERS: tuple[Installer, ...] = ("pip", "uv")
 
 _CONDA_SUBDIR = {
     "linux-x86_64": "linux-64",

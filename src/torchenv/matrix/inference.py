@@ -35,10 +35,13 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from torchenv._record import record, replace
 from torchenv.matrix.model import ArchFact, Release, ToolkitFloor, Variant, parse_version_tuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "RULES",

@@ -22,10 +22,13 @@ import sys
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from torchenv.errors import BadInput, MatrixError
 from torchenv.matrix.model import Matrix
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DATA_DIR",

@@ -8,9 +8,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal, Optional
 
 from torchenv._record import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal, Optional
+
+    Platform = Literal["linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64",
+                       "macos-x86_64"]
+    VariantKind = Literal["cpu", "cuda", "rocm", "xpu"]
+    Evidence = Literal["confirmed", "inferred", "unknown"]
 
 __all__ = [
     "ARCH_RE",
@@ -33,7 +41,6 @@ __all__ = [
     "variant_kind",
 ]
 
-Platform = Literal["linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64", "macos-x86_64"]
 PLATFORMS: tuple[str, ...] = (
     "linux-x86_64",
     "linux-aarch64",
@@ -42,9 +49,6 @@ PLATFORMS: tuple[str, ...] = (
     "macos-x86_64",
 )
 
-VariantKind = Literal["cpu", "cuda", "rocm", "xpu"]
-
-Evidence = Literal["confirmed", "inferred", "unknown"]
 EVIDENCE_CLASSES: tuple[str, ...] = ("confirmed", "inferred", "unknown")
 """How a fact is known: ``confirmed`` by a primary source for that exact build, ``inferred`` by a
 named rule of :mod:`torchenv.matrix.inference` from confirmed facts, or ``unknown``."""

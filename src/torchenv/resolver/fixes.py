@@ -6,8 +6,6 @@ Kept apart from the rules: these functions re-run the resolver on changed reques
 
 from __future__ import annotations
 
-from typing import Any
-
 from torchenv._record import replace
 from torchenv.detection.profile import HostProfile
 from torchenv.errors import Unsatisfiable
@@ -16,6 +14,10 @@ from torchenv.resolver.plan import Rejection
 from torchenv.resolver.request import Request
 from torchenv.resolver.resolve import NoMatch, evaluate, gpu_kinds, rank_key, resolve
 from torchenv.resolver.rules import driver_floors
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["evidence_alternative", "no_match"]
 

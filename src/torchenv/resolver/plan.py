@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
-
 from torchenv._record import field, record
 
-__all__ = ["Alternative", "Plan", "Rejection"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal, Optional
 
-Level = Literal["full", "compat"]
+    Level = Literal["full", "compat"]
+
+__all__ = ["Alternative", "Plan", "Rejection"]
 
 
 @record

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from torchenv._record import record
 from torchenv.errors import BadInput
 from torchenv.matrix.model import variant_kind
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 __all__ = ["Request"]
 

@@ -20,8 +20,6 @@ with evidence of an NVIDIA GPU whose facts could not be read is not a host witho
 
 from __future__ import annotations
 
-from typing import Any, Optional
-
 from torchenv._record import record, replace
 from torchenv.detection.profile import HostProfile
 from torchenv.errors import Unsatisfiable
@@ -38,6 +36,10 @@ from torchenv.resolver.rules import (
     check_python,
     check_rocm,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 __all__ = ["Candidate", "NoMatch", "complete_gpu_facts", "evaluate", "gpu_facts_gap", "resolve"]
 
