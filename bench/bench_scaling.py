@@ -10,8 +10,8 @@ order; every variant set, PTX-policy and runtime-table entry and every ROCm entr
 releases is copied with its releases renamed the same way. The releases and their (release,
 variant) candidates grow k times; the CUDA, ROCm and GPU tables stay as they are, and the newest
 release still decides every plan. Each factor gets a copy of the installed torchenv package
-whose data/ holds the grown YAML and a cache.json rebuilt for it (``build_cache``, as
-``matrix check --write-cache`` writes it), so a child started with that copy on PYTHONPATH
+whose data/ holds the grown YAML with cache.json and matrix.pickle rebuilt for it
+(``build_cache`` and ``build_built_cache``, as ``matrix check --write-cache`` writes them), so a child started with that copy on PYTHONPATH
 loads the grown matrix exactly as torchenv loads its embedded data. The ×1 copy goes through the
 same rewrite, so every factor is measured on the same footing. TORCHENV_NO_OVERLAY=1 throughout.
 
@@ -108,6 +108,8 @@ out["embedded_digest"] = timed(loader.embedded_digest)
 out["yaml_parse"] = timed(lambda: {n: loader.read_yaml(loader.DATA_DIR / n)
                                    for n in loader.DATA_FILES}, reps // 4)
 out["build_matrix"] = timed(lambda: build_matrix(docs, origin={n: n for n in docs}))
+out["load_built_matrix"] = timed(loader.load_built_matrix)
+out["built_cache_hit"] = loader.load_built_matrix() is not None
 out["load_matrix"] = timed(lambda: loader.load_matrix(overlay=False))
 matrix = loader.load_matrix(overlay=False)
 out["releases"] = len(matrix.releases)
@@ -214,7 +216,14 @@ def make_package(root: Path, factor: int, documents: Mapping[str, Any]) -> tuple
     import yaml
 
     import torchenv
-    from torchenv.matrix.loader import DATA_FILES, build_cache, load_embedded_documents
+    from torchenv.matrix.loader import (
+        BUILT_FILE,
+        DATA_FILES,
+        build_built_cache,
+        build_cache,
+        load_built_matrix,
+        load_embedded_documents,
+    )
 
     base = root / f"x{factor}"
     package = base / "torchenv"
@@ -234,6 +243,10 @@ def make_package(root: Path, factor: int, documents: Mapping[str, Any]) -> tuple
     docs, used_cache = load_embedded_documents(data)
     if not used_cache or docs != grown:
         raise RuntimeError(f"the x{factor} copy does not load its own data through the cache")
+    built, matrix = build_built_cache(data)
+    (data / BUILT_FILE.name).write_bytes(built)
+    if load_built_matrix(data) != matrix:
+        raise RuntimeError(f"the x{factor} copy does not load its built matrix.pickle")
     return base, size
 
 
@@ -369,8 +382,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                     child_env(packages[f]), timeout=10 * LIMIT_S, capture=True),
                         f"in-process x{f}", (0,))
             inproc[f] = json.loads(o.stdout.strip().splitlines()[-1])
-            if not inproc[f]["cache_hit"]:
-                raise RuntimeError(f"the x{f} copy did not load through its cache")
+            if not inproc[f]["cache_hit"] or not inproc[f]["built_cache_hit"]:
+                raise RuntimeError(f"the x{f} copy did not load through its caches")
 
         profile_text = ""
         if args.profile:
@@ -414,7 +427,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     labels = [("load_embedded_documents (cache hit)", "load_embedded_documents"),
               ("  of which embedded_digest (CRC-32 of the YAML)", "embedded_digest"),
               ("YAML parse of the five files (cache miss)", "yaml_parse"),
-              ("build_matrix (validation + model)", "build_matrix"),
+              ("build_matrix (validation + model: a matrix.pickle miss)", "build_matrix"),
+              ("load_built_matrix (matrix.pickle, verified)", "load_built_matrix"),
               ("load_matrix(overlay=False)", "load_matrix")]
     for label, key in labels:
         v = grow(key)

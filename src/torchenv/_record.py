@@ -53,8 +53,9 @@ def record_fields(cls_or_obj: Any) -> tuple[str, ...]:
 
 
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
-    # the hot path of every resolve (hundreds of records each): plain dict operations on the
-    # instance's __dict__, the per-field checks only where a value is missing or unexpected
+    # the hot path of every resolve (thousands of records on a large matrix): plain dict
+    # operations on the instance's __dict__ and C-level set checks; the per-field loops run
+    # only to fill defaults or to name what is wrong
     names = self.__record_fields__
     if len(args) > len(names):
         raise TypeError(f"{type(self).__name__}() takes {len(names)} positional arguments "
@@ -62,15 +63,16 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     values = self.__dict__
     values.update(zip(names, args))
     if kwargs:
-        known = self.__record_names__
-        for key in kwargs:
-            if key not in known:
-                raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument "
-                                f"{key!r}")
-            if key in values:
-                raise TypeError(f"{type(self).__name__}() got multiple values for argument "
-                                f"{key!r}")
+        if not self.__record_names__.issuperset(kwargs):
+            unknown = next(k for k in kwargs if k not in self.__record_names__)
+            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument "
+                            f"{unknown!r}")
+        given = len(values)
         values.update(kwargs)
+        if len(values) != given + len(kwargs):
+            twice = next(k for k in kwargs if k in names[:len(args)])
+            raise TypeError(f"{type(self).__name__}() got multiple values for argument "
+                            f"{twice!r}")
     if len(values) < len(names):
         for name in names:
             if name in values:

@@ -353,6 +353,10 @@ def evaluate(
     ok: list[Candidate] = []
     rejected: list[Rejection] = []
     drivers: dict[str, DriverVerdict] = {}
+    # rules 2 and 3 of a CUDA variant depend on its name and its arch fact on this platform
+    # (and, for an unknown arch list, the release, named in the warning); patch releases and
+    # adjacent minors share those facts, so each distinct one is judged once
+    cuda_verdicts: dict[tuple[int, str, str], tuple[object, _Verdict]] = {}
 
     for rel in matrix.releases:
         if spec is not None and not spec.contains(rel.torch, prereleases=True):
@@ -377,7 +381,18 @@ def evaluate(
                 rejected.append(Rejection(rel.torch, variant.name, why, category))
                 continue
             if kind == "cuda":
-                verdict = _check_cuda(request, host, matrix, kinds, rel, variant, drivers)
+                fact = variant.arch_facts.get(platform)
+                if fact is None:
+                    verdict = _check_cuda(request, host, matrix, kinds, rel, variant, drivers)
+                else:
+                    key = (id(fact), variant.name, rel.torch if fact.sass == "unknown" else "")
+                    seen = cuda_verdicts.get(key)
+                    if seen is not None and seen[0] is fact:
+                        verdict = seen[1]
+                    else:
+                        verdict = _check_cuda(request, host, matrix, kinds, rel, variant,
+                                              drivers)
+                        cuda_verdicts[key] = (fact, verdict)  # the fact kept: its id stays
             elif kind == "rocm":
                 verdict = _check_rocm(request, host, matrix, kinds, rel, variant)
             elif kind == "xpu":
