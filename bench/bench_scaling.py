@@ -11,8 +11,9 @@ releases is copied with its releases renamed the same way. The releases and thei
 variant) candidates grow k times; the CUDA, ROCm and GPU tables stay as they are, and the newest
 release still decides every plan. Each factor gets a copy of the installed torchenv package
 whose data/ holds the grown YAML with cache.json and matrix.pickle rebuilt for it
-(``build_cache`` and ``build_built_cache``, as ``matrix check --write-cache`` writes them), so a child started with that copy on PYTHONPATH
-loads the grown matrix exactly as torchenv loads its embedded data. The ×1 copy goes through the
+(``build_cache`` and ``build_built_cache``, as ``matrix check --write-cache`` writes them), so
+a child started with that copy on PYTHONPATH loads the grown matrix exactly as torchenv loads
+its embedded data. The ×1 copy goes through the
 same rewrite, so every factor is measured on the same footing. TORCHENV_NO_OVERLAY=1 throughout.
 
 The host: 1, 8 or 64 GPUs reported by the stand-in libnvidia-ml.so.1 (tests/detection/fake_nvml.c,
