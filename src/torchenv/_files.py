@@ -14,17 +14,42 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from pathlib import Path
 
 from torchenv.errors import BadInput
 
-__all__ = ["MAX_READ_BYTES", "read_bytes_capped", "read_text_capped", "write_atomic"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import TypeAlias
+
+    StrPath: TypeAlias = "str | os.PathLike[str]"
+
+__all__ = ["MAX_READ_BYTES", "path_str", "read_bytes_capped", "read_text_capped", "write_atomic"]
 
 MAX_READ_BYTES = 8 * 1024 * 1024
 """The most torchenv reads of a file a user names; the largest real overlay is far below it."""
 
 
-def read_bytes_capped(path: Path | str, *, limit: int = MAX_READ_BYTES,
+def path_str(*parts: StrPath) -> str:
+    """``str(pathlib.PurePath(*parts))`` without importing pathlib (it pulls in urllib.parse
+    and ipaddress): the parts joined, a later absolute part replacing what came before, with
+    empty and ``.`` components and repeated or trailing separators dropped; ``.`` when nothing
+    is left. On Windows (drives, UNC shares) pathlib itself is asked."""
+    if os.name == "nt":
+        from pathlib import PurePath
+
+        return str(PurePath(*parts))
+    root = ""
+    names: list[str] = []
+    for part in (os.fspath(p) for p in parts):
+        if part.startswith("/"):
+            root = "//" if len(part) - len(part.lstrip("/")) == 2 else "/"
+            names = []
+        names.extend(name for name in part.split("/") if name and name != ".")
+    return root + "/".join(names) or "."
+
+
+def read_bytes_capped(path: StrPath, *, limit: int = MAX_READ_BYTES,
                       what: str | None = None) -> bytes:
     """The bytes of ``path``, at most ``limit`` of them.
 
@@ -46,7 +71,7 @@ def read_bytes_capped(path: Path | str, *, limit: int = MAX_READ_BYTES,
     return data
 
 
-def read_text_capped(path: Path | str, *, limit: int = MAX_READ_BYTES,
+def read_text_capped(path: StrPath, *, limit: int = MAX_READ_BYTES,
                      what: str | None = None) -> str:
     """:func:`read_bytes_capped` decoded as UTF-8; text that is not UTF-8 is :class:`BadInput`."""
     data = read_bytes_capped(path, limit=limit, what=what)
@@ -68,12 +93,14 @@ def _new_file_mode() -> int:
     return 0o666 & ~umask
 
 
-def write_atomic(path: Path | str, data: str | bytes, *, force: bool = True) -> Path:
+def write_atomic(path: StrPath, data: str | bytes, *, force: bool = True) -> Path:
     """Write ``data`` to ``path`` whole or not at all; returns the file actually written.
 
     ``force=False`` refuses to replace an existing file. Every failure is a :class:`BadInput`
     naming the path, and leaves neither a temp file nor a half-written target behind.
     """
+    from pathlib import Path  # only writers need it; reading commands start without pathlib
+
     target = Path(path)
     if target.is_symlink():
         target = Path(os.path.realpath(target))

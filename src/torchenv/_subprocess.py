@@ -13,7 +13,6 @@ import contextlib
 import os
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from torchenv._record import record
 
@@ -75,23 +74,24 @@ def kill_token(token: str, *, rounds: int = 3) -> int:
     import signal
 
     needle = f"{RUN_TOKEN_ENV}={token}".encode()
-    proc_root = Path("/proc")
-    if not token or not proc_root.is_dir():
+    proc_root = "/proc"
+    if not token or not os.path.isdir(proc_root):
         return 0
     me = os.getpid()
     total = 0
     for _ in range(rounds):  # a process may fork while the others are being killed
         found = 0
-        for entry in proc_root.iterdir():
-            if not entry.name.isdigit() or int(entry.name) == me:
+        for name in os.listdir(proc_root):
+            if not name.isdigit() or int(name) == me:
                 continue
             try:
-                environ = (entry / "environ").read_bytes()
+                with open(os.path.join(proc_root, name, "environ"), "rb") as fh:
+                    environ = fh.read()
             except OSError:
                 continue
             if needle in environ.split(b"\0"):
                 try:
-                    os.kill(int(entry.name), signal.SIGKILL)
+                    os.kill(int(name), signal.SIGKILL)
                     found += 1
                 except OSError:
                     pass

@@ -7,7 +7,6 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 
 from torchenv.errors import BadInput
 
@@ -165,7 +164,7 @@ def target_python(args: argparse.Namespace) -> tuple[str | None, str]:
 
 def is_interpreter_path(value: str) -> bool:
     """True when a ``--python``/``TORCHENV_PYTHON`` value names an interpreter, not a version."""
-    return os.sep in value or "/" in value or Path(value).is_file()
+    return os.sep in value or "/" in value or os.path.isfile(value)
 
 
 def overrides_from_args(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from torchenv.cli._common import (
     add_json_flag,
@@ -105,12 +104,12 @@ def register(sub: Any) -> None:
     i.set_defaults(func=run_install)
 
 
-def _project_defaults(cwd: Path) -> dict[str, str]:
+def _project_defaults(cwd: str) -> dict[str, str]:
     """``[tool.torchenv]`` of ./pyproject.toml: torch, python, variant (flags override them)."""
     from torchenv._files import read_bytes_capped
 
-    path = cwd / "pyproject.toml"
-    if not path.is_file():
+    path = os.path.join(cwd, "pyproject.toml")
+    if not os.path.isfile(path):
         return {}
     raw = read_bytes_capped(path)
     if b"torchenv" not in raw:
@@ -201,7 +200,7 @@ def _decide(
     from torchenv.cli._common import index_base_warning, load_matrix_reported
     from torchenv.resolver.resolve import resolve
 
-    request = _request(args, _project_defaults(Path.cwd()) if defaults is None else defaults)
+    request = _request(args, _project_defaults(os.getcwd()) if defaults is None else defaults)
     host = host_from_args(args, python_executable=python_exe)
     matrix = load_matrix_reported()
     _check_known(args, request, matrix)
@@ -260,9 +259,9 @@ def run_env(args: argparse.Namespace) -> int:
     plan, _, _ = _decide(args)
     text = render_file(plan, fmt, pytorch_channel=args.conda_channel == "pytorch")
     if args.output and args.output != "-":  # `-o -` is stdout, as without -o
-        from torchenv._files import write_atomic
+        from torchenv._files import path_str, write_atomic
 
-        write_atomic(Path(args.output), text, force=args.force)  # BadInput (exit 2) on failure
+        write_atomic(path_str(args.output), text, force=args.force)  # BadInput (exit 2) on failure
         if args.json:
             emit_json({"written": args.output, "format": fmt, "plan": plan.to_json()})
         else:
@@ -426,7 +425,7 @@ def run_install(args: argparse.Namespace) -> int:
     timeout = _install_timeout(args.timeout)  # before anything is detected or started
     python = args.python_exe or sys.executable
     uv = _find_uv(python) if args.installer == "uv" else None
-    defaults = _project_defaults(Path.cwd())
+    defaults = _project_defaults(os.getcwd())
     _refuse_other_machines(args, defaults)
     plan, host, _ = _decide(args, python_exe=args.python_exe, defaults=defaults)
     notes, replace = _describe_installed(host, plan)

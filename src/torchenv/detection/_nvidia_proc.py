@@ -7,8 +7,8 @@ name the driver that is *running* (which, after an upgrade without a reboot, is 
 
 from __future__ import annotations
 
+import os
 import re
-from pathlib import Path
 
 from torchenv._record import record
 from torchenv.detection.profile import Gpu
@@ -16,6 +16,8 @@ from torchenv.detection.profile import Gpu
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Optional
+
+    from torchenv._files import StrPath
 
 __all__ = [
     "ProcGpu",
@@ -91,21 +93,22 @@ def parse_gpu_information(text: str, bus_id: str = "") -> ProcGpu:
     )
 
 
-def _read(path: Path) -> Optional[str]:
+def _read(path: str) -> Optional[str]:
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
     except OSError:
         return None
 
 
-def read_kernel_driver_version(root: Path) -> tuple[Optional[str], Optional[str]]:
+def read_kernel_driver_version(root: StrPath) -> tuple[Optional[str], Optional[str]]:
     """(version, source) from the loaded kernel module; (None, None) when it is not loaded."""
-    text = _read(root / "proc/driver/nvidia/version")
+    text = _read(os.path.join(root, "proc/driver/nvidia/version"))
     if text is not None:
         version = parse_proc_driver_version(text)
         if version:
             return version, "proc"
-    text = _read(root / "sys/module/nvidia/version")
+    text = _read(os.path.join(root, "sys/module/nvidia/version"))
     if text is not None:
         version = parse_sys_module_version(text)
         if version:
@@ -113,18 +116,18 @@ def read_kernel_driver_version(root: Path) -> tuple[Optional[str], Optional[str]
     return None, None
 
 
-def read_proc_gpus(root: Path) -> tuple[Gpu, ...]:
+def read_proc_gpus(root: StrPath) -> tuple[Gpu, ...]:
     """The GPUs the kernel module lists, in PCI bus order (which is NVML's index order)."""
-    base = root / "proc/driver/nvidia/gpus"
+    base = os.path.join(root, "proc/driver/nvidia/gpus")
     try:
-        entries = sorted(p for p in base.iterdir() if p.is_dir())
+        names = sorted(n for n in os.listdir(base) if os.path.isdir(os.path.join(base, n)))
     except OSError:
         return ()
     gpus = []
-    for i, entry in enumerate(entries):
-        text = _read(entry / "information")
+    for i, name in enumerate(names):
+        text = _read(os.path.join(base, name, "information"))
         if text is None:
             continue
-        info = parse_gpu_information(text, entry.name)
+        info = parse_gpu_information(text, name)
         gpus.append(Gpu(index=i, name=info.name, uuid=info.uuid))
     return tuple(gpus)

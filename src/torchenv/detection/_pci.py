@@ -10,9 +10,12 @@ millisecond and never blocks on a GPU.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from torchenv.detection.profile import PciDevice
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchenv._files import StrPath
 
 __all__ = ["GPU_VENDORS", "is_display_class", "parse_hex_id", "scan_pci"]
 
@@ -39,7 +42,7 @@ def is_display_class(text: str) -> bool:
         return False
 
 
-def _read(path: Path) -> str:
+def _read(path: str) -> str:
     try:
         with open(path, encoding="ascii", errors="replace") as f:
             return f.read(64)
@@ -47,27 +50,27 @@ def _read(path: Path) -> str:
         return ""
 
 
-def scan_pci(root: Path) -> tuple[PciDevice, ...]:
+def scan_pci(root: StrPath) -> tuple[PciDevice, ...]:
     """The display-class functions of NVIDIA, AMD and Intel under ``root``/sys/bus/pci/devices."""
-    base = root / "sys/bus/pci/devices"
+    base = os.path.join(root, "sys/bus/pci/devices")
     try:
         entries = sorted(os.listdir(base))
     except OSError:
         return ()
     found = []
     for name in entries:
-        dev = base / name
-        vendor = parse_hex_id(_read(dev / "vendor"))
+        dev = os.path.join(base, name)
+        vendor = parse_hex_id(_read(os.path.join(dev, "vendor")))
         if vendor not in GPU_VENDORS:
             continue
-        pci_class = _read(dev / "class").strip()
+        pci_class = _read(os.path.join(dev, "class")).strip()
         if not is_display_class(pci_class):
             continue
-        device = parse_hex_id(_read(dev / "device"))
+        device = parse_hex_id(_read(os.path.join(dev, "device")))
         if device is None:
             continue
         try:
-            driver: str | None = os.path.basename(os.readlink(dev / "driver"))
+            driver: str | None = os.path.basename(os.readlink(os.path.join(dev, "driver")))
         except OSError:
             driver = None
         found.append(PciDevice(address=name, vendor=vendor, device=device,

@@ -8,13 +8,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 
 from torchenv._record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable, Optional
+
+    from torchenv._files import StrPath
 
 __all__ = [
     "PlatformFacts",
@@ -126,9 +127,10 @@ class PlatformFacts:
     container_source: Optional[str] = None
 
 
-def _read(path: Path) -> Optional[str]:
+def _read(path: str) -> Optional[str]:
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
     except OSError:
         return None
 
@@ -140,34 +142,37 @@ def _confstr() -> Optional[str]:
         return None
 
 
-def _musl(root: Path, timeout: float) -> Optional[str]:
+def _musl(root: StrPath, timeout: float) -> Optional[str]:
     from torchenv._subprocess import run_process
 
     for libdir in ("lib", "usr/lib"):
-        try:
-            loaders = sorted((root / libdir).glob("ld-musl-*.so.1"))
+        directory = os.path.join(root, libdir)
+        try:  # the loaders ld-musl-*.so.1
+            loaders = sorted(n for n in os.listdir(directory)
+                             if n.startswith("ld-musl-") and n.endswith(".so.1"))
         except OSError:
             continue
         for loader in loaders:
-            res = run_process([str(loader)], timeout=timeout)
+            res = run_process([os.path.join(directory, loader)], timeout=timeout)
             version = parse_musl_version(res.stderr or res.stdout)
             if version:
                 return version
     return None
 
 
-def container_hint(root: Path, environ: Mapping[str, str]) -> tuple[Optional[str], Optional[str]]:
+def container_hint(root: StrPath,
+                   environ: Mapping[str, str]) -> tuple[Optional[str], Optional[str]]:
     """(runtime, where it was seen): the marker files first, then variables, then cgroups."""
-    if (root / ".dockerenv").exists():
+    if os.path.exists(os.path.join(root, ".dockerenv")):
         return "docker", "/.dockerenv"
-    if (root / "run/.containerenv").exists():
+    if os.path.exists(os.path.join(root, "run/.containerenv")):
         return "podman", "/run/.containerenv"
     for var in ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER"):
         if environ.get(var):
             return "apptainer", var
     if environ.get("container"):
         return environ["container"], "$container"
-    text = _read(root / "proc/1/cgroup")
+    text = _read(os.path.join(root, "proc/1/cgroup"))
     if text:
         name = parse_cgroup_container(text)
         if name:
@@ -178,7 +183,7 @@ def container_hint(root: Path, environ: Mapping[str, str]) -> tuple[Optional[str
 
 
 def probe_platform(
-    root: Path,
+    root: StrPath,
     environ: Mapping[str, str],
     *,
     system: Optional[str] = None,
@@ -197,7 +202,7 @@ def probe_platform(
         glibc = parse_glibc_confstr(confstr())
         if glibc is None:
             musl = _musl(root, timeout)
-        text = _read(root / "proc/version")
+        text = _read(os.path.join(root, "proc/version"))
         wsl_version = parse_wsl(text) if text else None
         container, container_source = container_hint(root, environ)
     return PlatformFacts(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
 from torchenv.detection._torch_install import parse_torch_version_py, variant_from
 from torchenv.detection.profile import PythonInfo, TorchInfo
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["inspect_current", "inspect_interpreter", "python_info_from", "torch_info_from"]
 
-_SCRIPT = Path(__file__).with_name("_inspect_python.py")
+_SCRIPT = os.path.join(os.path.dirname(__file__), "_inspect_python.py")
 
 
 def inspect_current(environ: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
@@ -39,17 +38,19 @@ def inspect_interpreter(executable: str, *, timeout: float = 20.0,
 
     ``inventory`` adds doctor's list of torch distributions and conda records (key
     ``"inventory"``) from the same child."""
+    from torchenv._files import path_str
     from torchenv._subprocess import run_process
 
-    path = Path(executable)
-    if not path.exists():
+    path = path_str(executable)
+    if not os.path.exists(path):
         raise BadInput(f"interpreter {executable} does not exist",
                        hint="give the path of a python executable, e.g. .venv/bin/python")
-    if path.is_dir() or not os.access(path, os.X_OK):
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
         raise BadInput(f"interpreter {executable} is not an executable file",
                        hint="give the path of a python executable, e.g. .venv/bin/python")
-    source = _SCRIPT.read_text(encoding="utf-8")
-    argv = [str(path), "-I", "-c", source] + (["--inventory"] if inventory else [])
+    with open(_SCRIPT, encoding="utf-8") as fh:
+        source = fh.read()
+    argv = [path, "-I", "-c", source] + (["--inventory"] if inventory else [])
     res = run_process(argv, timeout=timeout,
                       env=dict(environ) if environ is not None else None)
     if not res.ok:

@@ -10,13 +10,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 
+from torchenv._files import path_str
 from torchenv._record import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Optional
+
+    from torchenv._files import StrPath
 
 __all__ = [
     "RocmFacts",
@@ -145,30 +147,36 @@ class RocmFacts:
     warnings: tuple[str, ...] = ()
 
 
-def _read(path: Path) -> Optional[str]:
+def _read(path: str) -> Optional[str]:
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
     except OSError:
         return None
 
 
-def _kfd_targets(root: Path) -> tuple[str, ...]:
-    nodes = root / "sys/class/kfd/kfd/topology/nodes"
+def _kfd_targets(root: StrPath) -> tuple[str, ...]:
+    nodes = os.path.join(root, "sys/class/kfd/kfd/topology/nodes")
     try:
-        entries = sorted(nodes.iterdir(), key=lambda p: (len(p.name), p.name))
+        names = sorted(os.listdir(nodes), key=lambda n: (len(n), n))
     except OSError:
         return ()
     targets = []
-    for node in entries:
-        text = _read(node / "properties")
+    for name in names:
+        text = _read(os.path.join(nodes, name, "properties"))
         gfx = parse_kfd_properties(text) if text else None
         if gfx:
             targets.append(gfx)
     return tuple(targets)
 
 
-def _tool(name: str, rocm_bin: Path, environ: Mapping[str, str]) -> Optional[str]:
-    for d in (str(rocm_bin), *environ.get("PATH", "").split(os.pathsep)):
+def _rocm_path(root: StrPath, environ: Mapping[str, str]) -> str:
+    """``ROCM_PATH`` (default ``/opt/rocm``) under ``root``, written as pathlib writes it."""
+    return path_str(root, (environ.get("ROCM_PATH") or "/opt/rocm").lstrip("/"))
+
+
+def _tool(name: str, rocm_bin: str, environ: Mapping[str, str]) -> Optional[str]:
+    for d in (rocm_bin, *environ.get("PATH", "").split(os.pathsep)):
         if d:
             candidate = os.path.join(d, name)
             if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
@@ -176,21 +184,21 @@ def _tool(name: str, rocm_bin: Path, environ: Mapping[str, str]) -> Optional[str
     return None
 
 
-def needs_tools(root: Path, environ: Mapping[str, str]) -> bool:
+def needs_tools(root: StrPath, environ: Mapping[str, str]) -> bool:
     """Whether :func:`probe_rocm` would start rocm_agent_enumerator or rocminfo (and so wait on a
     child): no GPU in the KFD topology, and one of the tools is installed."""
     if _kfd_targets(root):
         return False
-    rocm_bin = root / (environ.get("ROCM_PATH") or "/opt/rocm").lstrip("/") / "bin"
+    rocm_bin = path_str(_rocm_path(root, environ), "bin")
     return any(_tool(name, rocm_bin, environ) for name in ("rocm_agent_enumerator", "rocminfo"))
 
 
-def probe_rocm(root: Path, environ: Mapping[str, str], *, timeout: float = 5.0) -> RocmFacts:
+def probe_rocm(root: StrPath, environ: Mapping[str, str], *, timeout: float = 5.0) -> RocmFacts:
     """Find AMD GPUs and the ROCm install; an empty result when neither is present."""
     from torchenv._subprocess import run_process
 
-    rocm_path = root / (environ.get("ROCM_PATH") or "/opt/rocm").lstrip("/")
-    version_text = _read(rocm_path / ".info/version")
+    rocm_path = _rocm_path(root, environ)
+    version_text = _read(os.path.join(rocm_path, ".info/version"))
     version = parse_rocm_version(version_text) if version_text else None
     warnings: list[str] = []
     targets = _kfd_targets(root)
@@ -203,8 +211,9 @@ def probe_rocm(root: Path, environ: Mapping[str, str], *, timeout: float = 5.0) 
         def left() -> float:
             return max(0.1, deadline - time.monotonic())
 
-        enumerator = _tool("rocm_agent_enumerator", rocm_path / "bin", environ)
-        rocminfo = _tool("rocminfo", rocm_path / "bin", environ)
+        rocm_bin = path_str(rocm_path, "bin")
+        enumerator = _tool("rocm_agent_enumerator", rocm_bin, environ)
+        rocminfo = _tool("rocminfo", rocm_bin, environ)
         if enumerator:
             res = run_process([enumerator], timeout=left())
             if res.ok:
@@ -229,4 +238,4 @@ def probe_rocm(root: Path, environ: Mapping[str, str], *, timeout: float = 5.0) 
     if version and not targets:
         warnings.append(f"ROCm {version} is installed at {rocm_path} but no AMD GPU was found")
     return RocmFacts(version=version, gfx_targets=targets, source=source,
-                     rocm_path=str(rocm_path) if version else None, warnings=tuple(warnings))
+                     rocm_path=rocm_path if version else None, warnings=tuple(warnings))

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
+from torchenv._files import path_str
 from torchenv._record import record
 from torchenv.detection.profile import PciDevice
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Optional
+
+    from torchenv._files import StrPath
 
 __all__ = ["XpuFacts", "is_intel_gpu", "probe_xpu"]
 
@@ -40,24 +42,16 @@ class XpuFacts:
     level_zero_path: Optional[str] = None
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="ascii", errors="replace").strip()
-    except OSError:
-        return ""
-
-
-def _level_zero(root: Path, environ: Mapping[str, str]) -> Optional[str]:
+def _level_zero(root: StrPath, environ: Mapping[str, str]) -> Optional[str]:
     dirs = [d for d in environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
-    candidates = [Path(d) for d in dirs] + [root / d for d in _LIB_DIRS]
-    for d in candidates:
-        lib = d / "libze_loader.so.1"
-        if lib.exists():
-            return str(lib)
+    for d in [*dirs, *(path_str(root, d) for d in _LIB_DIRS)]:
+        lib = path_str(d, "libze_loader.so.1")
+        if os.path.exists(lib):
+            return lib
     return None
 
 
-def probe_xpu(root: Path, environ: Mapping[str, str],
+def probe_xpu(root: StrPath, environ: Mapping[str, str],
               pci: Optional[tuple[PciDevice, ...]] = None) -> XpuFacts:
     """Intel GPUs as ``"8086:56a0 (0000:03:00.0, driver xe)"``; empty when there are none.
 

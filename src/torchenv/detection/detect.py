@@ -33,8 +33,8 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
+from torchenv._files import path_str
 from torchenv.detection._platform import current_platform, probe_platform
 from torchenv.detection.overrides import Overrides
 from torchenv.detection.profile import (
@@ -53,6 +53,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from threading import Thread
     from typing import Any, Optional, TypeVar, Union
+
+    from torchenv._files import StrPath
 
     T = TypeVar("T")
 
@@ -109,7 +111,7 @@ def detect(
     *,
     python: str | None = None,
     environ: Mapping[str, str] | None = None,
-    root: Union[str, Path, None] = None,
+    root: Union[StrPath, None] = None,
     timeout: float | None = None,
     python_facts: Mapping[str, Any] | None = None,
 ) -> HostProfile:
@@ -124,7 +126,7 @@ def detect(
     env: Mapping[str, str] = os.environ if environ is None else environ
     if root is None and env.get("TORCHENV_PROBE_ROOT", "").strip():
         root = env["TORCHENV_PROBE_ROOT"].strip()
-    base = Path(root) if root is not None else Path("/")
+    base = path_str(root) if root is not None else "/"
     limit = probe_timeout(env) if timeout is None else timeout
     warnings: list[str] = []
     sources: dict[str, str] = {}
@@ -271,23 +273,23 @@ def _current_python_fallback() -> PythonInfo:
                       executable=sys.executable, full_version=platform.python_version())
 
 
-def _nvidia_device_files(root: Path) -> list[str]:
+def _nvidia_device_files(root: str) -> list[str]:
     """``/dev/nvidia0`` .. and ``/proc/driver/nvidia``: the kernel driver is (or was) loaded."""
     found = []
     try:
-        names = sorted(n for n in os.listdir(root / "dev")
+        names = sorted(n for n in os.listdir(os.path.join(root, "dev"))
                        if n.startswith("nvidia") and n[6:].isdigit())
     except OSError:
         names = []
     if names:
         found.append("/dev/" + names[0] + (f" (+{len(names) - 1} more)" if len(names) > 1
                                            else ""))
-    if (root / "proc/driver/nvidia").is_dir():
+    if os.path.isdir(os.path.join(root, "proc/driver/nvidia")):
         found.append("/proc/driver/nvidia")
     return found
 
 
-def _probe_nvidia(root: Path, env: Mapping[str, str], limit: float, wsl: bool,
+def _probe_nvidia(root: str, env: Mapping[str, str], limit: float, wsl: bool,
                   warnings: list[str], sources: dict[str, str],
                   evidence: list[str]) -> Optional[NvidiaInfo]:
     from torchenv.detection._cuda_visible import parse_cuda_visible_devices
@@ -371,7 +373,7 @@ def _merge_gpus(base: tuple[Gpu, ...], better: tuple[Gpu, ...]) -> tuple[Gpu, ..
     return tuple(merged)
 
 
-def _probe_rocm(root: Path, env: Mapping[str, str], limit: float, warnings: list[str],
+def _probe_rocm(root: str, env: Mapping[str, str], limit: float, warnings: list[str],
                 sources: dict[str, str]) -> Optional[RocmInfo]:
     from torchenv.detection._rocm import probe_rocm
 
@@ -386,7 +388,7 @@ def _probe_rocm(root: Path, env: Mapping[str, str], limit: float, warnings: list
                     source=facts.source or "unknown")
 
 
-def _probe_xpu(root: Path, env: Mapping[str, str], sources: dict[str, str],
+def _probe_xpu(root: str, env: Mapping[str, str], sources: dict[str, str],
                pci: tuple[PciDevice, ...]) -> Optional[XpuInfo]:
     from torchenv.detection._xpu import probe_xpu
 

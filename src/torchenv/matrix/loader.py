@@ -21,14 +21,17 @@ import os
 import sys
 import zlib
 from collections.abc import Mapping
-from pathlib import Path
 
+from torchenv._files import path_str
 from torchenv.errors import BadInput, MatrixError
 from torchenv.matrix.model import Matrix
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
+
+    from torchenv._files import StrPath
 
 __all__ = [
     "DATA_DIR",
@@ -48,10 +51,30 @@ __all__ = [
     "read_yaml",
 ]
 
-DATA_DIR = Path(__file__).parent / "data"
+_MODULE_DIR = os.path.dirname(path_str(__file__))
+_PACKAGE_DIR = path_str(os.path.dirname(_MODULE_DIR))
+_DATA_DIR = path_str(_MODULE_DIR, "data")
 DATA_FILES = ("releases.yaml", "variants.yaml", "cuda.yaml", "rocm.yaml", "gpus.yaml")
-CACHE_FILE = DATA_DIR / "cache.json"
-BUILT_FILE = DATA_DIR / "matrix.pickle"
+_CACHE_NAME = "cache.json"
+_BUILT_NAME = "matrix.pickle"
+# the pathlib.Path constants, made on first use (:func:`__getattr__`): loading the matrix needs
+# only the str paths above, and importing pathlib would cost every start
+_PATH_CONSTANTS = {"DATA_DIR": (), "CACHE_FILE": (_CACHE_NAME,), "BUILT_FILE": (_BUILT_NAME,)}
+DATA_DIR: Path
+CACHE_FILE: Path
+BUILT_FILE: Path
+
+
+def __getattr__(name: str) -> Path:
+    """``DATA_DIR`` (the embedded data), ``CACHE_FILE`` and ``BUILT_FILE`` (its caches), as
+    :class:`pathlib.Path`, each made once."""
+    if name not in _PATH_CONSTANTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from pathlib import Path
+
+    value = globals()[name] = Path(_DATA_DIR, *_PATH_CONSTANTS[name])
+    return value
+
 
 _BUILT_MAGIC = b"torchenv built matrix 1\n"
 # the modules whose code decides what build_matrix makes of the documents (paths relative to
@@ -74,16 +97,31 @@ _OVERLAY_KEYS = {
 
 def default_overlay_path() -> Path:
     """Where ``matrix update`` writes the overlay: ``TORCHENV_MATRIX_OVERLAY`` or the data dir."""
+    from pathlib import Path
+
+    return Path(_default_overlay())
+
+
+def _default_overlay() -> str:
+    """:func:`default_overlay_path` as a str, written as pathlib writes it."""
     explicit = os.environ.get("TORCHENV_MATRIX_OVERLAY")
     if explicit:
-        return Path(explicit)
+        return path_str(explicit)
     if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
+        base = os.environ.get("LOCALAPPDATA", path_str(_home(), "AppData", "Local"))
     elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
+        base = path_str(_home(), "Library", "Application Support")
     else:
-        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return base / "torchenv" / "matrix-overlay.yaml"
+        base = os.environ.get("XDG_DATA_HOME") or path_str(_home(), ".local", "share")
+    return path_str(base, "torchenv", "matrix-overlay.yaml")
+
+
+def _home() -> str:
+    """The user's home directory, or RuntimeError as from :meth:`pathlib.Path.home`."""
+    home = os.path.expanduser("~")
+    if home[:1] == "~":
+        raise RuntimeError("Could not determine home directory.")
+    return home
 
 
 _YES = frozenset({"1", "true", "yes", "on"})
@@ -112,7 +150,7 @@ MAX_YAML_DEPTH = 64
 """The deepest a YAML document may nest; the matrix nests fewer than ten levels."""
 
 
-def read_yaml(path: Path, text: str | bytes | None = None) -> Any:
+def read_yaml(path: StrPath, text: str | bytes | None = None) -> Any:
     """Parse one YAML document with PyYAML's C loader when present; errors name the file.
 
     The file is read through :func:`torchenv._files.read_bytes_capped`, and a document that
@@ -140,7 +178,7 @@ def read_yaml(path: Path, text: str | bytes | None = None) -> Any:
         ) from exc
 
 
-def _check_yaml_bounds(raw: str | bytes, path: Path, loader: Any) -> None:
+def _check_yaml_bounds(raw: str | bytes, path: StrPath, loader: Any) -> None:
     """Walk the parse events of ``raw`` (a flat stream, so deep nesting costs no recursion) and
     raise :class:`MatrixError` when the document breaks a bound of :func:`read_yaml`."""
     import yaml
@@ -178,28 +216,37 @@ def _check_yaml_bounds(raw: str | bytes, path: Path, loader: Any) -> None:
                               "its aliases are expanded; refusing to build it", hint=hint)
 
 
-def _yaml_bytes(data_dir: Path) -> dict[str, bytes]:
-    return {name: (data_dir / name).read_bytes() for name in DATA_FILES}
+def _data_dir(data_dir: StrPath | None) -> str:
+    """``data_dir`` as a str, written as pathlib writes it; None is the embedded data."""
+    return _DATA_DIR if data_dir is None else path_str(data_dir)
 
 
-def embedded_digest(data_dir: Path = DATA_DIR) -> str:
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def _yaml_bytes(data_dir: str) -> dict[str, bytes]:
+    return {name: _read_bytes(os.path.join(data_dir, name)) for name in DATA_FILES}
+
+
+def embedded_digest(data_dir: StrPath | None = None) -> str:
     """A fingerprint of the embedded YAML files: name, size and CRC-32 of each.
 
     It detects edits, not tampering (the files ship in the same package as the cache), and zlib
     is far cheaper to import than hashlib's OpenSSL binding.
     """
     parts = []
-    for name, data in _yaml_bytes(data_dir).items():
+    for name, data in _yaml_bytes(_data_dir(data_dir)).items():
         parts.append(f"{name}:{len(data)}:{zlib.crc32(data):08x}")
     return ";".join(parts)
 
 
 def code_digest() -> str:
     """A fingerprint of the code that builds the model: name, size and CRC-32 of each module."""
-    root = Path(__file__).parent.parent
     parts = []
     for rel in _BUILD_CODE:
-        data = (root / rel).read_bytes()
+        data = _read_bytes(os.path.join(_PACKAGE_DIR, rel))
         parts.append(f"{rel}:{len(data)}:{zlib.crc32(data):08x}")
     return ";".join(parts)
 
@@ -208,13 +255,15 @@ def _built_header(digest: str, code: str) -> bytes:
     return _BUILT_MAGIC + digest.encode() + b"\n" + code.encode() + b"\n"
 
 
-def build_built_cache(data_dir: Path = DATA_DIR) -> tuple[bytes, Matrix]:
-    """The ``matrix.pickle`` bytes for the YAML in ``data_dir`` and the matrix they hold."""
+def build_built_cache(data_dir: StrPath | None = None) -> tuple[bytes, Matrix]:
+    """The ``matrix.pickle`` bytes for the YAML in ``data_dir`` (default: the embedded data) and
+    the matrix they hold."""
     import pickle
 
     from torchenv.matrix.validate import build_matrix
 
-    documents = {name: read_yaml(data_dir / name) for name in DATA_FILES}
+    data_dir = _data_dir(data_dir)
+    documents = {name: read_yaml(os.path.join(data_dir, name)) for name in DATA_FILES}
     matrix = build_matrix(documents, origin=_origins(data_dir))
     header = _built_header(embedded_digest(data_dir), code_digest())
     return header + pickle.dumps(_share_equal(matrix, {}), protocol=4), matrix
@@ -240,12 +289,15 @@ def _share_equal(value: Any, seen: dict[Any, Any]) -> Any:
         return value
 
 
-def load_built_matrix(data_dir: Path = DATA_DIR, *, digest: str | None = None) -> Matrix | None:
+def load_built_matrix(data_dir: StrPath | None = None, *,
+                      digest: str | None = None) -> Matrix | None:
     """The built matrix from ``matrix.pickle`` when its fingerprints match the YAML in
-    ``data_dir`` (``digest``: :func:`embedded_digest`, when the caller has it) and this code;
-    None when they do not, or when the file is missing or cannot be read."""
+    ``data_dir`` (default: the embedded data; ``digest``: :func:`embedded_digest`, when the caller
+    has it) and this code; None when they do not, or when the file is missing or cannot be
+    read."""
+    data_dir = _data_dir(data_dir)
     try:
-        raw = (data_dir / BUILT_FILE.name).read_bytes()
+        raw = _read_bytes(os.path.join(data_dir, _BUILT_NAME))
         header = _built_header(embedded_digest(data_dir) if digest is None else digest,
                                code_digest())
     except OSError:
@@ -263,29 +315,32 @@ def load_built_matrix(data_dir: Path = DATA_DIR, *, digest: str | None = None) -
     return matrix if isinstance(matrix, Matrix) else None
 
 
-def build_cache(data_dir: Path = DATA_DIR) -> dict[str, Any]:
-    """The cache document for the YAML in ``data_dir`` (``matrix check --write-cache``)."""
-    docs = {name: read_yaml(data_dir / name) for name in DATA_FILES}
+def build_cache(data_dir: StrPath | None = None) -> dict[str, Any]:
+    """The cache document for the YAML in ``data_dir`` (default: the embedded data), as
+    ``matrix check --write-cache`` writes it."""
+    data_dir = _data_dir(data_dir)
+    docs = {name: read_yaml(os.path.join(data_dir, name)) for name in DATA_FILES}
     return {"digest": embedded_digest(data_dir), "documents": docs}
 
 
 def load_embedded_documents(
-    data_dir: Path = DATA_DIR, *, digest: str | None = None
+    data_dir: StrPath | None = None, *, digest: str | None = None
 ) -> tuple[dict[str, Any], bool]:
-    """The parsed embedded documents and whether the verified cache supplied them
-    (``digest``: :func:`embedded_digest` of ``data_dir``, when the caller has it)."""
+    """The parsed embedded documents (default: of the embedded data) and whether the verified
+    cache supplied them (``digest``: :func:`embedded_digest` of ``data_dir``, when the caller
+    has it)."""
+    data_dir = _data_dir(data_dir)
     if digest is None:
         digest = embedded_digest(data_dir)
-    cache_path = data_dir / "cache.json"
     try:
-        cache = json.loads(cache_path.read_bytes())
+        cache = json.loads(_read_bytes(os.path.join(data_dir, _CACHE_NAME)))
         if isinstance(cache, dict) and cache.get("digest") == digest:
             docs = cache["documents"]
             if isinstance(docs, dict) and set(docs) == set(DATA_FILES):
                 return docs, True
     except (OSError, ValueError, KeyError):
         pass
-    return {name: read_yaml(data_dir / name) for name in DATA_FILES}, False
+    return {name: read_yaml(os.path.join(data_dir, name)) for name in DATA_FILES}, False
 
 
 def merge_overlay(documents: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
@@ -331,25 +386,26 @@ def _freeze(value: Any) -> Any:
 
 def load_matrix(
     *,
-    overlay: Path | bool | None = True,
-    data_dir: Path = DATA_DIR,
+    overlay: StrPath | bool | None = True,
+    data_dir: StrPath | None = None,
 ) -> Matrix:
-    """The embedded matrix, merged with the user overlay.
+    """The embedded matrix (``data_dir``: the YAML of another one), merged with the user overlay.
 
-    ``overlay=True`` uses :func:`default_overlay_path` when that file exists, a Path uses that file,
+    ``overlay=True`` uses :func:`default_overlay_path` when that file exists, a path uses that file,
     ``False``/``None`` ignores overlays. A broken overlay is recorded in ``Matrix.overlay_error``
     and ignored; a broken embedded matrix raises :class:`MatrixError`.
     """
-    overlay_path: Path | None
+    data_dir = _data_dir(data_dir)
+    overlay_path: str | None
     if overlay is True:
         if overlay_disabled(os.environ):
             overlay_path = None
         else:
             # whatever is there is read (a directory or a device is reported, not skipped)
-            candidate = default_overlay_path()
+            candidate = _default_overlay()
             overlay_path = candidate if os.path.lexists(candidate) else None
-    elif isinstance(overlay, Path):
-        overlay_path = overlay
+    elif isinstance(overlay, (str, os.PathLike)):
+        overlay_path = path_str(overlay)
     else:
         overlay_path = None
 
@@ -366,11 +422,11 @@ def load_matrix(
         matrix = build_matrix(merged, origin=_origins(data_dir))
     except MatrixError as exc:
         base = _embedded_matrix(data_dir, documents)
-        return _with(base, overlay=str(overlay_path), overlay_error=exc.message)
-    return _with(matrix, overlay=str(overlay_path), overlay_error=None)
+        return _with(base, overlay=overlay_path, overlay_error=exc.message)
+    return _with(matrix, overlay=overlay_path, overlay_error=None)
 
 
-def _embedded_matrix(data_dir: Path, documents: dict[str, Any] | None = None) -> Matrix:
+def _embedded_matrix(data_dir: str, documents: dict[str, Any] | None = None) -> Matrix:
     """The embedded matrix alone: from the built cache when it is current, else built."""
     digest = embedded_digest(data_dir)
     built = load_built_matrix(data_dir, digest=digest)
@@ -383,12 +439,17 @@ def _embedded_matrix(data_dir: Path, documents: dict[str, Any] | None = None) ->
     return build_matrix(documents, origin=_origins(data_dir))
 
 
-def _origins(data_dir: Path) -> dict[str, str]:
-    try:
-        rel = data_dir.relative_to(Path(__file__).parent.parent)
-        prefix = str(rel).replace(os.sep, "/")
-    except ValueError:
-        prefix = str(data_dir)
+def _origins(data_dir: str) -> dict[str, str]:
+    """Where each file's entries come from: its path relative to the package
+    (``matrix/data/releases.yaml``), or in ``data_dir`` as given when that is elsewhere."""
+    package, here = os.path.normcase(_PACKAGE_DIR), os.path.normcase(data_dir)
+    head = package if package.endswith(os.sep) else package + os.sep
+    if here == package:
+        prefix = "."
+    elif here.startswith(head):
+        prefix = data_dir[len(head):].replace(os.sep, "/")
+    else:
+        prefix = data_dir
     return {name: f"{prefix}/{name}" for name in DATA_FILES}
 
 
