@@ -261,7 +261,9 @@ def known_cuda_versions(matrix: Matrix) -> list[str]:
 
 
 def emit_json(document: Any) -> None:
-    sys.stdout.write(json.dumps(document, indent=2, sort_keys=False) + "\n")
+    from torchenv._json import dumps
+
+    sys.stdout.write(dumps(document) + "\n")
     sys.stdout.flush()
 
 
