@@ -60,38 +60,53 @@ def _read_version(meta_dir: str) -> Optional[str]:
     return None
 
 
-def _package(name: str) -> Optional[dict[str, Any]]:
-    """Version, location and installer of ``name``, the distribution Python would import.
+def _packages(names: tuple[str, ...]) -> dict[str, Optional[dict[str, Any]]]:
+    """Version, location and installer of each of ``names``: the distribution Python would
+    import, or None.
 
     Scans ``sys.path`` for ``<name>-<version>.dist-info`` (or ``.egg-info``) folders in order,
     as importlib.metadata does, without importing it (that import alone costs more than the
-    rest of detection).
+    rest of detection); each folder is listed once for all the names.
     """
-    prefix = name.lower().replace("-", "_") + "-"
+    found: dict[str, Optional[dict[str, Any]]] = dict.fromkeys(names)
+    pending = list(names)
     for entry in sys.path:
+        if not pending:
+            break
         folder = entry or "."
         try:
-            names = os.listdir(folder)
+            children = os.listdir(folder)
         except OSError:
             continue
-        for child in names:
-            lower = child.lower()
-            if not (lower.startswith(prefix) or lower == name + ".egg-info"):
-                continue
-            if not lower.endswith((".dist-info", ".egg-info")):
-                continue
-            meta_dir = os.path.join(folder, child)
-            version = _read_version(meta_dir)
-            if version is None:
-                continue
-            installer = None
-            try:
-                with open(os.path.join(meta_dir, "INSTALLER"), encoding="utf-8") as f:
-                    installer = f.read().strip() or None
-            except OSError:
-                pass
-            return {"version": version, "location": os.path.abspath(folder),
-                    "installer": installer}
+        for name in list(pending):
+            info = _package_in(folder, children, name)
+            if info is not None:
+                found[name] = info
+                pending.remove(name)
+    return found
+
+
+def _package_in(folder: str, children: list[str], name: str) -> Optional[dict[str, Any]]:
+    """``name``'s distribution among ``children`` of ``folder`` (the first with a version)."""
+    prefix = name.lower().replace("-", "_") + "-"
+    for child in children:
+        lower = child.lower()
+        if not (lower.startswith(prefix) or lower == name + ".egg-info"):
+            continue
+        if not lower.endswith((".dist-info", ".egg-info")):
+            continue
+        meta_dir = os.path.join(folder, child)
+        version = _read_version(meta_dir)
+        if version is None:
+            continue
+        installer = None
+        try:
+            with open(os.path.join(meta_dir, "INSTALLER"), encoding="utf-8") as f:
+                installer = f.read().strip() or None
+        except OSError:
+            pass
+        return {"version": version, "location": os.path.abspath(folder),
+                "installer": installer}
     return None
 
 
@@ -135,7 +150,7 @@ def collect(environ: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
 
         machine = platform.machine()
     kind, evidence = _env_kind(sys.prefix, sys.base_prefix, env)
-    packages = {name: _package(name) for name in PACKAGES}
+    packages = _packages(PACKAGES)
     torch = packages.get("torch")
     vpath, vtext = _torch_version_py(torch["location"] if torch else None)
     vi = sys.version_info
