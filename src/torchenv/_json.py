@@ -9,7 +9,10 @@ escaper.
 
 from __future__ import annotations
 
-from json.encoder import encode_basestring_ascii as _string
+try:  # the C escaper itself: the json package would import its decoder and re as well
+    from _json import encode_basestring_ascii as _string
+except ImportError:  # pragma: no cover - interpreters without the C accelerator
+    from json.encoder import encode_basestring_ascii as _string
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import sys
 from collections.abc import Mapping
 
@@ -218,6 +216,8 @@ def host_from_args(
         hint = "create it with 'torchenv detect --json > host.json'"
         text = read_text_capped(host_file, what="--host")
         try:
+            import json  # a host file only
+
             data = json.loads(text)
         except ValueError as exc:
             raise BadInput(f"--host: {host_file} is not JSON: {exc}", hint=hint) from exc
@@ -248,6 +248,8 @@ def known_variants(matrix: Matrix) -> list[str]:
 
     def key(name: str) -> tuple[int, tuple[int, ...], str]:
         kind = variant_kind(name)
+        import re
+
         digits = tuple(int(d) for d in re.findall(r"\d+", name))
         return (kinds.index(kind) if kind in kinds else len(kinds), digits, name)
 

@@ -6,7 +6,6 @@ process running ``_inspect_python.py`` with ``python -I -c``. Neither imports to
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 
@@ -57,6 +56,8 @@ def inspect_interpreter(executable: str, *, timeout: float = 20.0,
         raise BadInput(f"cannot inspect the interpreter {executable}: {res.describe_failure()}",
                        hint="torchenv needs a Python 3.8 or newer interpreter it can run")
     try:
+        import json  # another interpreter's report only
+
         facts = json.loads(res.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError) as exc:
         raise BadInput(f"interpreter {executable} printed {res.stdout[:200]!r}, not the "

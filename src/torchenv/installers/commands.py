@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-import shlex
 from collections.abc import Sequence
 
 from torchenv.errors import BadInput
@@ -26,6 +24,7 @@ __all__ = [
     "pins",
     "pip_install_argv",
     "pip_install_command",
+    "posix_quote",
     "quote_command",
     "shell_for",
     "uv_install_argv",
@@ -83,18 +82,34 @@ def shell_for(platform: str) -> Shell:
 # array commas, splatting, redirection or comments. A leading `=` or `~` is quoted too (zsh
 # expands `=word` to the path of a program, and `~` is a path for some PowerShell providers),
 # and so is a word PowerShell would read as a number (`12.0`, `3.12`, `1kb`).
-_POWERSHELL_BARE = re.compile(r"[A-Za-z0-9_./:\\+-][A-Za-z0-9_./:\\+=-]*")
-_POWERSHELL_NUMBER = re.compile(r"[-+.]?[0-9]")
+_POWERSHELL_BARE = r"[A-Za-z0-9_./:\\+-][A-Za-z0-9_./:\\+=-]*"
+_POWERSHELL_NUMBER = r"[-+.]?[0-9]"
 _POWERSHELL_QUOTES = "'\u2018\u2019\u201a\u201b"  # PowerShell reads the typographic ones as '
 
 
+# What a POSIX shell reads as one literal word without quotes: the characters shlex.quote
+# leaves bare (ASCII letters, digits, underscore and @%+=:,./-).
+_POSIX_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-")
+
+
+def posix_quote(word: str) -> str:
+    """``word`` as one POSIX shell word, as :func:`shlex.quote` writes it (without importing
+    shlex and the regular expressions behind it): bare when every character is safe, else in
+    single quotes with each ``'`` written ``'"'"'``."""
+    if word and _POSIX_SAFE.issuperset(word):
+        return word
+    return "'" + word.replace("'", "'\"'\"'") + "'"
+
+
 def _quote_posix(word: str) -> str:
-    quoted = shlex.quote(word)
+    quoted = posix_quote(word)
     return f"'{word}'" if quoted == word and word.startswith("=") else quoted
 
 
 def _quote_powershell(word: str) -> str:
-    if _POWERSHELL_BARE.fullmatch(word) and not _POWERSHELL_NUMBER.match(word):
+    import re  # Windows targets only
+
+    if re.fullmatch(_POWERSHELL_BARE, word) and not re.match(_POWERSHELL_NUMBER, word):
         return word
     for q in _POWERSHELL_QUOTES:
         word = word.replace(q, q + q)

@@ -6,15 +6,13 @@ comment naming torchenv's version, the matrix version and the target it was reso
 
 from __future__ import annotations
 
-import json
-import shlex
-
 from torchenv import __version__
 from torchenv.installers.commands import (
     chain_commands,
     index_base_of,
     pins,
     pip_install_argv,
+    posix_quote,
     quote_command,
     shell_for,
     uv_install_argv,
@@ -211,6 +209,8 @@ def all_commands(plan: Plan, host: Optional[HostProfile] = None) -> dict[str, st
 
 
 def _yaml_str(text: str) -> str:
+    import json  # environment files only
+
     return json.dumps(text)  # a JSON string is a valid YAML double-quoted scalar
 
 
@@ -254,7 +254,7 @@ def render_environment_yml(
             if plan.index_url:
                 # conda hands these lines to pip as a requirements file, which pip splits
                 # like a shell: quote the URL
-                pip_section.append(f"--index-url {shlex.quote(plan.index_url)}")
+                pip_section.append(f"--index-url {posix_quote(plan.index_url)}")
             pip_section.extend(plan.requirements())
     out = "".join(lines)
     out += f"name: {name}\nchannels:\n" + "".join(f"  - {c}\n" for c in channels)
@@ -267,11 +267,13 @@ def render_environment_yml(
 def render_requirements(plan: Plan) -> str:
     out = _comment(header_lines(plan))
     if plan.index_url:
-        out += f"--index-url {shlex.quote(plan.index_url)}\n"  # pip splits option lines like sh
+        out += f"--index-url {posix_quote(plan.index_url)}\n"  # pip splits option lines like sh
     return out + "".join(f"{r}\n" for r in plan.requirements())
 
 
 def _toml_str(text: str) -> str:
+    import json  # environment files only
+
     return json.dumps(text)  # a JSON string is a valid TOML basic string
 
 

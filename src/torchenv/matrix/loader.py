@@ -16,7 +16,6 @@ the package ships two caches, both written by ``torchenv matrix check --write-ca
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import zlib
@@ -333,6 +332,8 @@ def load_embedded_documents(
     if digest is None:
         digest = embedded_digest(data_dir)
     try:
+        import json  # cache.json is read only when matrix.pickle is not current
+
         cache = json.loads(_read_bytes(os.path.join(data_dir, _CACHE_NAME)))
         if isinstance(cache, dict) and cache.get("digest") == digest:
             docs = cache["documents"]

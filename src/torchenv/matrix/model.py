@@ -6,7 +6,6 @@ resolver, installers and renderers read it. Nothing in this module touches the o
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from torchenv._record import field, record
@@ -21,7 +20,6 @@ if TYPE_CHECKING:
     Evidence = Literal["confirmed", "inferred", "unknown"]
 
 __all__ = [
-    "ARCH_RE",
     "EVIDENCE_CLASSES",
     "PLATFORMS",
     "AmdGpu",
@@ -37,6 +35,7 @@ __all__ = [
     "Source",
     "ToolkitFloor",
     "Variant",
+    "arch_parts",
     "parse_version_tuple",
     "variant_kind",
 ]
@@ -53,10 +52,49 @@ EVIDENCE_CLASSES: tuple[str, ...] = ("confirmed", "inferred", "unknown")
 """How a fact is known: ``confirmed`` by a primary source for that exact build, ``inferred`` by a
 named rule of :mod:`torchenv.matrix.inference` from confirmed facts, or ``unknown``."""
 
-ARCH_RE = re.compile(r"^(\d{1,2})\.(\d)([af]?)(\+PTX)?$")
-"""A compiled target of an arch list: ``8.6``, ``9.0a``, ``10.0f``, ``12.0+PTX``."""
-_CUDA_RE = re.compile(r"^cu(\d{2,3})$")
-_ROCM_RE = re.compile(r"^rocm(\d+)\.(\d+)(?:\.(\d+))?$")
+# The names and arch entries below are read with string methods, not regular expressions: the
+# re module costs more to import than a whole resolve takes. Each reader accepts exactly what
+# the pattern in its docstring matches with re.match (tested against it): \d is any Unicode
+# decimal digit, and $ also matches before one trailing newline.
+
+
+def _line(text: str) -> str:
+    return text[:-1] if text.endswith("\n") else text
+
+
+def _decimal(text: str, least: int = 1, most: int = 1 << 30) -> bool:
+    return least <= len(text) <= most and text.isdecimal()
+
+
+def _cuda_digits(name: str) -> str | None:
+    """The digits of a CUDA variant name: ``^cu(\\d{2,3})$``."""
+    core = _line(name)
+    return core[2:] if core.startswith("cu") and _decimal(core[2:], 2, 3) else None
+
+
+def _is_rocm(name: str) -> bool:
+    """``^rocm(\\d+)\\.(\\d+)(?:\\.(\\d+))?$``."""
+    core = _line(name)
+    if not core.startswith("rocm"):
+        return False
+    parts = core[4:].split(".")
+    return len(parts) in (2, 3) and all(_decimal(p) for p in parts)
+
+
+def arch_parts(text: str) -> tuple[int, int, str, bool] | None:
+    """(major, minor, suffix, +PTX) of an arch-list entry (``8.6``, ``9.0a``, ``10.0f``,
+    ``12.0+PTX``), None when it is not one: ``^(\\d{1,2})\\.(\\d)([af]?)(\\+PTX)?$``."""
+    core = _line(text)
+    ptx = core.endswith("+PTX")
+    if ptx:
+        core = core[:-4]
+    suffix = core[-1:] if core[-1:] in ("a", "f") else ""
+    if suffix:
+        core = core[:-1]
+    major, dot, minor = core.partition(".")
+    if not dot or not _decimal(major, 1, 2) or not _decimal(minor, 1, 1):
+        return None
+    return int(major), int(minor), suffix, ptx
 
 
 # Answers for the few distinct names and versions one run meets, asked for hundreds of times by
@@ -77,9 +115,9 @@ def variant_kind(name: str) -> VariantKind | None:
         kind = "cpu"
     elif name == "xpu":
         kind = "xpu"
-    elif _CUDA_RE.match(name):
+    elif _cuda_digits(name) is not None:
         kind = "cuda"
-    elif _ROCM_RE.match(name):
+    elif _is_rocm(name):
         kind = "rocm"
     if len(_KINDS) < 4096:
         _KINDS[name] = kind
@@ -92,8 +130,8 @@ def cuda_version_of(name: str) -> str | None:
         return _CUDA_VERSIONS[name]
     except KeyError:
         pass
-    m = _CUDA_RE.match(name)
-    version = f"{m.group(1)[:-1]}.{m.group(1)[-1]}" if m else None
+    digits = _cuda_digits(name)
+    version = f"{digits[:-1]}.{digits[-1]}" if digits is not None else None
     if len(_CUDA_VERSIONS) < 4096:
         _CUDA_VERSIONS[name] = version
     return version

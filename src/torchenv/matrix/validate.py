@@ -16,7 +16,6 @@ from typing import Any, Callable, TypeVar
 from torchenv.errors import MatrixError
 from torchenv.matrix.inference import PtxPolicy, RuntimeTable, apply_inference
 from torchenv.matrix.model import (
-    ARCH_RE,
     EVIDENCE_CLASSES,
     PLATFORMS,
     AmdGpu,
@@ -37,6 +36,10 @@ from torchenv.matrix.model import (
 __all__ = ["ARCH_RE", "SCHEMA_VERSION", "build_matrix"]
 
 SCHEMA_VERSION = 1
+
+ARCH_RE = re.compile(r"^(\d{1,2})\.(\d)([af]?)(\+PTX)?$")
+"""A compiled target of an arch list: ``8.6``, ``9.0a``, ``10.0f``, ``12.0+PTX``
+(:func:`torchenv.matrix.model.arch_parts` reads the same entries without regular expressions)."""
 
 _PY_RE = re.compile(r"^3\.\d{1,2}t?$")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from torchenv._record import record
 from torchenv.errors import BadInput
 from torchenv.matrix.model import variant_kind
@@ -14,7 +12,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Request"]
 
-_CUDA_RE = re.compile(r"^(\d{2})\.(\d)$")
+_CUDA_RE = r"^(\d{2})\.(\d)$"
+
+
+def _cuda_version_ok(text: str) -> bool:
+    import re  # only when a CUDA version is asked for
+
+    return re.match(_CUDA_RE, text) is not None
 
 
 @record
@@ -40,7 +44,7 @@ class Request:
             from torchenv.installers.commands import check_index_base
 
             check_index_base(self.index_base)
-        if self.cuda is not None and not _CUDA_RE.match(self.cuda):
+        if self.cuda is not None and not _cuda_version_ok(self.cuda):
             raise BadInput(
                 f"--cuda: {self.cuda!r} is not a CUDA version", hint="give major.minor, e.g. 12.8"
             )
@@ -76,6 +80,8 @@ def torch_specifier(text: str | None) -> object | None:
     if text is None:
         return None
     t = text.strip()
+    import re  # only with --torch, which needs packaging's parser anyway
+
     if re.match(r"^\d+\.\d+$", t):
         t = f"=={t}.*"
     return _parse_specifier(t)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from torchenv._record import field, record
 from torchenv.detection.profile import HostProfile
 from torchenv.matrix.inference import toolkit_excludes
-from torchenv.matrix.model import ARCH_RE, Matrix, Release, Variant, parse_version_tuple
+from torchenv.matrix.model import Matrix, Release, Variant, arch_parts, parse_version_tuple
 
 EVIDENCE_ORDER = {"confirmed": 0, "inferred": 1, "unknown": 2}
 """Weakest wins when several GPUs or entries decide one verdict."""
@@ -53,10 +53,10 @@ class ArchEntry:
 
 @functools.lru_cache(maxsize=1024)
 def parse_arch(text: str) -> ArchEntry:
-    m = ARCH_RE.match(text)
-    if not m:
+    parts = arch_parts(text)
+    if parts is None:
         raise ValueError(f"{text!r} is not a compute capability")
-    return ArchEntry(int(m.group(1)), int(m.group(2)), m.group(3), bool(m.group(4)))
+    return ArchEntry(*parts)
 
 
 @functools.lru_cache(maxsize=1024)
