@@ -5,9 +5,11 @@ The modules named here are what a plain command line, detection through nvidia-s
 resolve on the embedded matrix do without: the argument parser argparse (a plain command line
 is read from the declarations; argparse only for --help and errors), typing (type checkers
 only), subprocess/threading/signal (the one child is spawned with posix_spawn and read with
-poll), pathlib (and the urllib.parse and ipaddress it pulls in), the YAML parser and the matrix
-validation (the built matrix is loaded from matrix.pickle), packaging (no version specifier was
-given), and the C type bindings (no NVML library).
+poll), pathlib (and the urllib.parse and ipaddress it pulls in), re and enum (names, versions
+and nvidia-smi's CSV are read with string methods), json (the document is written by
+torchenv._json with the C escaper), shlex (POSIX quoting is torchenv's own), the YAML parser and
+the matrix validation (the built matrix is loaded from matrix.pickle), packaging (no version
+specifier was given), and the C type bindings (no NVML library).
 """
 
 from __future__ import annotations
@@ -23,18 +25,21 @@ from tests.detection.detection_helpers import fake_smi
 
 from hermetic import hermetic
 
-NOT_ON_THE_PATH = ("argparse", "typing", "subprocess", "threading", "signal", "pathlib",
+NOT_ON_THE_PATH = ("argparse", "typing", "subprocess", "threading", "signal", "pathlib", "re",
+                   "enum", "json", "shlex",
                    "urllib.parse", "ipaddress", "yaml", "torchenv.matrix.validate",
                    "packaging.version", "packaging.specifiers", "ctypes", "dataclasses",
                    "inspect", "tomllib", "rich")
 
 SCRIPT = """
-import contextlib, io, json, runpy, sys
+import contextlib, io, runpy, sys
 out = io.StringIO()
 sys.argv = ["torchenv", *sys.argv[1:]]
 with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
     runpy.run_module("torchenv", run_name="__main__")
-print(json.dumps({"modules": sorted(sys.modules), "output": out.getvalue()}))
+modules = sorted(sys.modules)  # before this script's own json import
+import json
+print(json.dumps({"modules": modules, "output": out.getvalue()}))
 """
 
 def hermetic_env() -> dict[str, str]:

@@ -8,7 +8,6 @@ name the driver that is *running* (which, after an upgrade without a reboot, is 
 from __future__ import annotations
 
 import os
-import re
 
 from torchenv._record import record
 from torchenv.detection.profile import Gpu
@@ -30,9 +29,8 @@ __all__ = [
 
 # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.173.02  Tue Jun 23 08:38:17 UTC 2026"
 # "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build  (...)  date"
-_NVRM_RE = re.compile(r"^NVRM version:.*?Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+){1,2})\b",
-                      re.MULTILINE)
-_SYS_RE = re.compile(r"^\s*(\d+(?:\.\d+){1,2})\s*$")
+_NVRM_PATTERN = r"^NVRM version:.*?Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+){1,2})\b"
+_SYS_PATTERN = r"^\s*(\d+(?:\.\d+){1,2})\s*$"
 
 
 def parse_proc_driver_version(text: str) -> Optional[str]:
@@ -45,13 +43,17 @@ def parse_proc_driver_version(text: str) -> Optional[str]:
 
         NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build  (...)
     """
-    m = _NVRM_RE.search(text)
+    import re
+
+    m = re.search(_NVRM_PATTERN, text, re.MULTILINE)
     return m.group(1) if m else None
 
 
 def parse_sys_module_version(text: str) -> Optional[str]:
     """``/sys/module/nvidia/version`` holds the bare version: ``550.78``."""
-    m = _SYS_RE.match(text)
+    import re
+
+    m = re.match(_SYS_PATTERN, text)
     return m.group(1) if m else None
 
 

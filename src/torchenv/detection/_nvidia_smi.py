@@ -7,7 +7,6 @@ spawned when it is on ``PATH`` (or in the WSL2 driver folder).
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Mapping
 
@@ -33,18 +32,64 @@ QUERY_FIELDS = ("index", "name", "compute_cap", "memory.total", "uuid", "driver_
 # nvidia-smi before ~510 has no compute_cap field ('Field "compute_cap" is not a valid field')
 QUERY_FIELDS_NO_CC = ("index", "name", "memory.total", "uuid", "driver_version")
 
-_VERSION_RE = re.compile(r"\d+(?:\.\d+){1,2}")
-_CC_RE = re.compile(r"^\d{1,2}\.\d$")
 _NA = {"", "[n/a]", "n/a", "[not supported]", "not supported", "[unknown error]"}
-_KMD_RE = re.compile(r"KMD version\s*:\s*(\d+(?:\.\d+){1,2})", re.IGNORECASE)
-_DRIVER_RE = re.compile(r"Driver version\s*:\s*(\d+(?:\.\d+){1,2})", re.IGNORECASE)
-_CUDA_UMD_RE = re.compile(r"CUDA UMD version\s*:\s*(\d+\.\d+)", re.IGNORECASE)
-_CUDA_RE = re.compile(r"CUDA version\s*:\s*(\d+\.\d+)", re.IGNORECASE)
+# for parse_smi_versions, searched case-insensitively
+_KMD_PATTERN = r"KMD version\s*:\s*(\d+(?:\.\d+){1,2})"
+_DRIVER_PATTERN = r"Driver version\s*:\s*(\d+(?:\.\d+){1,2})"
+_CUDA_UMD_PATTERN = r"CUDA UMD version\s*:\s*(\d+\.\d+)"
+_CUDA_PATTERN = r"CUDA version\s*:\s*(\d+\.\d+)"
 
 
 def _value(text: str) -> Optional[str]:
     text = text.strip()
     return None if text.lower() in _NA else text
+
+
+def _digits_end(text: str, start: int) -> int:
+    """Where the run of decimal digits at ``start`` ends (``start`` when there is none).
+
+    A digit is what ``\\d`` matches in a str pattern: any Unicode decimal digit (``isdecimal``).
+    """
+    end = start
+    while end < len(text) and text[end].isdecimal():
+        end += 1
+    return end
+
+
+def _find_version(text: str) -> Optional[str]:
+    """The first ``N.N`` or ``N.N.N`` (runs of decimal digits) anywhere in ``text``, each part
+    as long as it goes: ``"r580.82.07.1"`` -> ``"580.82.07"``; None when there is none."""
+    start = 0
+    while start < len(text):
+        end = _digits_end(text, start)
+        if end == start:
+            start += 1
+            continue
+        parts = 1
+        while parts < 3 and end < len(text) and text[end] == ".":
+            after = _digits_end(text, end + 1)
+            if after == end + 1:
+                break
+            end, parts = after, parts + 1
+        if parts > 1:
+            return text[start:end]
+        start = end  # a later start inside the same run would stop at the same place
+    return None
+
+
+def _is_compute_capability(text: str) -> bool:
+    """``"9.0"``, ``"12.0"``: one or two decimal digits, a dot, one digit (a newline may end
+    it)."""
+    major, dot, minor = text.removesuffix("\n").partition(".")
+    return (bool(dot) and len(major) in (1, 2) and major.isdecimal()
+            and len(minor) == 1 and minor.isdecimal())
+
+
+def _leading_number(text: str) -> Optional[int]:
+    """The number the text starts with: ``"143771 MiB"`` -> 143771; None when it starts with
+    no digit."""
+    end = _digits_end(text, 0)
+    return int(text[:end]) if end else None
 
 
 def parse_query_csv(text: str, fields: tuple[str, ...] = QUERY_FIELDS
@@ -82,15 +127,14 @@ def parse_query_csv(text: str, fields: tuple[str, ...] = QUERY_FIELDS
             raise ValueError(f"nvidia-smi printed {line!r}: index {index_text!r} is not a number")
         cc = _value(row.get("compute_cap", ""))
         mem = _value(row.get("memory.total", ""))
-        mem_num = re.match(r"^(\d+)", mem) if mem else None
-        drv = _VERSION_RE.search(row.get("driver_version", ""))
+        drv = _find_version(row.get("driver_version", ""))
         if drv and driver is None:
-            driver = drv.group(0)
+            driver = drv
         gpus.append(Gpu(
             index=int(index_text),
             name=_value(row.get("name", "")),
-            compute_capability=cc if cc and _CC_RE.match(cc) else None,
-            memory_mib=int(mem_num.group(1)) if mem_num else None,
+            compute_capability=cc if cc and _is_compute_capability(cc) else None,
+            memory_mib=_leading_number(mem) if mem else None,
             uuid=_value(row.get("uuid", "")),
         ))
     return tuple(gpus), driver
@@ -111,8 +155,12 @@ def parse_smi_versions(text: str) -> tuple[Optional[str], Optional[str]]:
         | NVIDIA-SMI 595.71.05              Driver Version: 595.71.05      CUDA Version: 13.2     |
         | NVIDIA-SMI 610.57.04              KMD Version: 610.57.04     CUDA UMD Version: 13.3     |
     """
-    driver = _KMD_RE.search(text) or _DRIVER_RE.search(text)
-    cuda = _CUDA_UMD_RE.search(text) or _CUDA_RE.search(text)
+    import re
+
+    driver = (re.search(_KMD_PATTERN, text, re.IGNORECASE)
+              or re.search(_DRIVER_PATTERN, text, re.IGNORECASE))
+    cuda = (re.search(_CUDA_UMD_PATTERN, text, re.IGNORECASE)
+            or re.search(_CUDA_PATTERN, text, re.IGNORECASE))
     return (driver.group(1) if driver else None), (cuda.group(1) if cuda else None)
 
 
@@ -128,6 +176,8 @@ def parse_smi_error(text: str) -> Optional[str]:
     """
     low = text.lower()
     if "version mismatch" in low:
+        import re
+
         lib = re.search(r"NVML library version:\s*(\S+)", text)
         return ("NVIDIA driver/library version mismatch"
                 + (f" (NVML library {lib.group(1)})" if lib else "")

@@ -8,7 +8,6 @@ which has no KFD). The ROCm version comes from ``<ROCM_PATH or /opt/rocm>/.info/
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 
 from torchenv._files import path_str
@@ -31,7 +30,7 @@ __all__ = [
     "probe_rocm",
 ]
 
-_GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
+_GFX_PATTERN = r"^gfx[0-9a-f]{3,4}$"
 
 
 def gfx_from_target_version(value: int) -> Optional[str]:
@@ -65,6 +64,14 @@ def parse_kfd_properties(text: str) -> Optional[str]:
     return None
 
 
+def _digits_end(text: str, start: int) -> int:
+    """Where the run of decimal digits (``str.isdecimal``) at ``start`` ends."""
+    end = start
+    while end < len(text) and text[end].isdecimal():
+        end += 1
+    return end
+
+
 def parse_rocminfo(text: str) -> tuple[tuple[str, Optional[str]], ...]:
     """(gfx target, marketing name) of each GPU agent in ``rocminfo`` output.
 
@@ -79,13 +86,15 @@ def parse_rocminfo(text: str) -> tuple[tuple[str, Optional[str]], ...]:
           ...
           Device Type:             GPU
     """
+    import re
+
     agents: list[tuple[str, Optional[str]]] = []
     name: Optional[str] = None
     marketing: Optional[str] = None
     kind: Optional[str] = None
 
     def flush() -> None:
-        if kind == "GPU" and name and _GFX_RE.match(name):
+        if kind == "GPU" and name and re.match(_GFX_PATTERN, name):
             agents.append((name, marketing))
 
     for line in text.splitlines():
@@ -117,18 +126,35 @@ def parse_rocm_agent_enumerator(text: str) -> tuple[str, ...]:
         gfx803
         gfx902
     """
+    import re
+
     return tuple(t for t in (line.strip() for line in text.splitlines())
-                 if _GFX_RE.match(t) and t != "gfx000")
+                 if re.match(_GFX_PATTERN, t) and t != "gfx000")
 
 
 def parse_rocm_version(text: str) -> Optional[str]:
-    """``/opt/rocm/.info/version``: ``7.0.1`` (some releases append ``-<build>``)."""
-    m = re.match(r"^\s*(\d+\.\d+(?:\.\d+)?)", text)
-    return m.group(1) if m else None
+    """``/opt/rocm/.info/version``: ``7.0.1`` (some releases append ``-<build>``).
+
+    The version is two or three dot-separated runs of decimal digits (``str.isdecimal``, as
+    ``\\d`` matches), each as long as it goes, after any whitespace at the start.
+    """
+    start = 0
+    while start < len(text) and text[start].isspace():
+        start += 1
+    end = _digits_end(text, start)
+    parts = 1 if end > start else 0
+    while parts and parts < 3 and text.startswith(".", end):
+        after = _digits_end(text, end + 1)
+        if after == end + 1:
+            break
+        end, parts = after, parts + 1
+    return text[start:end] if parts >= 2 else None
 
 
 def parse_hsa_override(value: str) -> Optional[str]:
     """``HSA_OVERRIDE_GFX_VERSION=10.3.0`` -> ``gfx1030`` (the target ROCm will pretend to be)."""
+    import re
+
     m = re.match(r"^\s*(\d+)\.(\d+)\.(\d+)\s*$", value)
     if not m:
         return None

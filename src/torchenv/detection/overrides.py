@@ -6,7 +6,6 @@ another machine must not depend on (or wait for) this one.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 from torchenv._record import record
@@ -28,15 +27,15 @@ __all__ = [
     "normalize_rocm_arch",
 ]
 
-_DRIVER_RE = re.compile(r"^\d{2,4}(\.\d{1,3}){1,2}$")
-_CC_RE = re.compile(r"^(?:sm_?|compute_)?(\d{1,2})\.?(\d)([af]?)$")
+_DRIVER_PATTERN = r"^\d{2,4}(\.\d{1,3}){1,2}$"
+_CC_PATTERN = r"^(?:sm_?|compute_)?(\d{1,2})\.?(\d)([af]?)$"
 # a generous bound above the newest architecture (12.x): it catches typos like 99.9 or sm_999
 # without turning away a GPU newer than this release of torchenv
 _MAX_CC_MAJOR = 19
-_PY_RE = re.compile(r"^(?:cp|py)?3\.?(\d{1,2})(t?)$")
-_GLIBC_RE = re.compile(r"^2\.\d{1,2}$")
-_CUDA_DRIVER_RE = re.compile(r"^(\d{1,2})\.(\d{1,2})$")
-_GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
+_PY_PATTERN = r"^(?:cp|py)?3\.?(\d{1,2})(t?)$"
+_GLIBC_PATTERN = r"^2\.\d{1,2}$"
+_CUDA_DRIVER_PATTERN = r"^(\d{1,2})\.(\d{1,2})$"
+_GFX_PATTERN = r"^gfx[0-9a-f]{3,4}$"
 
 _PLATFORM_ALIASES = {
     "linux": "linux-x86_64",
@@ -58,8 +57,10 @@ _PLATFORM_ALIASES = {
 
 def normalize_driver_version(value: str, *, origin: str = "--driver") -> str:
     """``"550.54.15"`` stays; raises BadInput for anything that is not a driver version."""
+    import re
+
     text = value.strip()
-    if not _DRIVER_RE.match(text):
+    if not re.match(_DRIVER_PATTERN, text):
         raise BadInput(
             f"{origin}: {value!r} is not an NVIDIA driver version",
             hint="give it as nvidia-smi prints it, e.g. 550.54.15 or 580.65",
@@ -69,8 +70,10 @@ def normalize_driver_version(value: str, *, origin: str = "--driver") -> str:
 
 def normalize_cuda_driver_version(value: str, *, origin: str = "cuda_driver_version") -> str:
     """The newest CUDA a driver supports, as NVML reports it: ``"12.8"``, ``"13.0"``."""
+    import re
+
     text = value.strip()
-    if not _CUDA_DRIVER_RE.match(text):
+    if not re.match(_CUDA_DRIVER_PATTERN, text):
         raise BadInput(f"{origin}: {value!r} is not a CUDA version",
                        hint="give it as nvidia-smi prints it, e.g. 12.8")
     return text
@@ -78,8 +81,10 @@ def normalize_cuda_driver_version(value: str, *, origin: str = "cuda_driver_vers
 
 def normalize_compute_capability(value: str, *, origin: str = "--gpu") -> str:
     """``"8.6"``, ``"sm_86"``, ``"86"`` -> ``"8.6"``; ``"sm_90a"`` -> ``"9.0a"``."""
+    import re
+
     text = value.strip().lower()
-    m = _CC_RE.match(text)
+    m = re.match(_CC_PATTERN, text)
     if not m:
         raise BadInput(
             f"{origin}: {value!r} is not a compute capability",
@@ -98,7 +103,9 @@ def normalize_compute_capability(value: str, *, origin: str = "--gpu") -> str:
 
 def normalize_python(value: str, *, origin: str = "--python") -> str:
     """``"3.12"``, ``"cp312"``, ``"3.13t"`` -> ``"3.12"``/``"3.13t"``."""
-    m = _PY_RE.match(value.strip().lower())
+    import re
+
+    m = re.match(_PY_PATTERN, value.strip().lower())
     if not m and re.match(r"^[12]\.\d+", value.strip()):
         raise BadInput(f"{origin}: Python {value.strip()} has no torch wheels",
                        hint="torch needs Python 3; use X.Y, e.g. 3.12")
@@ -118,16 +125,20 @@ def normalize_platform(value: str, *, origin: str = "--platform") -> str:
 
 
 def normalize_glibc(value: str, *, origin: str = "--glibc") -> str:
+    import re
+
     text = value.strip()
-    if not _GLIBC_RE.match(text):
+    if not re.match(_GLIBC_PATTERN, text):
         raise BadInput(f"{origin}: {value!r} is not a glibc version",
                        hint="give it as 'ldd --version' prints it, e.g. 2.17 or 2.35")
     return text
 
 
 def normalize_rocm_arch(value: str, *, origin: str = "--rocm-arch") -> str:
+    import re
+
     text = value.strip().lower().split(":")[0]
-    if not _GFX_RE.match(text):
+    if not re.match(_GFX_PATTERN, text):
         raise BadInput(f"{origin}: {value!r} is not an AMD GPU target",
                        hint="give it as rocminfo prints it, e.g. gfx90a or gfx1100")
     return text
