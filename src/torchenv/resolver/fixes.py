@@ -12,7 +12,14 @@ from torchenv.errors import Unsatisfiable
 from torchenv.matrix.model import Matrix, parse_version_tuple
 from torchenv.resolver.plan import Rejection
 from torchenv.resolver.request import Request
-from torchenv.resolver.resolve import NoMatch, evaluate, gpu_kinds, rank_key, resolve
+from torchenv.resolver.resolve import (
+    NoMatch,
+    Trials,
+    evaluate,
+    gpu_kinds,
+    rank_key,
+    resolve,
+)
 from torchenv.resolver.rules import driver_floors
 
 TYPE_CHECKING = False
@@ -32,7 +39,7 @@ def evidence_alternative(
     """
     free = Request(with_torchvision=request.with_torchvision,
                    with_torchaudio=request.with_torchaudio, index_base=request.index_base)
-    fits, _ = evaluate(free, host, matrix)
+    fits, _ = evaluate(free, host, matrix, with_rejected=False)
     backed = [c for c in fits if c.gpu_build and c.arch_evidence in ("confirmed", "inferred")]
     if not backed:
         return None
@@ -149,12 +156,15 @@ def _driver_upgrades(
     if not ordered:
         return None, None
 
+    trials = Trials()  # the trial hosts differ only in the driver
+
     def best_at(floor: str) -> tuple[str, str, str] | None:
         assert host.nvidia is not None
         trial = host.with_changes(
             nvidia=replace(host.nvidia, driver_version=floor, cuda_driver_version=None)
         )
-        fits, _ = evaluate(request, trial, matrix, only_kind="cuda")
+        fits, _ = evaluate(request, trial, matrix, only_kind="cuda", trials=trials,
+                           with_rejected=False)
         if not fits:
             return None
         top = min(fits, key=lambda c: rank_key(c, True, True))

@@ -278,13 +278,40 @@ class _Verdict:
     sources: tuple[str, ...] = ()
 
 
+_FITS = _Verdict()
+"""The verdict of a candidate no GPU rule applies to (a CPU build): it fits, without warnings."""
+
+
+class Trials:
+    """What stays the same across evaluations of one request on hosts that differ only in the
+    NVIDIA driver (the fixes try every known driver floor): the wheels each release offers on
+    the platform, rules 1a and 1b per candidate, and rules 2 and 3 per (arch fact, driver
+    verdict). Each entry keeps the object its key names by id, so the id stays that object's."""
+
+    __slots__ = ("checks", "cuda", "drivers", "variants")
+
+    def __init__(self) -> None:
+        self.variants: dict[int, tuple[Release, list[tuple[Variant, bool]]]] = {}
+        self.checks: dict[tuple[int, str, bool], tuple[Release, tuple[str | None, str]]] = {}
+        self.drivers: dict[DriverVerdict, DriverVerdict] = {}  # one object per distinct verdict
+        self.cuda: CudaVerdicts = {}
+
+
+CudaVerdicts = dict[tuple[int, str, str, int], tuple[object, "_Verdict"]]
+"""Rules 2 and 3 of CUDA candidates by (id of the arch fact, variant, the release when the arch
+list is unknown (it is named in the warning), id of the driver verdict, one object per distinct
+verdict): patch releases and adjacent minors share arch facts, so each distinct one is judged
+once."""
+
+
 def _check_cuda(request: Request, host: HostProfile, matrix: Matrix, kinds: set[str],
-                rel: Release, variant: Variant,
-                drivers: dict[str, DriverVerdict]) -> _Verdict:
+                rel: Release, variant: Variant, drivers: dict[str, DriverVerdict],
+                trials: Trials) -> _Verdict:
     """Rules 2 and 3 for a CUDA variant: the driver floors, then the arch list with evidence.
 
-    ``drivers`` keeps rule 2's verdict per CUDA version: within one evaluation it depends on
-    nothing else, and hundreds of candidates share a dozen CUDA versions."""
+    ``drivers`` keeps rule 2's verdict per CUDA version (within one evaluation it depends on
+    nothing else, and hundreds of candidates share a dozen CUDA versions); ``trials.cuda``
+    keeps the whole verdict (:data:`CudaVerdicts`)."""
     cuda = variant.cuda_version
     assert cuda is not None
     if "cuda" not in kinds:
@@ -294,9 +321,24 @@ def _check_cuda(request: Request, host: HostProfile, matrix: Matrix, kinds: set[
         return _Verdict("no NVIDIA GPU or driver", "no-gpu")
     dv = drivers.get(cuda)
     if dv is None:
-        dv = drivers[cuda] = check_driver(host, matrix, cuda)
+        found = check_driver(host, matrix, cuda)
+        dv = drivers[cuda] = trials.drivers.setdefault(found, found)
     if not dv.ok:
         return _Verdict(dv.reason or "driver too old", "driver")
+    fact = variant.arch_facts.get(host.platform)
+    if fact is None:
+        return _cuda_verdict(host, matrix, rel, variant, dv)
+    key = (id(fact), variant.name, rel.torch if fact.sass == "unknown" else "", id(dv))
+    seen = trials.cuda.get(key)
+    if seen is not None and seen[0] is fact:
+        return seen[1]
+    verdict = _cuda_verdict(host, matrix, rel, variant, dv)
+    trials.cuda[key] = (fact, verdict)  # dv stays alive in trials.drivers
+    return verdict
+
+
+def _cuda_verdict(host: HostProfile, matrix: Matrix, rel: Release, variant: Variant,
+                  dv: DriverVerdict) -> _Verdict:
     av = check_cuda_arch(host, matrix, rel, variant, jit_ok=dv.full)
     if av.reason:
         return _Verdict(av.reason, "arch", rule=av.rule)
@@ -341,11 +383,15 @@ def _index_warning(rel: Release, variant: Variant, from_pypi: bool) -> tuple[str
 
 
 def evaluate(
-    request: Request, host: HostProfile, matrix: Matrix, *, only_kind: str | None = None
+    request: Request, host: HostProfile, matrix: Matrix, *, only_kind: str | None = None,
+    trials: Trials | None = None, with_rejected: bool = True,
 ) -> tuple[list[Candidate], list[Rejection]]:
     """Every candidate checked against every rule: (compatible, rejected).
 
-    ``only_kind`` (``"cuda"``, ...) limits the candidates to one accelerator family.
+    ``only_kind`` (``"cuda"``, ...) limits the candidates to one accelerator family;
+    ``trials`` (:class:`Trials`) is shared by evaluations of one request on hosts that differ
+    only in the driver; ``with_rejected=False`` leaves the rejected list empty, for a caller
+    that only asks what fits.
     """
     spec: Any = torch_specifier(request.torch)
     kinds = gpu_kinds(host)
@@ -353,17 +399,20 @@ def evaluate(
     ok: list[Candidate] = []
     rejected: list[Rejection] = []
     drivers: dict[str, DriverVerdict] = {}
-    # rules 2 and 3 of a CUDA variant depend on its name and its arch fact on this platform
-    # (and, for an unknown arch list, the release, named in the warning); patch releases and
-    # adjacent minors share those facts, so each distinct one is judged once
-    cuda_verdicts: dict[tuple[int, str, str], tuple[object, _Verdict]] = {}
+    if trials is None:
+        trials = Trials()
 
     for rel in matrix.releases:
         if spec is not None and not spec.contains(rel.torch, prereleases=True):
             continue
-        variants = _variants_for(rel, platform)
+        offered = trials.variants.get(id(rel))
+        if offered is None or offered[0] is not rel:
+            offered = trials.variants[id(rel)] = (rel, _variants_for(rel, platform))
+        variants = offered[1]
         if not variants:
-            rejected.append(Rejection(rel.torch, "*", f"no wheels for {platform}", "platform"))
+            if with_rejected:
+                rejected.append(Rejection(rel.torch, "*", f"no wheels for {platform}",
+                                          "platform"))
             continue
         for variant, from_pypi in variants:
             kind = variant.kind
@@ -373,35 +422,28 @@ def evaluate(
                 continue
             if request.cuda is not None and variant.cuda_version != request.cuda:
                 continue
-            why = check_python(rel, variant, from_pypi, platform, host.python.version)
-            category = "python"
-            if why is None:
-                why, category = check_glibc(host, rel), "glibc"
+            checked = trials.checks.get((id(rel), variant.name, from_pypi))
+            if checked is None or checked[0] is not rel:
+                checked = trials.checks[(id(rel), variant.name, from_pypi)] = (
+                    rel, _check_wheels(host, rel, variant, from_pypi))
+            why, category = checked[1]
             if why is not None:
-                rejected.append(Rejection(rel.torch, variant.name, why, category))
+                if with_rejected:
+                    rejected.append(Rejection(rel.torch, variant.name, why, category))
                 continue
             if kind == "cuda":
-                fact = variant.arch_facts.get(platform)
-                if fact is None:
-                    verdict = _check_cuda(request, host, matrix, kinds, rel, variant, drivers)
-                else:
-                    key = (id(fact), variant.name, rel.torch if fact.sass == "unknown" else "")
-                    seen = cuda_verdicts.get(key)
-                    if seen is not None and seen[0] is fact:
-                        verdict = seen[1]
-                    else:
-                        verdict = _check_cuda(request, host, matrix, kinds, rel, variant,
-                                              drivers)
-                        cuda_verdicts[key] = (fact, verdict)  # the fact kept: its id stays
+                verdict = _check_cuda(request, host, matrix, kinds, rel, variant, drivers,
+                                      trials)
             elif kind == "rocm":
                 verdict = _check_rocm(request, host, matrix, kinds, rel, variant)
             elif kind == "xpu":
                 verdict = _check_xpu(request, kinds)
             else:
-                verdict = _Verdict()
+                verdict = _FITS
             if verdict.reason is not None:
-                rejected.append(Rejection(rel.torch, variant.name, verdict.reason,
-                                          verdict.category))
+                if with_rejected:
+                    rejected.append(Rejection(rel.torch, variant.name, verdict.reason,
+                                              verdict.category))
                 continue
             index, index_warning = _index_warning(rel, variant, from_pypi)
             warnings = list(verdict.warnings)
@@ -424,6 +466,16 @@ def evaluate(
                 )
             )
     return ok, rejected
+
+
+def _check_wheels(host: HostProfile, rel: Release, variant: Variant,
+                  from_pypi: bool) -> tuple[str | None, str]:
+    """Rules 1a and 1b: (why not, "python" or "glibc"), or (None, "") when the wheels fit."""
+    why = check_python(rel, variant, from_pypi, host.platform, host.python.version)
+    if why is not None:
+        return why, "python"
+    why = check_glibc(host, rel)
+    return (why, "glibc") if why is not None else (None, "")
 
 
 def _variant_version(name: str) -> tuple[int, ...]:
