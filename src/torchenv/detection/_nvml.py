@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-__all__ = ["NvmlResult", "cuda_version_from_int", "describe_init_error", "probe_nvml"]
+__all__ = ["NvmlResult", "cuda_version_from_int", "describe_init_error", "import_pynvml",
+           "probe_nvml"]
 
 
 # NVML return codes (nvml.h) that get their own sentence
@@ -178,12 +179,57 @@ def call_bounded(fn: Callable[[], T], timeout: float, *, name: str
     return (True, box[0]) if box else (False, None)
 
 
+def import_pynvml() -> Any:
+    """``import pynvml`` (nvidia-ml-py), without paying for :mod:`ctypes.util` up front.
+
+    nvidia-ml-py imports ``find_library`` from ctypes.util when it loads (it calls it only on
+    Windows), and ctypes.util imports shutil, subprocess, tempfile and re at once: more than half
+    of what loading nvidia-ml-py costs. While pynvml loads, ``ctypes.util`` is a stand-in whose
+    ``find_library`` imports the real module the first time it is called, and whose every other
+    attribute imports it at once. The stand-in is gone from ``sys.modules`` as soon as pynvml
+    is loaded, so everything else imports the real ctypes.util. Raises ImportError when
+    nvidia-ml-py is missing.
+    """
+    if "pynvml" in sys.modules or "ctypes.util" in sys.modules:
+        import pynvml
+
+        return pynvml
+    import types
+
+    stand_in = types.ModuleType("ctypes.util", "stands in while nvidia-ml-py loads")
+
+    def real() -> Any:
+        if sys.modules.get("ctypes.util") is stand_in:
+            del sys.modules["ctypes.util"]
+        import ctypes.util
+
+        return ctypes.util
+
+    def find_library(name: str) -> Optional[str]:
+        found: Optional[str] = real().find_library(name)
+        return found
+
+    def attribute(name: str) -> Any:
+        if name.startswith("__"):  # the import system asks for __path__ and the like
+            raise AttributeError(name)
+        return getattr(real(), name)
+
+    stand_in.__dict__.update(find_library=find_library, __getattr__=attribute)
+    sys.modules["ctypes.util"] = stand_in
+    try:
+        import pynvml
+    finally:
+        if sys.modules.get("ctypes.util") is stand_in:
+            del sys.modules["ctypes.util"]
+    return pynvml
+
+
 def _load_explicit(path: str) -> Optional[str]:
     """Make nvidia-ml-py use the library at ``path``; a warning when it does not load."""
     import ctypes
 
     try:
-        import pynvml
+        pynvml = import_pynvml()
     except ImportError:
         return "NVML: the nvidia-ml-py package is missing; reinstall torchenv"
     try:
@@ -212,7 +258,7 @@ def probe_nvml(*, wsl: bool = False) -> NvmlResult:
 def _query_nvml() -> NvmlResult:
     """The NVML queries themselves, once the library is known to load."""
     try:
-        import pynvml
+        pynvml = import_pynvml()
     except ImportError:
         return NvmlResult(ok=False, warnings=(
             "NVML: the nvidia-ml-py package is missing; reinstall torchenv",))

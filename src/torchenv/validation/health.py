@@ -33,6 +33,7 @@ from torchenv.detection._nvml import (
     _load_explicit,
     call_bounded,
     describe_init_error,
+    import_pynvml,
     nvml_library_setting,
 )
 from torchenv.validation.report import CheckResult
@@ -714,7 +715,7 @@ def read_gpus(environ: Optional[Mapping[str, str]] = None, *,
             return [], f"unknown: {problem}"
     elif not _library_available(wsl=os.path.exists("/usr/lib/wsl/lib/libnvidia-ml.so.1")):
         return [], "no NVIDIA driver library (libnvidia-ml.so.1) on this machine"
-    import pynvml
+    pynvml = import_pynvml()
 
     gpus: list[GpuHealth] = []
     done, outcome = call_bounded(lambda: _read_all(pynvml, gpus), timeout,
