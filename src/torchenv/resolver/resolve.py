@@ -280,6 +280,7 @@ class _Verdict:
 
 _FITS = _Verdict()
 """The verdict of a candidate no GPU rule applies to (a CPU build): it fits, without warnings."""
+_NO_NVIDIA = _Verdict("no NVIDIA GPU or driver", "no-gpu")
 
 
 class Trials:
@@ -288,12 +289,13 @@ class Trials:
     the platform, rules 1a and 1b per candidate, and rules 2 and 3 per (arch fact, driver
     verdict). Each entry keeps the object its key names by id, so the id stays that object's."""
 
-    __slots__ = ("checks", "cuda", "drivers", "variants")
+    __slots__ = ("checks", "cuda", "drivers", "refused", "variants")
 
     def __init__(self) -> None:
         self.variants: dict[int, tuple[Release, list[tuple[Variant, bool]]]] = {}
         self.checks: dict[tuple[int, str, bool], tuple[Release, tuple[str | None, str]]] = {}
         self.drivers: dict[DriverVerdict, DriverVerdict] = {}  # one object per distinct verdict
+        self.refused: dict[int, _Verdict] = {}  # by id of a failing driver verdict
         self.cuda: CudaVerdicts = {}
 
 
@@ -318,13 +320,16 @@ def _check_cuda(request: Request, host: HostProfile, matrix: Matrix, kinds: set[
         if request.explicit_variant:
             return _Verdict(warnings=(f"no NVIDIA GPU found: {variant.name} was asked for "
                                       "explicitly and will run on the CPU here",), full=False)
-        return _Verdict("no NVIDIA GPU or driver", "no-gpu")
+        return _NO_NVIDIA
     dv = drivers.get(cuda)
     if dv is None:
         found = check_driver(host, matrix, cuda)
         dv = drivers[cuda] = trials.drivers.setdefault(found, found)
     if not dv.ok:
-        return _Verdict(dv.reason or "driver too old", "driver")
+        refused = trials.refused.get(id(dv))
+        if refused is None:
+            refused = trials.refused[id(dv)] = _Verdict(dv.reason or "driver too old", "driver")
+        return refused
     fact = variant.arch_facts.get(host.platform)
     if fact is None:
         return _cuda_verdict(host, matrix, rel, variant, dv)
