@@ -285,25 +285,25 @@ _NO_NVIDIA = _Verdict("no NVIDIA GPU or driver", "no-gpu")
 
 class Trials:
     """What stays the same across evaluations of one request on hosts that differ only in the
-    NVIDIA driver (the fixes try every known driver floor): the wheels each release offers on
-    the platform, rules 1a and 1b per candidate, and rules 2 and 3 per (arch fact, driver
-    verdict). Each entry keeps the object its key names by id, so the id stays that object's."""
+    NVIDIA driver (the fixes try every known driver floor): the candidates with the verdict of
+    rules 1a and 1b (:data:`Slate`), and rules 2 and 3 per (arch fact, driver verdict). Each
+    entry keyed by an id keeps the object it names, so the id stays that object's."""
 
-    __slots__ = ("checks", "cuda", "drivers", "refused", "variants")
+    __slots__ = ("cuda", "drivers", "refused", "slates")
 
     def __init__(self) -> None:
-        self.variants: dict[int, tuple[Release, list[tuple[Variant, bool]]]] = {}
-        self.checks: dict[tuple[int, str, bool], tuple[Release, tuple[str | None, str]]] = {}
+        self.slates: dict[str | None, Slate] = {}  # by only_kind
         self.drivers: dict[DriverVerdict, DriverVerdict] = {}  # one object per distinct verdict
         self.refused: dict[int, _Verdict] = {}  # by id of a failing driver verdict
         self.cuda: CudaVerdicts = {}
 
 
-CudaVerdicts = dict[tuple[int, str, str, int], tuple[object, "_Verdict"]]
-"""Rules 2 and 3 of CUDA candidates by (id of the arch fact, variant, the release when the arch
-list is unknown (it is named in the warning), id of the driver verdict, one object per distinct
-verdict): patch releases and adjacent minors share arch facts, so each distinct one is judged
-once."""
+if TYPE_CHECKING:
+    # Rules 2 and 3 of CUDA candidates by (id of the arch fact, variant, the release when the
+    # arch list is unknown (it is named in the warning), id of the driver verdict, one object
+    # per distinct verdict): patch releases and adjacent minors share arch facts, so each
+    # distinct one is judged once.
+    CudaVerdicts = dict[tuple[int, str, str, int], tuple[object, "_Verdict"]]
 
 
 def _check_cuda(request: Request, host: HostProfile, matrix: Matrix, kinds: set[str],
@@ -398,7 +398,6 @@ def evaluate(
     only in the driver; ``with_rejected=False`` leaves the rejected list empty, for a caller
     that only asks what fits.
     """
-    spec: Any = torch_specifier(request.torch)
     kinds = gpu_kinds(host)
     platform = host.platform
     ok: list[Candidate] = []
@@ -406,71 +405,75 @@ def evaluate(
     drivers: dict[str, DriverVerdict] = {}
     if trials is None:
         trials = Trials()
+    slate = trials.slates.get(only_kind)
+    if slate is None:
+        slate = trials.slates[only_kind] = _slate(request, host, matrix, only_kind)
 
+    for rel, variant, from_pypi, why, category in slate:
+        if why is not None:
+            if with_rejected:
+                rejected.append(Rejection(rel.torch, variant.name if variant else "*", why,
+                                          category))
+            continue
+        assert variant is not None  # a release without wheels here always has a reason
+        kind = variant.kind
+        if kind == "cuda":
+            verdict = _check_cuda(request, host, matrix, kinds, rel, variant, drivers,
+                                  trials)
+        elif kind == "rocm":
+            verdict = _check_rocm(request, host, matrix, kinds, rel, variant)
+        elif kind == "xpu":
+            verdict = _check_xpu(request, kinds)
+        else:
+            verdict = _FITS
+        if verdict.reason is not None:
+            if with_rejected:
+                rejected.append(Rejection(rel.torch, variant.name, verdict.reason,
+                                          verdict.category))
+            continue
+        index, index_warning = _index_warning(rel, variant, from_pypi)
+        warnings = list(verdict.warnings)
+        if index_warning:
+            warnings.append(index_warning)
+        ok.append(
+            Candidate(rel, variant, from_pypi, kind != "cpu" or platform == "macos-arm64",
+                      verdict.full and index_warning is None, tuple(warnings),
+                      driver_full=verdict.driver_full, arch_evidence=verdict.evidence,
+                      ptx_only=verdict.ptx_only, index=index, arch_rule=verdict.rule,
+                      arch_sources=verdict.sources)
+        )
+    return ok, rejected
+
+
+if TYPE_CHECKING:
+    # The candidates of one request on one platform, in release order, with the verdict of the
+    # rules that do not depend on the GPU driver: (release, variant (None for a release without
+    # wheels here), from PyPI, why not (None when the wheels fit), category).
+    Slate = list[tuple[Release, Optional[Variant], bool, Optional[str], str]]
+
+
+def _slate(request: Request, host: HostProfile, matrix: Matrix,
+           only_kind: str | None) -> Slate:
+    spec: Any = torch_specifier(request.torch)
+    platform = host.platform
+    slate: Slate = []
     for rel in matrix.releases:
         if spec is not None and not spec.contains(rel.torch, prereleases=True):
             continue
-        offered = trials.variants.get(id(rel))
-        if offered is None or offered[0] is not rel:
-            offered = trials.variants[id(rel)] = (rel, _variants_for(rel, platform))
-        variants = offered[1]
+        variants = _variants_for(rel, platform)
         if not variants:
-            if with_rejected:
-                rejected.append(Rejection(rel.torch, "*", f"no wheels for {platform}",
-                                          "platform"))
+            slate.append((rel, None, False, f"no wheels for {platform}", "platform"))
             continue
         for variant, from_pypi in variants:
-            kind = variant.kind
             if request.explicit_variant and variant.name != request.variant:
                 continue
-            if only_kind is not None and kind != only_kind:
+            if only_kind is not None and variant.kind != only_kind:
                 continue
             if request.cuda is not None and variant.cuda_version != request.cuda:
                 continue
-            checked = trials.checks.get((id(rel), variant.name, from_pypi))
-            if checked is None or checked[0] is not rel:
-                checked = trials.checks[(id(rel), variant.name, from_pypi)] = (
-                    rel, _check_wheels(host, rel, variant, from_pypi))
-            why, category = checked[1]
-            if why is not None:
-                if with_rejected:
-                    rejected.append(Rejection(rel.torch, variant.name, why, category))
-                continue
-            if kind == "cuda":
-                verdict = _check_cuda(request, host, matrix, kinds, rel, variant, drivers,
-                                      trials)
-            elif kind == "rocm":
-                verdict = _check_rocm(request, host, matrix, kinds, rel, variant)
-            elif kind == "xpu":
-                verdict = _check_xpu(request, kinds)
-            else:
-                verdict = _FITS
-            if verdict.reason is not None:
-                if with_rejected:
-                    rejected.append(Rejection(rel.torch, variant.name, verdict.reason,
-                                              verdict.category))
-                continue
-            index, index_warning = _index_warning(rel, variant, from_pypi)
-            warnings = list(verdict.warnings)
-            if index_warning:
-                warnings.append(index_warning)
-            ok.append(
-                Candidate(
-                    rel,
-                    variant,
-                    from_pypi,
-                    gpu_build=kind != "cpu" or platform == "macos-arm64",
-                    full=verdict.full and index_warning is None,
-                    warnings=tuple(warnings),
-                    driver_full=verdict.driver_full,
-                    arch_evidence=verdict.evidence,
-                    ptx_only=verdict.ptx_only,
-                    index=index,
-                    arch_rule=verdict.rule,
-                    arch_sources=verdict.sources,
-                )
-            )
-    return ok, rejected
+            why, category = _check_wheels(host, rel, variant, from_pypi)
+            slate.append((rel, variant, from_pypi, why, category))
+    return slate
 
 
 def _check_wheels(host: HostProfile, rel: Release, variant: Variant,
