@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping
 
 from torchenv._record import field, record
+from torchenv.detection._text import digits_end
 from torchenv.detection.profile import Gpu
 
 TYPE_CHECKING = False
@@ -45,15 +46,6 @@ def _value(text: str) -> Optional[str]:
     return None if text.lower() in _NA else text
 
 
-def _digits_end(text: str, start: int) -> int:
-    """Where the run of decimal digits at ``start`` ends (``start`` when there is none).
-
-    A digit is what ``\\d`` matches in a str pattern: any Unicode decimal digit (``isdecimal``).
-    """
-    end = start
-    while end < len(text) and text[end].isdecimal():
-        end += 1
-    return end
 
 
 def _find_version(text: str) -> Optional[str]:
@@ -61,13 +53,13 @@ def _find_version(text: str) -> Optional[str]:
     as long as it goes: ``"r580.82.07.1"`` -> ``"580.82.07"``; None when there is none."""
     start = 0
     while start < len(text):
-        end = _digits_end(text, start)
+        end = digits_end(text, start)
         if end == start:
             start += 1
             continue
         parts = 1
         while parts < 3 and end < len(text) and text[end] == ".":
-            after = _digits_end(text, end + 1)
+            after = digits_end(text, end + 1)
             if after == end + 1:
                 break
             end, parts = after, parts + 1
@@ -88,7 +80,7 @@ def _is_compute_capability(text: str) -> bool:
 def _leading_number(text: str) -> Optional[int]:
     """The number the text starts with: ``"143771 MiB"`` -> 143771; None when it starts with
     no digit."""
-    end = _digits_end(text, 0)
+    end = digits_end(text, 0)
     return int(text[:end]) if end else None
 
 

@@ -9,6 +9,7 @@ import os
 from collections.abc import Mapping
 
 from torchenv._record import record
+from torchenv.detection._text import digits_end
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,13 +54,6 @@ def current_platform(system: Optional[str] = None, machine: Optional[str] = None
     return f"{system}-{machine}"
 
 
-def _digits_end(text: str, start: int) -> int:
-    """Where the run of decimal digits (``str.isdecimal``, as ``\\d`` matches) at ``start``
-    ends."""
-    end = start
-    while end < len(text) and text[end].isdecimal():
-        end += 1
-    return end
 
 
 def _version_after_word(text: str, word: str, most_parts: int) -> Optional[str]:
@@ -76,10 +70,10 @@ def _version_after_word(text: str, word: str, most_parts: int) -> Optional[str]:
         start += 1
     if start == len(word):
         return None
-    end = _digits_end(text, start)
+    end = digits_end(text, start)
     parts = 1 if end > start else 0
     while parts and parts < most_parts and text.startswith(".", end):
-        after = _digits_end(text, end + 1)
+        after = digits_end(text, end + 1)
         if after == end + 1:
             break
         end, parts = after, parts + 1

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from torchenv._files import path_str
 from torchenv._record import record
+from torchenv.detection._text import digits_end
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -64,12 +65,6 @@ def parse_kfd_properties(text: str) -> Optional[str]:
     return None
 
 
-def _digits_end(text: str, start: int) -> int:
-    """Where the run of decimal digits (``str.isdecimal``) at ``start`` ends."""
-    end = start
-    while end < len(text) and text[end].isdecimal():
-        end += 1
-    return end
 
 
 def parse_rocminfo(text: str) -> tuple[tuple[str, Optional[str]], ...]:
@@ -141,10 +136,10 @@ def parse_rocm_version(text: str) -> Optional[str]:
     start = 0
     while start < len(text) and text[start].isspace():
         start += 1
-    end = _digits_end(text, start)
+    end = digits_end(text, start)
     parts = 1 if end > start else 0
     while parts and parts < 3 and text.startswith(".", end):
-        after = _digits_end(text, end + 1)
+        after = digits_end(text, end + 1)
         if after == end + 1:
             break
         end, parts = after, parts + 1

@@ -6,6 +6,8 @@ for builds without one (the PyPI wheel, conda packages), from ``torch/version.py
 
 from __future__ import annotations
 
+from torchenv.detection._text import digits_end
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Optional
@@ -23,13 +25,6 @@ def _space_end(text: str, start: int) -> int:
     return end
 
 
-def _digits_end(text: str, start: int) -> int:
-    """Where the run of decimal digits (``str.isdecimal``, as ``\\d`` matches) at ``start``
-    ends."""
-    end = start
-    while end < len(text) and text[end].isdecimal():
-        end += 1
-    return end
 
 
 def _assignment(text: str, start: int) -> Optional[tuple[str, Optional[str], int]]:
@@ -78,10 +73,10 @@ def _assignment(text: str, start: int) -> Optional[tuple[str, Optional[str], int
 def _major_minor(text: str) -> Optional[tuple[str, str]]:
     """The digits of ``major.minor`` that ``text`` starts with: ``"6.3.42131-fa1d"`` ->
     ``("6", "3")``; None when it does not start so."""
-    dot = _digits_end(text, 0)
+    dot = digits_end(text, 0)
     if dot == 0 or not text.startswith(".", dot):
         return None
-    end = _digits_end(text, dot + 1)
+    end = digits_end(text, dot + 1)
     if end == dot + 1:
         return None
     return text[:dot], text[dot + 1:end]
