@@ -86,3 +86,21 @@ def test_current_interpreter_does_not_import_torch() -> None:
 def test_bad_interpreter_is_bad_input(exe: str) -> None:
     with pytest.raises(BadInput, match=exe):
         inspect_interpreter(exe)
+
+
+def test_a_relative_interpreter_is_the_file_named_not_one_on_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--python-exe ./python`` inspects ./python, even with another python on PATH."""
+    here = tmp_path / "project"
+    here.mkdir()
+    local = here / "python"
+    local.write_text("#!/bin/sh\necho 'this is ./python' >&2\nexit 7\n")
+    local.chmod(0o755)
+    elsewhere = tmp_path / "bin"
+    elsewhere.mkdir()
+    (elsewhere / "python").symlink_to(sys.executable)
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("PATH", str(elsewhere))
+    for spelling in ("./python", "python"):
+        with pytest.raises(BadInput, match=r"this is \./python"):
+            inspect_interpreter(spelling)

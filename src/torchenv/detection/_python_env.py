@@ -49,7 +49,9 @@ def inspect_interpreter(executable: str, *, timeout: float = 20.0,
                        hint="give the path of a python executable, e.g. .venv/bin/python")
     with open(_SCRIPT, encoding="utf-8") as fh:
         source = fh.read()
-    argv = [path, "-I", "-c", source] + (["--inventory"] if inventory else [])
+    # the file just checked, by its absolute path: a bare name ("python", or "./python" once
+    # normalised) would otherwise be looked up on PATH and may be another interpreter
+    argv = [os.path.abspath(path), "-I", "-c", source] + (["--inventory"] if inventory else [])
     res = run_process(argv, timeout=timeout,
                       env=dict(environ) if environ is not None else None)
     if not res.ok:
