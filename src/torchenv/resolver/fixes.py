@@ -15,12 +15,13 @@ from torchenv.resolver.request import Request
 from torchenv.resolver.resolve import (
     NoMatch,
     Trials,
+    _variants_for,
     evaluate,
     gpu_kinds,
     rank_key,
     resolve,
 )
-from torchenv.resolver.rules import driver_floors
+from torchenv.resolver.rules import check_driver, driver_floors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -158,12 +159,14 @@ def _driver_upgrades(
 
     trials = Trials()  # the trial hosts differ only in the driver
 
-    def best_at(floor: str) -> tuple[str, str, str] | None:
+    def trial_host(floor: str) -> HostProfile:
         assert host.nvidia is not None
-        trial = host.with_changes(
+        return host.with_changes(
             nvidia=replace(host.nvidia, driver_version=floor, cuda_driver_version=None)
         )
-        fits, _ = evaluate(request, trial, matrix, only_kind="cuda", trials=trials,
+
+    def best_at(floor: str) -> tuple[str, str, str] | None:
+        fits, _ = evaluate(request, trial_host(floor), matrix, only_kind="cuda", trials=trials,
                            with_rejected=False)
         if not fits:
             return None
@@ -173,8 +176,17 @@ def _driver_upgrades(
     ceiling = best_at(ordered[-1])  # the newest torch any known driver reaches
     if ceiling is None:
         return None, None
+    release = matrix.release(ceiling[1])
+    assert release is not None
+    # every CUDA build of that torch needs its driver floor met: at a floor meeting none of them
+    # it cannot be the best, so once the lowest fitting floor is known such floors are skipped
+    needs = {v.cuda_version for v, _ in _variants_for(release, host.platform) if v.cuda_version}
     lowest: tuple[str, str, str] | None = None
     for floor in ordered:
+        if lowest is not None and floor != ordered[-1]:
+            trial = trial_host(floor)
+            if not any(check_driver(trial, matrix, cuda).ok for cuda in needs):
+                continue
         found = best_at(floor) if floor != ordered[-1] else ceiling
         if found is None:
             continue
