@@ -281,6 +281,8 @@ class _Verdict:
 _FITS = _Verdict()
 """The verdict of a candidate no GPU rule applies to (a CPU build): it fits, without warnings."""
 _NO_NVIDIA = _Verdict("no NVIDIA GPU or driver", "no-gpu")
+_NO_AMD = _Verdict("no AMD ROCm GPU", "no-gpu")
+_NO_INTEL = _Verdict("no Intel GPU with the Level Zero runtime", "no-gpu")
 
 
 class Trials:
@@ -359,7 +361,7 @@ def _check_rocm(request: Request, host: HostProfile, matrix: Matrix, kinds: set[
         if request.explicit_variant:
             return _Verdict(warnings=(f"no AMD GPU found: {variant.name} was asked for "
                                       "explicitly",), full=False)
-        return _Verdict("no AMD ROCm GPU", "no-gpu")
+        return _NO_AMD
     av = check_rocm(host, matrix, rel, variant)
     if av.reason:
         return _Verdict(av.reason, "arch")
@@ -369,9 +371,9 @@ def _check_rocm(request: Request, host: HostProfile, matrix: Matrix, kinds: set[
 
 def _check_xpu(request: Request, kinds: set[str]) -> _Verdict:
     if "xpu" in kinds:
-        return _Verdict()
+        return _FITS
     if not request.explicit_variant:
-        return _Verdict("no Intel GPU with the Level Zero runtime", "no-gpu")
+        return _NO_INTEL
     return _Verdict(warnings=("no Intel GPU found: xpu was asked for explicitly",), full=False)
 
 
@@ -499,6 +501,21 @@ def _variant_version(name: str) -> tuple[int, ...]:
     return (0,)
 
 
+_RANK_PARTS: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+
+
+def _rank_parts(name: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(version, version negated) of a variant name or a torch version, kept per distinct
+    string: every candidate of every resolve asks for them."""
+    parts = _RANK_PARTS.get(name)
+    if parts is None:
+        version = _variant_version(name) if not name[:1].isdigit() else parse_version_tuple(name)
+        parts = (version, tuple(-x for x in version))
+        if len(_RANK_PARTS) < 65536:
+            _RANK_PARTS[name] = parts
+    return parts
+
+
 def rank_key(c: Candidate, strict_gpu: bool, prefer_gpu: bool) -> tuple[Any, ...]:
     """Sort key (smaller first): GPU builds, evidence, newest torch, then the tiers of DESIGN.md.
 
@@ -509,8 +526,7 @@ def rank_key(c: Candidate, strict_gpu: bool, prefer_gpu: bool) -> tuple[Any, ...
     and last minor-version-compatibility drivers (the CUDA closest to the driver first). An
     index entry that is not confirmed comes after a confirmed one of the same tier.
     """
-    version = _variant_version(c.variant.name)
-    newest_first = tuple(-x for x in version)
+    version, newest_first = _rank_parts(c.variant.name)
     sub: tuple[int, ...]
     if c.full and c.from_pypi:
         tier, sub = 0, (0,)
@@ -525,7 +541,7 @@ def rank_key(c: Candidate, strict_gpu: bool, prefer_gpu: bool) -> tuple[Any, ...
     gpu_first = 0 if (c.gpu_build or not (strict_gpu or prefer_gpu)) else 1
     unknown = 1 if c.arch_evidence == "unknown" else 0
     index_rank = 0 if c.index == "confirmed" else 1
-    return (gpu_first, unknown, tuple(-x for x in c.release.key), tier, index_rank, sub,
+    return (gpu_first, unknown, _rank_parts(c.release.torch)[1], tier, index_rank, sub,
             c.variant.name)
 
 
