@@ -11,7 +11,7 @@ import functools
 from collections.abc import Sequence
 
 from torchenv._record import field, record
-from torchenv.detection.profile import HostProfile
+from torchenv.detection.profile import Gpu, HostProfile
 from torchenv.matrix.inference import toolkit_excludes
 from torchenv.matrix.model import Matrix, Release, Variant, arch_parts, parse_version_tuple
 
@@ -265,6 +265,19 @@ def _gpu_label(index: int, cc: str, name: str | None) -> str:
     return f"GPU {index} (sm_{cc.replace('.', '')}{', ' + name if name else ''})"
 
 
+_LABELS: list[tuple[object, str]] = []  # (the NVIDIA facts, their GPUs' labels): the last host
+
+
+def _gpu_labels(nvidia: object, known: Sequence[Gpu]) -> str:
+    """``GPU 0 (sm_90, NVIDIA H100), ...`` for the GPUs of ``known``, written once per host (a
+    resolve asks for it for every release whose arch list is unknown)."""
+    if _LABELS and _LABELS[0][0] is nvidia:
+        return _LABELS[0][1]
+    labels = ", ".join(_gpu_label(g.index, g.compute_capability or "?", g.name) for g in known)
+    _LABELS[:] = [(nvidia, labels)]
+    return labels
+
+
 def check_cuda_arch(host: HostProfile, matrix: Matrix, release: Release, variant: Variant,
                     *, jit_ok: bool) -> ArchVerdict:
     """Rule 3 with evidence: every visible GPU against the variant's arch facts on the platform.
@@ -289,16 +302,19 @@ def check_cuda_arch(host: HostProfile, matrix: Matrix, release: Release, variant
     arch = fact.arch_list if fact.sass != "unknown" else None
     if arch is None:
         floor = matrix.toolkit_floor(cuda)
-        for g in known:
+        checked: set[str] = set()
+        for g in known:  # the first GPU of each capability in order: it names the reason
             assert g.compute_capability is not None
+            if g.compute_capability in checked:
+                continue
+            checked.add(g.compute_capability)
             why = toolkit_excludes(g.compute_capability, cuda, floor)
             if why:
                 sm = "sm_" + g.compute_capability.rstrip("af").replace(".", "")
                 return ArchVerdict(f"GPU {g.index} ({sm}) {why}", "inferred",
                                    rule="toolkit-bounds",
                                    sources=floor.sources if floor else ())
-        labels = ", ".join(_gpu_label(g.index, g.compute_capability or "?", g.name)
-                           for g in known)
+        labels = _gpu_labels(host.nvidia, known)
         return ArchVerdict(None, "unknown", warnings=(
             f"the arch list of torch {release.torch} {variant.name} on {platform} is not "
             f"known: it may not run on {labels}",))
