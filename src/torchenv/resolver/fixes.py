@@ -50,8 +50,11 @@ def evidence_alternative(
 
 
 def no_match(
-    request: Request, host: HostProfile, matrix: Matrix, rejected: list[Rejection]
+    request: Request, host: HostProfile, matrix: Matrix, rejected: list[Rejection], *,
+    trials: Trials | None = None,
 ) -> NoMatch:
+    """Unsatisfiable, with the nearest fixes; ``trials``: those of the evaluation that found
+    nothing (the fixes try the same request on hosts that differ only in the driver)."""
     fixes: list[str] = []
     kinds = gpu_kinds(host)
     nv = host.nvidia
@@ -59,7 +62,7 @@ def no_match(
         fixes.append("no NVIDIA driver version is known: pass --driver VERSION (as nvidia-smi "
                      "prints it), or install the NVIDIA driver")
     elif any(r.category == "driver" for r in rejected) and nv is not None:
-        lowest, newest = _driver_upgrades(request, host, matrix)
+        lowest, newest = _driver_upgrades(request, host, matrix, trials or Trials())
         if newest is not None:
             fixes.append(f"upgrade the NVIDIA driver to ≥ {newest[0]} for torch {newest[1]} "
                          f"{newest[2]}")
@@ -131,7 +134,7 @@ def no_match(
 
 
 def _driver_upgrades(
-    request: Request, host: HostProfile, matrix: Matrix
+    request: Request, host: HostProfile, matrix: Matrix, trials: Trials
 ) -> tuple[tuple[str, str, str] | None, tuple[str, str, str] | None]:
     """(lowest, best): the smallest known driver floor that gives some CUDA build, and the
     smallest one that gives the newest torch reachable by any driver; each (driver, torch,
@@ -156,8 +159,6 @@ def _driver_upgrades(
         ordered = [f for f in ordered if parse_version_tuple(f) > parse_version_tuple(current)]
     if not ordered:
         return None, None
-
-    trials = Trials()  # the trial hosts differ only in the driver
 
     def trial_host(floor: str) -> HostProfile:
         assert host.nvidia is not None

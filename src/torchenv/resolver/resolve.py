@@ -409,7 +409,12 @@ def evaluate(
         trials = Trials()
     slate = trials.slates.get(only_kind)
     if slate is None:
-        slate = trials.slates[only_kind] = _slate(request, host, matrix, only_kind)
+        every = trials.slates.get(None)
+        if every is not None:  # the same entries as _slate(only_kind): those of that kind
+            slate = [e for e in every if e[1] is None or e[1].kind == only_kind]
+        else:
+            slate = _slate(request, host, matrix, only_kind)
+        trials.slates[only_kind] = slate
 
     for rel, variant, from_pypi, why, category in slate:
         if why is not None:
@@ -554,7 +559,8 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
             reason, fixes = gap
             raise NoMatch(reason, fixes[0], (), tuple(fixes), matrix.matrix_version,
                           host.python.version, host.platform, host.warnings)
-    compatible, rejected = evaluate(request, host, matrix)
+    trials = Trials()  # shared with the fixes' trial hosts, should nothing fit
+    compatible, rejected = evaluate(request, host, matrix, trials=trials)
     kinds = gpu_kinds(host)
     strict_gpu = bool(kinds & {"cuda", "rocm"}) and not request.explicit_variant
     prefer_gpu = bool(kinds) or host.mps
@@ -575,7 +581,7 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
     if not compatible:
         from torchenv.resolver.fixes import no_match
 
-        raise no_match(request, host, matrix, rejected)
+        raise no_match(request, host, matrix, rejected, trials=trials)
     compatible.sort(key=lambda c: rank_key(c, strict_gpu, prefer_gpu))
     best = compatible[0]
     rel, variant = best.release, best.variant
