@@ -6,8 +6,8 @@ import itertools
 import re
 
 from torchenv.matrix.model import arch_parts, cuda_version_of, variant_kind
-from torchenv.matrix.validate import ARCH_RE
 
+ARCH_RE = re.compile(r"^(\d{1,2})\.(\d)([af]?)(\+PTX)?$")  # the pattern the data once used
 CUDA_RE = re.compile(r"^cu(\d{2,3})$")
 ROCM_RE = re.compile(r"^rocm(\d+)\.(\d+)(?:\.(\d+))?$")
 

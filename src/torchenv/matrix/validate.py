@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Protocol, TypeVar
 
 from torchenv.errors import MatrixError
 from torchenv.matrix.inference import PtxPolicy, RuntimeTable, apply_inference
@@ -29,17 +29,32 @@ from torchenv.matrix.model import (
     Source,
     ToolkitFloor,
     Variant,
+    arch_parts,
     parse_version_tuple,
     variant_kind,
 )
 
-__all__ = ["ARCH_RE", "SCHEMA_VERSION", "build_matrix"]
+__all__ = ["ARCH_ENTRY", "SCHEMA_VERSION", "build_matrix"]
 
 SCHEMA_VERSION = 1
 
-ARCH_RE = re.compile(r"^(\d{1,2})\.(\d)([af]?)(\+PTX)?$")
-"""A compiled target of an arch list: ``8.6``, ``9.0a``, ``10.0f``, ``12.0+PTX``
-(:func:`torchenv.matrix.model.arch_parts` reads the same entries without regular expressions)."""
+
+
+class _Matcher(Protocol):
+    def match(self, text: str) -> object: ...
+
+
+class _ArchEntry:
+    """A compiled target of an arch list (``8.6``, ``9.0a``, ``10.0f``, ``12.0+PTX``), checked
+    by the reader the resolver uses, :func:`torchenv.matrix.model.arch_parts`: one rule for
+    what the data may say and what the resolver understands."""
+
+    @staticmethod
+    def match(text: str) -> bool:
+        return arch_parts(text) is not None
+
+
+ARCH_ENTRY = _ArchEntry()
 
 _PY_RE = re.compile(r"^3\.\d{1,2}t?$")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -74,7 +89,7 @@ class _Ctx:
         return value
 
     def string(
-        self, value: Any, path: str, pattern: re.Pattern[str] | None = None, what: str = "a string"
+        self, value: Any, path: str, pattern: _Matcher | None = None, what: str = "a string"
     ) -> str:
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise self.fail(path, f"expected {what}, got {_show(value)}")
@@ -84,7 +99,7 @@ class _Ctx:
         return text
 
     def opt_string(
-        self, value: Any, path: str, pattern: re.Pattern[str] | None = None, what: str = "a string"
+        self, value: Any, path: str, pattern: _Matcher | None = None, what: str = "a string"
     ) -> str | None:
         if value is None or value == "unknown":
             return None
@@ -145,7 +160,7 @@ class _Ctx:
         out = []
         for i, a in enumerate(items):
             text = self.string(a, f"{path}[{i}]")
-            if not ARCH_RE.match(text):
+            if not ARCH_ENTRY.match(text):
                 raise self.fail(
                     f"{path}[{i}]",
                     f"{text!r} is not a compute capability "
@@ -548,9 +563,9 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
                 cuda=cuda,
                 **_floor_common(cctx, entry, path),
                 oldest_arch=cctx.opt_string(entry.get("oldest_arch"), f"{path}.oldest_arch",
-                                            ARCH_RE, "a compute capability like '5.0'"),
+                                            ARCH_ENTRY, "a compute capability like '5.0'"),
                 newest_arch=cctx.opt_string(entry.get("newest_arch"), f"{path}.newest_arch",
-                                            ARCH_RE, "a compute capability like '9.0'"),
+                                            ARCH_ENTRY, "a compute capability like '9.0'"),
             )
         )
     compat = []
@@ -603,7 +618,7 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
         cc = gctx.string(
             g.get("compute_capability"),
             f"{path}.compute_capability",
-            ARCH_RE,
+            ARCH_ENTRY,
             "a compute capability like '8.6'",
         )
         pci_ids = tuple(
