@@ -215,12 +215,19 @@ def run_process(
             r.thread.join(_DRAIN)
         _unregister(proc)
     out, err = (r.text() for r in readers)
-    flooded = next((r for r in readers if r.overflow), None)
+    flooded = next((r.name for r in readers if r.overflow), None)
+    return _finished(argv, start, proc.returncode, out, err, timed_out, flooded, max_output)
+
+
+def _finished(argv: Sequence[str], start: float, returncode: Optional[int], out: str, err: str,
+              timed_out: bool, flooded: Optional[str], max_output: int) -> ProcessResult:
+    """The result of a child that has ended or was stopped (``flooded``: the stream that went
+    past ``max_output``)."""
     if flooded is not None:
         return ProcessResult(tuple(argv), None, out, err, time.monotonic() - start,
                              error=f"{argv[0]} printed more than {max_output >> 20} MiB on "
-                                   f"{flooded.name} and was stopped")
-    return ProcessResult(tuple(argv), None if timed_out else proc.returncode, out, err,
+                                   f"{flooded} and was stopped")
+    return ProcessResult(tuple(argv), None if timed_out else returncode, out, err,
                          time.monotonic() - start, timed_out=timed_out)
 
 
@@ -379,12 +386,7 @@ def _run_spawned(
             os.close(fd)
         _unregister(proc)
     out, err = (bytes(data[fd]).decode("utf-8", "replace") for fd in (out_r, err_r))
-    if flooded is not None:
-        return ProcessResult(tuple(argv), None, out, err, time.monotonic() - start,
-                             error=f"{argv[0]} printed more than {max_output >> 20} MiB on "
-                                   f"{flooded} and was stopped")
-    return ProcessResult(tuple(argv), None if timed_out else proc.returncode, out, err,
-                         time.monotonic() - start, timed_out=timed_out)
+    return _finished(argv, start, proc.returncode, out, err, timed_out, flooded, max_output)
 
 
 def _join_readers(proc: Any, readers: Sequence[_Reader], deadline: float) -> None:

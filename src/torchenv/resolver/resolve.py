@@ -506,19 +506,28 @@ def _variant_version(name: str) -> tuple[int, ...]:
     return (0,)
 
 
-_RANK_PARTS: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+_VARIANT_ORDER: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
 
 
-def _rank_parts(name: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(version, version negated) of a variant name or a torch version, kept per distinct
-    string: every candidate of every resolve asks for them."""
-    parts = _RANK_PARTS.get(name)
+def _variant_order(name: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(version, version negated) of a variant name, kept per name: every candidate of every
+    resolve asks for them."""
+    parts = _VARIANT_ORDER.get(name)
     if parts is None:
-        version = _variant_version(name) if not name[:1].isdigit() else parse_version_tuple(name)
-        parts = (version, tuple(-x for x in version))
-        if len(_RANK_PARTS) < 65536:
-            _RANK_PARTS[name] = parts
+        version = _variant_version(name)
+        parts = _VARIANT_ORDER[name] = (version, tuple(-x for x in version))
     return parts
+
+
+_NEWEST_FIRST: dict[str, tuple[int, ...]] = {}
+
+
+def _newest_first(torch: str) -> tuple[int, ...]:
+    """A release's version negated (newest sorts first), kept per release."""
+    key = _NEWEST_FIRST.get(torch)
+    if key is None:
+        key = _NEWEST_FIRST[torch] = tuple(-x for x in parse_version_tuple(torch))
+    return key
 
 
 def rank_key(c: Candidate, strict_gpu: bool, prefer_gpu: bool) -> tuple[Any, ...]:
@@ -531,7 +540,7 @@ def rank_key(c: Candidate, strict_gpu: bool, prefer_gpu: bool) -> tuple[Any, ...
     and last minor-version-compatibility drivers (the CUDA closest to the driver first). An
     index entry that is not confirmed comes after a confirmed one of the same tier.
     """
-    version, newest_first = _rank_parts(c.variant.name)
+    version, newest_first = _variant_order(c.variant.name)
     sub: tuple[int, ...]
     if c.full and c.from_pypi:
         tier, sub = 0, (0,)
@@ -546,7 +555,7 @@ def rank_key(c: Candidate, strict_gpu: bool, prefer_gpu: bool) -> tuple[Any, ...
     gpu_first = 0 if (c.gpu_build or not (strict_gpu or prefer_gpu)) else 1
     unknown = 1 if c.arch_evidence == "unknown" else 0
     index_rank = 0 if c.index == "confirmed" else 1
-    return (gpu_first, unknown, _rank_parts(c.release.torch)[1], tier, index_rank, sub,
+    return (gpu_first, unknown, _newest_first(c.release.torch), tier, index_rank, sub,
             c.variant.name)
 
 
