@@ -46,3 +46,57 @@ def test_shared_trials_change_no_answer(matrix: Matrix, name: str) -> None:
                 shared = evaluate(request, trial, matrix, only_kind=only_kind, trials=trials)
                 fresh = evaluate(request, trial, matrix, only_kind=only_kind)
                 assert shared == fresh, (name, floor, only_kind)
+
+
+def _upgrades_by_every_floor(request: Request, host: HostProfile, matrix: Matrix,
+                             floors: list[str]) -> tuple[object, object]:
+    """The nearest driver upgrades found by trying every floor above the driver in turn."""
+    from torchenv.resolver.resolve import rank_key
+
+    assert host.nvidia is not None
+    current = tuple(int(x) for x in (host.nvidia.driver_version or "0").split("."))
+    above = [f for f in floors if tuple(int(x) for x in f.split(".")) > current]
+
+    def best(floor: str) -> tuple[str, str, str] | None:
+        assert host.nvidia is not None
+        trial = host.with_changes(nvidia=replace(host.nvidia, driver_version=floor,
+                                                 cuda_driver_version=None))
+        fits, _ = evaluate(request, trial, matrix, only_kind="cuda")
+        if not fits:
+            return None
+        top = min(fits, key=lambda c: rank_key(c, True, True))
+        return floor, top.release.torch, top.variant.name
+
+    if not above:
+        return None, None
+    ceiling = best(above[-1])
+    if ceiling is None:
+        return None, None
+    lowest = None
+    for floor in above:
+        found = best(floor)
+        if found is None:
+            continue
+        lowest = lowest or found
+        if found[1] == ceiling[1]:
+            return lowest, found
+    return lowest, ceiling
+
+
+def test_the_nearest_upgrades_are_those_every_floor_would_give(matrix: Matrix) -> None:
+    from torchenv.resolver.fixes import _driver_upgrades
+
+    floors = _floors(matrix)
+    intermediate = 0
+    for driver in ("384.81", "418.67", "440.100", "450.80.02", "470.82.01", "510.39.01",
+                   "525.60.13", "535.104.05", "550.54.14", "560.28.03"):
+        for ccs in (("7.5",), ("6.1", "8.6"), ("9.0",), ("12.0",), (None,)):
+            host = _host(driver, ccs)
+            for request in (Request(), Request(torch="2.6.*")):
+                expected = _upgrades_by_every_floor(request, host, matrix, floors)
+                assert _driver_upgrades(request, host, matrix, Trials()) == expected, (
+                    driver, ccs, request.torch)
+                newest = expected[1]
+                if newest is not None and newest[0] not in (floors[-1], expected[0][0]):
+                    intermediate += 1
+    assert intermediate, "no case whose answer lies between the lowest and the highest floor"
