@@ -32,14 +32,19 @@ NOT_ON_THE_PATH = ("argparse", "typing", "subprocess", "threading", "signal", "p
                    "inspect", "tomllib", "rich")
 
 SCRIPT = """
-import contextlib, io, runpy, sys
+import atexit, contextlib, io, runpy, sys
 out = io.StringIO()
 sys.argv = ["torchenv", *sys.argv[1:]]
-with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+
+def report():  # run by the command line's own exit, before the process ends
+    modules = sorted(sys.modules)  # before this script's own json import
+    import json
+    sys.__stdout__.write(json.dumps({"modules": modules, "output": out.getvalue()}) + "\\n")
+    sys.__stdout__.flush()
+
+atexit.register(report)
+with contextlib.redirect_stdout(out):
     runpy.run_module("torchenv", run_name="__main__")
-modules = sorted(sys.modules)  # before this script's own json import
-import json
-print(json.dumps({"modules": modules, "output": out.getvalue()}))
 """
 
 def hermetic_env() -> dict[str, str]:

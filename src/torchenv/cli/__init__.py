@@ -12,7 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
-    from typing import Any
+    from typing import Any, NoReturn
 
 __all__ = ["build_parser", "entry_point", "main"]
 
@@ -160,4 +160,30 @@ def _report_json(exc: TorchenvError) -> None:
 
 
 def entry_point() -> None:
-    sys.exit(main())
+    """The console script and ``python -m torchenv``: run one command and leave."""
+    leave(main())
+
+
+def leave(status: int) -> NoReturn:
+    """End the process with ``status`` once the exit handlers have run and the output is out.
+
+    Where nothing else would run at interpreter shutdown (no thread to wait for, no profiler or
+    tracer, no interactive prompt after the script), the process ends without freeing every
+    object one by one: on a resolve that teardown costs about as much as the resolve itself.
+    """
+    threading = sys.modules.get("threading")
+    waits = threading is not None and any(
+        t.is_alive() and not t.daemon and t is not threading.main_thread()
+        for t in threading.enumerate())
+    if waits or sys.flags.inspect or sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(status)
+    import atexit
+    import os
+
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # the reader went away, or a stream was closed
+        status = status or 1
+    os._exit(status)
