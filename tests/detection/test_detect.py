@@ -53,6 +53,25 @@ def test_proc_then_nvidia_smi(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("no_nvml")
+def test_an_old_loaded_driver_makes_one_nvidia_smi_call(tmp_path: Path) -> None:
+    """The kernel module's version is read first; the nvidia-smi of a 384 driver has no
+    compute_cap field, so the one query leaves it out instead of being refused first."""
+    (tmp_path / "proc/driver/nvidia").mkdir(parents=True)
+    (tmp_path / "proc/driver/nvidia/version").write_text(
+        data("proc_driver_nvidia_version_proprietary_384.98.txt"))
+    marker = tmp_path / "calls.txt"
+    query = "0, GeForce GTX 1080, 8192, GPU-00000000-0000-0000-0000-000000000000, 384.98\n"
+    smi = fake_smi(tmp_path / "bin", query=query, no_compute_cap=True, marker=marker)
+    profile = detect(root=tmp_path, environ={"PATH": f"{smi.parent}:/usr/bin:/bin"})
+    nv = profile.nvidia
+    assert nv is not None
+    assert (nv.driver_version, [g.name for g in nv.gpus]) == ("384.98", ["GeForce GTX 1080"])
+    assert nv.gpus[0].compute_capability is None  # unknown, and said so
+    assert any("compute capability unknown" in w for w in profile.warnings)
+    assert len(marker.read_text().splitlines()) == 1
+
+
+@pytest.mark.usefixtures("no_nvml")
 def test_proc_only_warns_about_unknown_capability(tmp_path: Path) -> None:
     proc_tree(tmp_path)
     info = tmp_path / "proc/driver/nvidia/gpus/0000:01:00.0"

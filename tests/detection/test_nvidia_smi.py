@@ -8,6 +8,7 @@ from detection_helpers import data, fake_smi
 
 from torchenv.detection._nvidia_smi import (
     find_nvidia_smi,
+    knows_compute_cap,
     parse_query_csv,
     parse_smi_error,
     parse_smi_versions,
@@ -128,6 +129,42 @@ def test_probe_old_smi_without_compute_cap(tmp_path: Path) -> None:
     assert res.gpus[0].compute_capability is None
     assert res.gpus[0].memory_mib == 8192
     assert any("compute_cap" in w for w in res.warnings)
+
+
+@pytest.mark.parametrize(("kernel", "known"), [
+    ("470.256.02", False), ("470.82.01", False), ("440.100", False), ("384.98", False),
+    ("495.29.05", None), ("510.39.01", None), ("580.95.05", None), (None, None), ("", None),
+    ("35.3.1", None),  # a Jetson module carries its L4T release, not a driver branch
+])
+def test_only_an_old_kernel_driver_says_in_advance_that_compute_cap_is_missing(
+        kernel: str | None, known: bool | None) -> None:
+    assert knows_compute_cap(kernel) is known
+
+
+def test_an_old_kernel_driver_spares_the_query_its_nvidia_smi_would_refuse(
+        tmp_path: Path) -> None:
+    query = "0, GeForce RTX 2070, 7973, GPU-00000000-0000-0000-0000-000000000000, 440.100\n"
+    marker = tmp_path / "calls.txt"
+    exe = fake_smi(tmp_path, query=query, no_compute_cap=True, marker=marker)
+    res = probe_nvidia_smi(str(exe), kernel_driver="440.100")
+    assert res.ok
+    assert len(marker.read_text().splitlines()) == 1  # one nvidia-smi, without compute_cap
+    assert "compute_cap" not in res.calls[0]
+    assert (res.driver_version, res.gpus[0].compute_capability) == ("440.100", None)
+    assert any("driver 440.100" in w and "compute_cap" in w for w in res.warnings)
+
+
+def test_a_newer_kernel_driver_than_its_nvidia_smi_still_falls_back(tmp_path: Path) -> None:
+    """A bundled nvidia-smi 470 on a 580 driver (the capture in the error's README): the
+    kernel's version says nothing about the binary, so the first query asks and the refusal
+    leads to the second."""
+    query = "0, NVIDIA RTX PRO 500, 4096, GPU-00000000-0000-0000-0000-000000000000, 580.95.05\n"
+    marker = tmp_path / "calls.txt"
+    exe = fake_smi(tmp_path, query=query, no_compute_cap=True, marker=marker)
+    res = probe_nvidia_smi(str(exe), kernel_driver="580.95.05")
+    assert res.ok
+    assert len(marker.read_text().splitlines()) == 2
+    assert "compute_cap" in res.calls[0] and "compute_cap" not in res.calls[1]
 
 
 def test_probe_nonzero_exit(tmp_path: Path) -> None:

@@ -18,11 +18,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Optional
 
+    from torchenv._subprocess import ProcessResult
+
 __all__ = [
     "QUERY_FIELDS",
     "QUERY_FIELDS_NO_CC",
     "SmiResult",
     "find_nvidia_smi",
+    "knows_compute_cap",
     "parse_query_csv",
     "parse_smi_error",
     "parse_smi_versions",
@@ -30,8 +33,12 @@ __all__ = [
 ]
 
 QUERY_FIELDS = ("index", "name", "compute_cap", "memory.total", "uuid", "driver_version")
-# nvidia-smi before ~510 has no compute_cap field ('Field "compute_cap" is not a valid field')
+# an older nvidia-smi has no compute_cap field ('Field "compute_cap" is not a valid field')
 QUERY_FIELDS_NO_CC = ("index", "name", "memory.total", "uuid", "driver_version")
+# the newest driver branch whose nvidia-smi is seen without compute_cap: 470.82.01
+# (github.com/NVIDIA/TensorRT-LLM/pull/735), 470.182.03 (github.com/huggingface/candle/issues/733,
+# its --help-query-gpu list), 470.256.02 (github.com/canonical/inference-snaps/issues/89)
+LAST_BRANCH_WITHOUT_COMPUTE_CAP = 470
 
 _NA = {"", "[n/a]", "n/a", "[not supported]", "not supported", "[unknown error]"}
 # for parse_smi_versions, searched case-insensitively
@@ -212,10 +219,29 @@ class SmiResult:
     calls: tuple[str, ...] = field(default=())
 
 
+def knows_compute_cap(kernel_driver: Optional[str]) -> Optional[bool]:
+    """Whether the nvidia-smi of the loaded kernel driver has the ``compute_cap`` query field:
+    False for the desktop and server branches up to 470 (the nvidia-smi of 470.82.01, 470.182.03
+    and 470.256.02 answers 'Field "compute_cap" is not a valid field to query', and a field the
+    last releases of a branch lack is taken to be missing from every older branch too); None
+    (unknown: ask and see) for anything newer or unreadable."""
+    major = (kernel_driver or "").partition(".")[0]
+    # a Jetson module is numbered by its L4T release (35.3.1): not a desktop branch, unknown
+    if major.isdigit() and 100 <= int(major) <= LAST_BRANCH_WITHOUT_COMPUTE_CAP:
+        return False
+    return None
+
+
 def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
-                     env: Optional[Mapping[str, str]] = None) -> SmiResult:
-    """Ask ``exe`` for the GPUs and the driver version in one call (two on drivers too old for
-    the ``compute_cap`` field); all calls share ``timeout`` seconds."""
+                     env: Optional[Mapping[str, str]] = None,
+                     kernel_driver: Optional[str] = None) -> SmiResult:
+    """Ask ``exe`` for the GPUs and the driver version in one call; all calls share ``timeout``
+    seconds.
+
+    The first call asks for ``compute_cap`` too, unless ``kernel_driver`` (the loaded module's
+    version, where it could be read) is of a branch whose nvidia-smi is known to lack that
+    field; an nvidia-smi that turns out not to know it is asked once more without it.
+    """
     from torchenv._subprocess import run_process
 
     deadline = time.monotonic() + timeout
@@ -225,18 +251,26 @@ def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
     def left() -> float:
         return max(0.1, deadline - time.monotonic())
 
-    fields: tuple[str, ...] = QUERY_FIELDS
-    argv = [exe, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
-    calls.append(" ".join(argv[1:]))
-    res = run_process(argv, timeout=left(), env=env)
-    if not res.ok and not res.timed_out and "not a valid field" in (res.stdout + res.stderr):
-        fields = QUERY_FIELDS_NO_CC
+    def query(fields: tuple[str, ...]) -> ProcessResult:
         argv = [exe, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
         calls.append(" ".join(argv[1:]))
-        res = run_process(argv, timeout=left(), env=env)
+        return run_process(argv, timeout=left(), env=env)
+
+    no_cc = (f"{exe} is too old to report compute capability (no 'compute_cap' field); GPU "
+             "architectures are unknown — give them with --gpu")
+    fields: tuple[str, ...] = QUERY_FIELDS
+    if knows_compute_cap(kernel_driver) is False:
+        fields = QUERY_FIELDS_NO_CC
+        res = query(fields)
         if res.ok:
-            warnings.append(f"{exe} is too old to report compute capability (no 'compute_cap' "
-                            "field); GPU architectures are unknown — give them with --gpu")
+            warnings.append(no_cc.replace("is too old", f"(driver {kernel_driver}) is too old"))
+    else:
+        res = query(fields)
+        if not res.ok and not res.timed_out and "not a valid field" in (res.stdout + res.stderr):
+            fields = QUERY_FIELDS_NO_CC
+            res = query(fields)
+            if res.ok:
+                warnings.append(no_cc)
     if res.timed_out:
         warnings.append(f"{exe} did not answer within {timeout:g} s (a hung GPU or driver?); "
                         "GPU details are unknown — give them with --driver/--gpu")

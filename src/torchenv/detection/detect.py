@@ -310,6 +310,7 @@ def _probe_nvidia(root: str, env: Mapping[str, str], limit: float, wsl: bool,
         sources.update({"nvidia": "nvml", "nvidia.gpus": "nvml"})
         if cuda:
             sources["nvidia.cuda_driver_version"] = "nvml"
+    kernel: Optional[str] = None
     if driver is None:
         kernel, ksource = read_kernel_driver_version(root)
         if kernel and ksource:
@@ -325,7 +326,7 @@ def _probe_nvidia(root: str, env: Mapping[str, str], limit: float, wsl: bool,
 
         exe = find_nvidia_smi(env, wsl=wsl)
         if exe is not None:
-            smi = probe_nvidia_smi(exe, timeout=limit, env=dict(env))
+            smi = probe_nvidia_smi(exe, timeout=limit, env=dict(env), kernel_driver=kernel)
             warnings.extend(smi.warnings)
             if not smi.ok:
                 evidence.append(f"{exe} exists but failed: "
