@@ -19,12 +19,14 @@ from torchenv.errors import BadInput
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
     from typing import TypeAlias
 
     StrPath: TypeAlias = "str | os.PathLike[str]"
 
-__all__ = ["MAX_READ_BYTES", "path_str", "read_bytes_capped", "read_text_capped", "write_atomic"]
+__all__ = ["MAX_READ_BYTES", "path_str", "read_bytes_capped", "read_private", "read_text_capped",
+           "user_cache_dir", "write_atomic", "write_private"]
 
 MAX_READ_BYTES = 8 * 1024 * 1024
 """The most torchenv reads of a file a user names; the largest real overlay is far below it."""
@@ -141,3 +143,62 @@ def write_atomic(path: StrPath, data: str | bytes, *, force: bool = True) -> Pat
             raise BadInput(f"{path}: cannot write: {exc.strerror or exc}") from exc
         raise
     return target
+
+
+def user_cache_dir(environ: Mapping[str, str] | None = None) -> str:
+    """torchenv's cache folder: ``TORCHENV_CACHE_DIR``, else ``$XDG_CACHE_HOME/torchenv``, else
+    ``~/.cache/torchenv``."""
+    env = os.environ if environ is None else environ
+    if env.get("TORCHENV_CACHE_DIR"):
+        return path_str(env["TORCHENV_CACHE_DIR"])
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return path_str(base, "torchenv")
+
+
+def read_private(path: str) -> bytes | None:
+    """The bytes of a cache file only this user can have written, else None.
+
+    A cache may hold what only torchenv should produce (a pickle is code): the file must be a
+    regular file owned by this user and writable by nobody else (checked on the open file, so a
+    swap after the check changes nothing). Missing or unreadable is None, as is anything else.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        getuid = getattr(os, "getuid", None)  # Windows: the ACL of the profile folder decides
+        if (not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022
+                or (getuid is not None and st.st_uid != getuid())):
+            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def write_private(path: str, data: bytes) -> bool:
+    """Write a cache file readable by this user alone (its folder made 0700 when missing), whole
+    or not at all; False when it cannot be written (a cache is never worth failing for)."""
+    import tempfile
+
+    folder = os.path.dirname(path) or "."
+    tmp = None
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)  # 0600
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        return False
+    return True
+

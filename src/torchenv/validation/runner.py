@@ -191,10 +191,9 @@ class _Child:
 
 
 def _cache_root(env: Mapping[str, str]) -> Path:
-    if env.get("TORCHENV_CACHE_DIR"):
-        return Path(env["TORCHENV_CACHE_DIR"])
-    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "torchenv"
+    from torchenv._files import user_cache_dir
+
+    return Path(user_cache_dir(env))
 
 
 def _child_env(options: ValidationOptions, scratch: Path) -> dict[str, str]:
