@@ -28,8 +28,11 @@ End to end (one process per run, all cases alternating, one warm-up round):
 In-process (one child per factor, each call timed after one warm-up call, median of --reps):
   load_embedded_documents (the verified cache), embedded_digest (its CRC over the YAML), the
   YAML parse a start pays when the cache does not match, build_matrix (validation and model),
-  load_matrix, ``resolve(Request(), host, matrix)`` per host (the host read back from
-  ``detect --json`` of the stand-in), and ``matrix ci``'s rows plus their JSON.
+  load_matrix, load_matrix with a one-release overlay (the newest release replaced, as
+  ``matrix update`` writes one) when it is built (the user cache emptied first; a quarter as
+  many calls) and when the user cache holds it, ``resolve(Request(), host, matrix)`` per host
+  (the host read back from ``detect --json`` of the stand-in), and ``matrix ci``'s rows plus
+  their JSON.
 
 Targets: ``resolve`` grows at most linearly (in-process ×k ≤ k × the ×1 time, and in the
 number of GPUs); end to end, ``resolve --json`` on the ×16 matrix ≤ 2× its ×1 time (paired
@@ -112,6 +115,29 @@ out["build_matrix"] = timed(lambda: build_matrix(docs, origin={n: n for n in doc
 out["load_built_matrix"] = timed(loader.load_built_matrix)
 out["built_cache_hit"] = loader.load_built_matrix() is not None
 out["load_matrix"] = timed(lambda: loader.load_matrix(overlay=False))
+# a one-release overlay (the newest release with another note, as `matrix update` replaces
+# entries): built and cached on a miss, loaded from the user cache on a hit
+import copy, os, tempfile, yaml
+scratch = tempfile.mkdtemp(prefix="torchenv-bench-overlay-")
+os.environ["TORCHENV_CACHE_DIR"] = os.path.join(scratch, "cache")
+overlay = os.path.join(scratch, "overlay.yaml")
+newest = copy.deepcopy(docs["releases.yaml"]["releases"][0])
+newest["note"] = "replaced by the benchmark's overlay"
+with open(overlay, "w") as fh:
+    yaml.safe_dump({"schema_version": 1, "releases": [newest]}, fh)
+overlaid = os.path.join(os.environ["TORCHENV_CACHE_DIR"], "matrix-overlaid.pickle")
+
+
+def overlay_miss():
+    if os.path.exists(overlaid):
+        os.unlink(overlaid)
+    return loader.load_matrix(overlay=overlay)
+
+
+out["overlay_miss"] = timed(overlay_miss, reps // 4)
+assert loader.load_matrix(overlay=overlay).overlay_error is None
+out["overlay_hit"] = timed(lambda: loader.load_matrix(overlay=overlay))
+assert os.path.exists(overlaid)
 matrix = loader.load_matrix(overlay=False)
 out["releases"] = len(matrix.releases)
 out["candidates"] = sum(len(r.variants) for r in matrix.releases)
@@ -310,7 +336,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("-n", "--runs", type=int, default=10,
                    help="end-to-end rounds (default 10), plus one warm-up round")
     p.add_argument("--reps", type=int, default=10,
-                   help="in-process calls per measurement (default 10; YAML parse: a quarter)")
+                   help="in-process calls per measurement (default 10; YAML parse and overlay "
+                   "build: a quarter)")
     p.add_argument("--factors", default="1,4,16", help="matrix growth factors (default 1,4,16)")
     p.add_argument("--gpus", default="1,8,64", help="host sizes in GPUs (default 1,8,64; <= 64)")
     p.add_argument("--profile", action="store_true",
@@ -430,7 +457,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               ("YAML parse of the five files (cache miss)", "yaml_parse"),
               ("build_matrix (validation + model: a matrix.pickle miss)", "build_matrix"),
               ("load_built_matrix (matrix.pickle, verified)", "load_built_matrix"),
-              ("load_matrix(overlay=False)", "load_matrix")]
+              ("load_matrix(overlay=False)", "load_matrix"),
+              ("load_matrix, one-release overlay: built (user cache miss)", "overlay_miss"),
+              ("load_matrix, one-release overlay: user cache hit", "overlay_hit")]
     for label, key in labels:
         v = grow(key)
         rows.append([label, *map(fmt_ms, v), fmt_x(_div(v[-1], v[0])), "-", "info"])
@@ -446,7 +475,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                  "info"])
     print_grid(("in-process (one child per factor)", *factor_cols, ratio_col, "target",
                 "verdict"), rows, f"In-process: median ms of {args.reps} calls after one "
-               "warm-up call (YAML parse: a quarter as many)",
+               "warm-up call (YAML parse, overlay built: a quarter as many)",
                left=(0, len(factors) + 2, len(factors) + 3))
 
     # by host size
