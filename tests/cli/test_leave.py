@@ -7,9 +7,13 @@ import os
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pytest
 from tests.cli.cli_helpers import json_documents, run_limited
+
+from hermetic import hermetic
+from torchenv.cli import _shutdown_has_work
 
 
 def _child(code: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
@@ -35,6 +39,45 @@ def test_exit_handlers_run_and_buffered_output_is_written_before_the_process_end
     assert done.returncode == 5
     assert done.stdout == "x" * 100_000 + "\nlast line\nhandler ran\n"
     assert done.stderr == "to stderr\n"
+
+
+# an object whose finalizer tells (straight to the descriptor) when the interpreter tears down
+TEARDOWN_WITNESS = """
+import os
+class Witness:
+    def __del__(self):
+        os.write(1, b"torn down\\n")
+witness = Witness()
+"""
+
+
+def test_nothing_is_torn_down_when_nothing_is_left_to_run() -> None:
+    done = _child(TEARDOWN_WITNESS + """
+from torchenv.cli import leave
+leave(0)
+""")
+    assert (done.returncode, done.stdout) == (0, "")
+
+
+def test_the_ordinary_exit_is_taken_while_a_thread_still_runs() -> None:
+    done = _child(TEARDOWN_WITNESS + """
+import threading, time
+threading.Thread(target=time.sleep, args=(0.2,)).start()
+from torchenv.cli import leave
+leave(6)
+""")
+    assert (done.returncode, done.stdout) == (6, "torn down\n")
+
+
+@pytest.mark.parametrize("hook", [sys.setprofile, sys.settrace], ids=["profiler", "tracer"])
+def test_a_profiler_or_tracer_makes_shutdown_have_work(hook: Any) -> None:
+    before = sys.getprofile() if hook is sys.setprofile else sys.gettrace()
+    assert before is None or _shutdown_has_work()
+    hook(lambda *args: None)
+    try:
+        assert _shutdown_has_work()
+    finally:
+        hook(before)
 
 
 def test_a_running_thread_that_is_not_a_daemon_is_waited_for() -> None:
@@ -66,9 +109,11 @@ def test_output_nobody_reads_any_more_makes_a_successful_command_fail() -> None:
 
 
 def test_a_profiler_still_gets_to_print_its_report() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHENV_")}
+    env["TORCHENV_NO_OVERLAY"] = "1"
     done = subprocess.run([sys.executable, "-m", "cProfile", "-m", "torchenv", "resolve",
                            "--no-gpu", "--json"], capture_output=True, text=True, timeout=120,
-                          check=False)
+                          check=False, env=hermetic(env))
     assert done.returncode == 0, done.stderr
     assert "function calls" in done.stdout  # the profiler's report follows the JSON document
 

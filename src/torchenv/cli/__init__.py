@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any, NoReturn
 
-__all__ = ["build_parser", "entry_point", "main"]
+__all__ = ["build_parser", "entry_point", "leave", "main"]
 
 _DESCRIPTION = """\
 Pick, install and prove the right PyTorch build for a machine.
@@ -167,23 +167,36 @@ def entry_point() -> None:
 def leave(status: int) -> NoReturn:
     """End the process with ``status`` once the exit handlers have run and the output is out.
 
-    Where nothing else would run at interpreter shutdown (no thread to wait for, no profiler or
-    tracer, no interactive prompt after the script), the process ends without freeing every
-    object one by one: on a resolve that teardown costs about as much as the resolve itself.
+    Where nothing else would run at interpreter shutdown (no thread to wait for, no profiler,
+    tracer or ``sys.monitoring`` tool, no interactive prompt after the script), the process
+    ends without freeing every object one by one: on a resolve that teardown costs about as
+    much as the resolve itself.
     """
-    threading = sys.modules.get("threading")
-    waits = threading is not None and any(
-        t.is_alive() and not t.daemon and t is not threading.main_thread()
-        for t in threading.enumerate())
-    if waits or sys.flags.inspect or sys.getprofile() is not None or sys.gettrace() is not None:
+    if _shutdown_has_work():
         sys.exit(status)
     import atexit
     import os
 
-    atexit._run_exitfuncs()
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):  # the reader went away, or a stream was closed
-        status = status or 1
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except (OSError, ValueError):  # the reader went away, or the stream was closed
+                status = status or 1
+    except KeyboardInterrupt:  # Ctrl-C while the last output waits for its reader
+        status = 130
     os._exit(status)
+
+
+def _shutdown_has_work() -> bool:
+    threading = sys.modules.get("threading")
+    if threading is not None and any(
+            t.is_alive() and not t.daemon and t is not threading.main_thread()
+            for t in threading.enumerate()):
+        return True
+    if sys.flags.inspect or sys.getprofile() is not None or sys.gettrace() is not None:
+        return True
+    monitoring = getattr(sys, "monitoring", None)  # Python 3.12+: cProfile and coverage use it
+    return monitoring is not None and any(monitoring.get_tool(i) is not None for i in range(6))
