@@ -41,8 +41,9 @@ Paths (every tool of a path sees the same fake hardware; PATH holds only the fak
                       list for the model; on the 440 driver every ``compute_cap`` query gets the
                       captured 'not a valid field' error (exit 2), as nvidia-smi up to the 470
                       branch does. torchenv leaves the field out at once when the loaded kernel
-                      module (/proc/driver/nvidia/version) is of such a branch; these stand-in
-                      hosts have no kernel module, so it asks, is refused, and asks again.
+                      module (/proc/driver/nvidia/version) is of such a branch and nvidia-smi is
+                      the driver's own (/usr/bin); these stand-in hosts have neither, so it
+                      asks, is refused, and asks again.
                       The ``lspci -nn`` lines are real lspci lines for these models at the bus ids
                       of the table. Arguments with no recorded answer are listed after the run.
   nvml                the stand-in libnvidia-ml.so.1 (tests/detection/fake_nvml.c, built with cc)

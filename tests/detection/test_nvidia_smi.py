@@ -7,8 +7,9 @@ import pytest
 from detection_helpers import data, fake_smi
 
 from torchenv.detection._nvidia_smi import (
+    drivers_own,
     find_nvidia_smi,
-    knows_compute_cap,
+    lacks_compute_cap,
     parse_query_csv,
     parse_smi_error,
     parse_smi_versions,
@@ -131,14 +132,23 @@ def test_probe_old_smi_without_compute_cap(tmp_path: Path) -> None:
     assert any("compute_cap" in w for w in res.warnings)
 
 
-@pytest.mark.parametrize(("kernel", "known"), [
-    ("470.256.02", False), ("470.82.01", False), ("440.100", False), ("384.98", False),
-    ("495.29.05", None), ("510.39.01", None), ("580.95.05", None), (None, None), ("", None),
-    ("35.3.1", None),  # a Jetson module carries its L4T release, not a driver branch
+@pytest.mark.parametrize(("kernel", "lacks"), [
+    ("470.256.02", True), ("470.82.01", True), ("440.100", True), ("384.98", True),
+    ("495.29.05", False), ("510.39.01", False), ("580.95.05", False), (None, False), ("", False),
+    ("35.3.1", False),  # a Jetson module carries its L4T release, not a driver branch
 ])
 def test_only_an_old_kernel_driver_says_in_advance_that_compute_cap_is_missing(
-        kernel: str | None, known: bool | None) -> None:
-    assert knows_compute_cap(kernel) is known
+        kernel: str | None, lacks: bool) -> None:
+    assert lacks_compute_cap(kernel) is lacks
+
+
+def test_only_an_nvidia_smi_where_drivers_put_it_is_the_drivers_own(tmp_path: Path) -> None:
+    assert drivers_own("/usr/bin/nvidia-smi") and drivers_own("/bin/nvidia-smi")
+    assert not drivers_own(str(tmp_path / "nvidia-smi"))
+    assert not drivers_own("/snap/app/current/usr/bin/nvidia-smi")
+    link = tmp_path / "nvidia-smi-link"
+    link.symlink_to("/usr/bin/nvidia-smi")  # a link is judged by what it names
+    assert drivers_own(str(link))
 
 
 def test_an_old_kernel_driver_spares_the_query_its_nvidia_smi_would_refuse(

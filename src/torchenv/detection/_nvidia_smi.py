@@ -24,8 +24,9 @@ __all__ = [
     "QUERY_FIELDS",
     "QUERY_FIELDS_NO_CC",
     "SmiResult",
+    "drivers_own",
     "find_nvidia_smi",
-    "knows_compute_cap",
+    "lacks_compute_cap",
     "parse_query_csv",
     "parse_smi_error",
     "parse_smi_versions",
@@ -39,6 +40,7 @@ QUERY_FIELDS_NO_CC = ("index", "name", "memory.total", "uuid", "driver_version")
 # (github.com/NVIDIA/TensorRT-LLM/pull/735), 470.182.03 (github.com/huggingface/candle/issues/733,
 # its --help-query-gpu list), 470.256.02 (github.com/canonical/inference-snaps/issues/89)
 LAST_BRANCH_WITHOUT_COMPUTE_CAP = 470
+FIRST_DRIVER_BRANCH = 100  # a smaller major is not a driver branch (a Jetson module's L4T release)
 
 _NA = {"", "[n/a]", "n/a", "[not supported]", "not supported", "[unknown error]"}
 # for parse_smi_versions, searched case-insensitively
@@ -219,17 +221,22 @@ class SmiResult:
     calls: tuple[str, ...] = field(default=())
 
 
-def knows_compute_cap(kernel_driver: Optional[str]) -> Optional[bool]:
-    """Whether the nvidia-smi of the loaded kernel driver has the ``compute_cap`` query field:
-    False for the desktop and server branches up to 470 (the nvidia-smi of 470.82.01, 470.182.03
-    and 470.256.02 answers 'Field "compute_cap" is not a valid field to query', and a field the
-    last releases of a branch lack is taken to be missing from every older branch too); None
-    (unknown: ask and see) for anything newer or unreadable."""
+def lacks_compute_cap(kernel_driver: Optional[str]) -> bool:
+    """Whether the nvidia-smi of a loaded kernel driver of this version is known to lack the
+    ``compute_cap`` query field: true for the desktop and server branches up to 470 (the
+    nvidia-smi of 470.82.01, 470.182.03 and 470.256.02 answers 'Field "compute_cap" is not a
+    valid field to query', and a field the last releases of a branch lack is taken to be missing
+    from every older branch too); false (unknown: ask and see) for anything newer, for a Jetson
+    module (numbered by its L4T release, 35.3.1) and for no version."""
     major = (kernel_driver or "").partition(".")[0]
-    # a Jetson module is numbered by its L4T release (35.3.1): not a desktop branch, unknown
-    if major.isdigit() and 100 <= int(major) <= LAST_BRANCH_WITHOUT_COMPUTE_CAP:
-        return False
-    return None
+    return major.isdigit() and FIRST_DRIVER_BRANCH <= int(major) <= LAST_BRANCH_WITHOUT_COMPUTE_CAP
+
+
+def drivers_own(exe: str) -> bool:
+    """Whether ``exe`` is where a driver installs its nvidia-smi (``/usr/bin``, ``/bin``), so
+    that it is of the loaded driver's version; a copy elsewhere (bundled in a snap or a
+    container image, named by TORCHENV_NVIDIA_SMI) may be of any other."""
+    return os.path.dirname(os.path.realpath(exe)) in ("/usr/bin", "/bin")
 
 
 def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
@@ -238,9 +245,10 @@ def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
     """Ask ``exe`` for the GPUs and the driver version in one call; all calls share ``timeout``
     seconds.
 
-    The first call asks for ``compute_cap`` too, unless ``kernel_driver`` (the loaded module's
-    version, where it could be read) is of a branch whose nvidia-smi is known to lack that
-    field; an nvidia-smi that turns out not to know it is asked once more without it.
+    The call asks for ``compute_cap`` too, unless ``kernel_driver`` (the loaded module's
+    version, given only when ``exe`` is that driver's own nvidia-smi: :func:`drivers_own`) is
+    of a branch whose nvidia-smi lacks that field (:func:`lacks_compute_cap`); an nvidia-smi
+    that turns out not to know it is asked once more without it.
     """
     from torchenv._subprocess import run_process
 
@@ -256,21 +264,24 @@ def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
         calls.append(" ".join(argv[1:]))
         return run_process(argv, timeout=left(), env=env)
 
-    no_cc = (f"{exe} is too old to report compute capability (no 'compute_cap' field); GPU "
-             "architectures are unknown — give them with --gpu")
+    unknown = "GPU architectures are unknown — give them with --gpu"
     fields: tuple[str, ...] = QUERY_FIELDS
-    if knows_compute_cap(kernel_driver) is False:
+    if lacks_compute_cap(kernel_driver):
         fields = QUERY_FIELDS_NO_CC
         res = query(fields)
         if res.ok:
-            warnings.append(no_cc.replace("is too old", f"(driver {kernel_driver}) is too old"))
+            warnings.append(f"{exe} was not asked for compute capability: the loaded driver "
+                            f"{kernel_driver} is of the {LAST_BRANCH_WITHOUT_COMPUTE_CAP} "
+                            "branch or older, whose nvidia-smi has no 'compute_cap' field; "
+                            + unknown)
     else:
         res = query(fields)
         if not res.ok and not res.timed_out and "not a valid field" in (res.stdout + res.stderr):
             fields = QUERY_FIELDS_NO_CC
             res = query(fields)
             if res.ok:
-                warnings.append(no_cc)
+                warnings.append(f"{exe} is too old to report compute capability (no "
+                                f"'compute_cap' field); {unknown}")
     if res.timed_out:
         warnings.append(f"{exe} did not answer within {timeout:g} s (a hung GPU or driver?); "
                         "GPU details are unknown — give them with --driver/--gpu")

@@ -322,11 +322,14 @@ def _probe_nvidia(root: str, env: Mapping[str, str], limit: float, wsl: bool,
         if proc_gpus:
             gpus = proc_gpus
             sources["nvidia.gpus"] = "/proc/driver/nvidia/gpus"
-        from torchenv.detection._nvidia_smi import find_nvidia_smi, probe_nvidia_smi
+        from torchenv.detection._nvidia_smi import drivers_own, find_nvidia_smi, probe_nvidia_smi
 
         exe = find_nvidia_smi(env, wsl=wsl)
         if exe is not None:
-            smi = probe_nvidia_smi(exe, timeout=limit, env=dict(env), kernel_driver=kernel)
+            # the module's version speaks for this nvidia-smi only when both are this system's
+            same = root == "/" and kernel is not None and drivers_own(exe)
+            smi = probe_nvidia_smi(exe, timeout=limit, env=dict(env),
+                                   kernel_driver=kernel if same else None)
             warnings.extend(smi.warnings)
             if not smi.ok:
                 evidence.append(f"{exe} exists but failed: "
