@@ -17,7 +17,26 @@ from pathlib import Path
 __all__ = ["CACHE_DIR", "EMPTY_ROOT", "hermetic"]
 
 EMPTY_ROOT = Path(tempfile.gettempdir()) / "torchenv-tests-empty-root"
-CACHE_DIR = Path(tempfile.gettempdir()) / "torchenv-tests-cache"
+
+
+def _tests_cache_dir() -> Path:
+    """The tests' cache folder: this user's own under the temp folder (its C++ extension builds
+    are loaded by the validation children), made 0700; a fresh one when that name is taken by
+    someone else or is open to others."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    folder = Path(tempfile.gettempdir()) / f"torchenv-tests-cache-{uid}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        st = folder.stat(follow_symlinks=False)
+        if folder.is_dir() and not folder.is_symlink() and st.st_uid == uid \
+                and not st.st_mode & 0o077:
+            return folder
+    except OSError:
+        pass
+    return Path(tempfile.mkdtemp(prefix="torchenv-tests-cache-"))
+
+
+CACHE_DIR = _tests_cache_dir()
 _SYSTEM_DIRS = {"/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/sbin", "/usr/local/sbin"}
 
 

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 
     StrPath: TypeAlias = "str | os.PathLike[str]"
 
-__all__ = ["MAX_READ_BYTES", "path_str", "read_bytes_capped", "read_private", "read_text_capped",
-           "user_cache_dir", "write_atomic", "write_private"]
+__all__ = ["MAX_READ_BYTES", "path_str", "private_folder", "read_bytes_capped", "read_private",
+           "read_text_capped", "user_cache_dir", "write_atomic", "write_private"]
 
 MAX_READ_BYTES = 8 * 1024 * 1024
 """The most torchenv reads of a file a user names; the largest real overlay is far below it."""
@@ -146,31 +146,48 @@ def write_atomic(path: StrPath, data: str | bytes, *, force: bool = True) -> Pat
 
 
 def user_cache_dir(environ: Mapping[str, str] | None = None) -> str:
-    """torchenv's cache folder: ``TORCHENV_CACHE_DIR``, else ``$XDG_CACHE_HOME/torchenv``, else
-    ``~/.cache/torchenv``."""
+    """torchenv's cache folder: ``TORCHENV_CACHE_DIR``, else ``$XDG_CACHE_HOME/torchenv`` (an
+    absolute one: a relative value is ignored, as the XDG specification says), else
+    ``~/.cache/torchenv``. Relative only when ``TORCHENV_CACHE_DIR`` is, or when there is no home
+    folder to start from."""
     env = os.environ if environ is None else environ
     if env.get("TORCHENV_CACHE_DIR"):
         return path_str(env["TORCHENV_CACHE_DIR"])
-    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = env.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
     return path_str(base, "torchenv")
+
+
+def _mine(st: os.stat_result) -> bool:
+    """Owned by this user (the effective one) and writable by nobody else; on Windows, where
+    st_mode knows no owners, the ACL of the user's profile folder decides and this is True."""
+    geteuid = getattr(os, "geteuid", None)
+    if geteuid is None:
+        return True
+    return st.st_uid == geteuid() and not st.st_mode & 0o022
 
 
 def read_private(path: str) -> bytes | None:
     """The bytes of a cache file only this user can have written, else None.
 
     A cache may hold what only torchenv should produce (a pickle is code): the file must be a
-    regular file owned by this user and writable by nobody else (checked on the open file, so a
-    swap after the check changes nothing). Missing or unreadable is None, as is anything else.
+    regular file, not a link, owned by this user and writable by nobody else (checked on the
+    open file, so a swap after the check changes nothing). A relative path, a missing or
+    unreadable file, and anything else at the path (a FIFO is opened without waiting for a
+    writer) are None.
     """
+    if not os.path.isabs(path):
+        return None
+    flags = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+             | getattr(os, "O_BINARY", 0))
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, flags)
     except OSError:
         return None
     try:
         st = os.fstat(fd)
-        getuid = getattr(os, "getuid", None)  # Windows: the ACL of the profile folder decides
-        if (not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022
-                or (getuid is not None and st.st_uid != getuid())):
+        if not stat.S_ISREG(st.st_mode) or not _mine(st):
             return None
         chunks = []
         while chunk := os.read(fd, 1 << 20):
@@ -182,15 +199,42 @@ def read_private(path: str) -> bytes | None:
         os.close(fd)
 
 
+def private_folder(folder: str) -> bool:
+    """Whether cache files can be written in ``folder``, made (0700) when missing: an absolute
+    folder of this user's. Nothing is made where the nearest existing folder belongs to someone
+    else (``sudo`` with the user's HOME would leave a cache folder the user cannot write)."""
+    if not os.path.isabs(folder):
+        return False
+    try:
+        st = os.stat(folder)
+    except FileNotFoundError:
+        parent = os.path.dirname(folder)
+        while parent != os.path.dirname(parent) and not os.path.exists(parent):
+            parent = os.path.dirname(parent)
+        geteuid = getattr(os, "geteuid", None)
+        try:
+            if geteuid is not None and os.stat(parent).st_uid != geteuid():
+                return False
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            st = os.stat(folder)
+        except OSError:
+            return False
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and _mine(st)
+
+
 def write_private(path: str, data: bytes) -> bool:
-    """Write a cache file readable by this user alone (its folder made 0700 when missing), whole
-    or not at all; False when it cannot be written (a cache is never worth failing for)."""
+    """Write a cache file readable by this user alone in a :func:`private_folder`, whole or not
+    at all; False when it cannot be written (a cache is never worth failing for). A process
+    killed mid-write can leave a ``.tmp-*`` file beside it."""
     import tempfile
 
-    folder = os.path.dirname(path) or "."
+    folder = os.path.dirname(path)
+    if not private_folder(folder):
+        return False
     tmp = None
     try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)  # 0600
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -201,4 +245,3 @@ def write_private(path: str, data: bytes) -> bool:
                 os.unlink(tmp)
         return False
     return True
-

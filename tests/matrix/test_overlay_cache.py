@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from torchenv.matrix import validate
+from torchenv.matrix import loader, validate
 from torchenv.matrix.loader import DATA_DIR, load_matrix
 from torchenv.matrix.model import Matrix
 
@@ -84,22 +84,23 @@ def test_the_same_overlay_over_edited_embedded_data_is_built_again(
     assert [r.note for r in edited.releases[:2]] == [None, "edited"]  # the overlay's, then ours
 
 
-@pytest.mark.parametrize("spoil", ["group-writable", "damaged", "other-header", "a-folder"])
+@pytest.mark.parametrize("spoil", ["damaged", "other-header", "a-folder", "a-fifo"])
 def test_a_cache_file_that_cannot_be_trusted_or_read_is_a_miss(
         spoil: str, tmp_path: Path, cache: Path, matrix: Matrix) -> None:
     overlay = _write_overlay(tmp_path / "overlay.yaml", matrix)
     expected = load_matrix(overlay=overlay)
     written = cache / CACHE_FILE_NAME
-    if spoil == "group-writable":
-        written.chmod(0o620)
-    elif spoil == "damaged":
+    if spoil == "damaged":
         raw = written.read_bytes()
         written.write_bytes(raw[: len(raw) // 2])
     elif spoil == "other-header":
         written.write_bytes(b"torchenv built matrix with overlay 0\n" + written.read_bytes())
-    else:
+    elif spoil == "a-folder":
         written.unlink()
         written.mkdir()
+    else:  # opened without waiting for a writer that never comes
+        written.unlink()
+        os.mkfifo(written)
     assert load_matrix(overlay=overlay) == expected
 
 
@@ -108,14 +109,7 @@ def test_a_group_writable_cache_file_is_never_unpickled(
     overlay = _write_overlay(tmp_path / "overlay.yaml", matrix)
     load_matrix(overlay=overlay)
     (cache / CACHE_FILE_NAME).chmod(0o660)
-    built: list[int] = []
-    real = validate.build_matrix
-
-    def counting(*args: Any, **kwargs: Any) -> Matrix:
-        built.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(validate, "build_matrix", counting)
+    built = _counting_builds(monkeypatch)
     load_matrix(overlay=overlay)
     assert built == [1]  # built again, and the private file written anew
     assert stat.S_IMODE((cache / CACHE_FILE_NAME).stat().st_mode) == 0o600
@@ -157,3 +151,88 @@ def test_the_cache_folder_defaults_to_the_xdg_cache_home(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     load_matrix(overlay=_write_overlay(tmp_path / "overlay.yaml", matrix))
     assert os.path.isfile(tmp_path / "xdg" / "torchenv" / CACHE_FILE_NAME)
+
+
+def _counting_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    built: list[int] = []
+    real = validate.build_matrix
+
+    def counting(*args: Any, **kwargs: Any) -> Matrix:
+        built.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(validate, "build_matrix", counting)
+    return built
+
+
+def test_a_cache_file_of_another_owner_is_never_unpickled(
+        tmp_path: Path, cache: Path, matrix: Matrix, monkeypatch: pytest.MonkeyPatch) -> None:
+    overlay = _write_overlay(tmp_path / "overlay.yaml", matrix)
+    load_matrix(overlay=overlay)
+    built = _counting_builds(monkeypatch)
+    monkeypatch.setattr(os, "geteuid", lambda: os.stat(cache).st_uid + 1)  # someone else now
+    assert load_matrix(overlay=overlay).overlay_error is None
+    assert built == [1]
+
+
+def test_a_link_in_place_of_the_cache_file_is_never_followed(
+        tmp_path: Path, cache: Path, matrix: Matrix, monkeypatch: pytest.MonkeyPatch) -> None:
+    overlay = _write_overlay(tmp_path / "overlay.yaml", matrix)
+    load_matrix(overlay=overlay)
+    elsewhere = tmp_path / "elsewhere.pickle"
+    (cache / CACHE_FILE_NAME).rename(elsewhere)  # a genuine, private file, reached by a link
+    (cache / CACHE_FILE_NAME).symlink_to(elsewhere)
+    built = _counting_builds(monkeypatch)
+    load_matrix(overlay=overlay)
+    assert built == [1]
+
+
+def test_other_code_builds_the_matrix_again(
+        tmp_path: Path, cache: Path, matrix: Matrix, monkeypatch: pytest.MonkeyPatch) -> None:
+    overlay = _write_overlay(tmp_path / "overlay.yaml", matrix)
+    load_matrix(overlay=overlay)
+    built = _counting_builds(monkeypatch)
+    monkeypatch.setattr(loader, "code_digest", lambda: "model.py:1:00000000")  # an edit
+    load_matrix(overlay=overlay)
+    load_matrix(overlay=overlay)
+    assert built == [1]  # once for the new code, then from the cache again
+
+
+def test_without_the_sources_to_fingerprint_the_overlay_is_built_every_time(
+        tmp_path: Path, cache: Path, matrix: Matrix, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_sources() -> str:
+        raise FileNotFoundError("_record.py")
+
+    monkeypatch.setattr(loader, "code_digest", no_sources)
+    overlay = _write_overlay(tmp_path / "overlay.yaml", matrix)
+    for _ in range(2):
+        assert load_matrix(overlay=overlay).releases[0].torch == "2.99.0"
+    assert not cache.exists()
+
+
+@pytest.mark.parametrize("variable", ["TORCHENV_CACHE_DIR", "XDG_CACHE_HOME"])
+def test_a_relative_cache_folder_is_never_used(
+        variable: str, tmp_path: Path, matrix: Matrix, monkeypatch: pytest.MonkeyPatch) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.delenv("TORCHENV_CACHE_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(variable, "cache")
+    overlay = _write_overlay(tmp_path / "overlay.yaml", matrix)
+    assert load_matrix(overlay=overlay).overlay_error is None
+    assert list(work.iterdir()) == []  # nothing written where the command happens to run
+    expected = tmp_path / "home" / ".cache" / "torchenv" / CACHE_FILE_NAME
+    assert expected.exists() == (variable == "XDG_CACHE_HOME")  # a relative XDG value: default
+
+
+def test_no_cache_folder_is_made_inside_another_users_folder(
+        tmp_path: Path, matrix: Matrix, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As under sudo with the user's HOME: the folder made would belong to the wrong user."""
+    monkeypatch.setenv("TORCHENV_CACHE_DIR", str(tmp_path / "home" / ".cache" / "torchenv"))
+    (tmp_path / "home").mkdir()
+    monkeypatch.setattr(os, "geteuid", lambda: os.stat(tmp_path / "home").st_uid + 1)
+    overlay = _write_overlay(tmp_path / "overlay.yaml", matrix)
+    assert load_matrix(overlay=overlay).overlay_error is None
+    assert list((tmp_path / "home").iterdir()) == []
+

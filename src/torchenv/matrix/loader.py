@@ -301,6 +301,12 @@ def load_built_matrix(data_dir: StrPath | None = None, *,
                                code_digest())
     except OSError:
         return None
+    return _unpickle_matrix(raw, header)
+
+
+def _unpickle_matrix(raw: bytes, header: bytes) -> Matrix | None:
+    """The Matrix pickled after ``header`` in ``raw``; None when ``raw`` does not start with
+    that header or does not hold a Matrix (a damaged cache is a miss: the matrix is built)."""
     if not raw.startswith(header):
         return None
     try:
@@ -309,7 +315,7 @@ def load_built_matrix(data_dir: StrPath | None = None, *,
         from pickle import loads
     try:
         matrix = loads(memoryview(raw)[len(header):])
-    except Exception:  # a damaged cache is a cache miss: the matrix is built instead
+    except Exception:
         return None
     return matrix if isinstance(matrix, Matrix) else None
 
@@ -420,7 +426,7 @@ def load_matrix(
         return _with(_embedded_matrix(data_dir), overlay=overlay_path, overlay_error=exc.message)
     digest = embedded_digest(data_dir)
     header = _overlaid_header(digest, raw)
-    cached = _load_overlaid(header)
+    cached = _load_overlaid(header) if header is not None else None
     if cached is not None:
         return _with(cached, overlay=overlay_path, overlay_error=None)
     from torchenv.matrix.validate import build_matrix
@@ -435,7 +441,8 @@ def load_matrix(
     except MatrixError as exc:
         base = _embedded_matrix(data_dir, documents)
         return _with(base, overlay=overlay_path, overlay_error=exc.message)
-    _store_overlaid(header, matrix)
+    if header is not None:
+        _store_overlaid(header, matrix)
     return _with(matrix, overlay=overlay_path, overlay_error=None)
 
 
@@ -447,8 +454,14 @@ _OVERLAID_MAGIC = b"torchenv built matrix with overlay 1\n"
 _OVERLAID_NAME = "matrix-overlaid.pickle"
 
 
-def _overlaid_header(digest: str, overlay: bytes) -> bytes:
-    return (_OVERLAID_MAGIC + f"{digest}\n{code_digest()}\n"
+def _overlaid_header(digest: str, overlay: bytes) -> bytes | None:
+    """What heads the cache of the matrix built from the embedded data (``digest``) and
+    ``overlay``; None when the code's fingerprint cannot be taken (no sources installed)."""
+    try:
+        code = code_digest()
+    except OSError:
+        return None
+    return (_OVERLAID_MAGIC + f"{digest}\n{code}\n"
             f"overlay:{len(overlay)}:{zlib.crc32(overlay):08x}\n".encode())
 
 
@@ -462,25 +475,18 @@ def _load_overlaid(header: bytes) -> Matrix | None:
     from torchenv._files import read_private
 
     raw = read_private(_overlaid_path())
-    if raw is None or not raw.startswith(header):
-        return None
-    try:
-        from _pickle import loads
-    except ImportError:  # pragma: no cover - interpreters without the C accelerator
-        from pickle import loads
-    try:
-        matrix = loads(memoryview(raw)[len(header):])
-    except Exception:  # a damaged cache is a miss
-        return None
-    return matrix if isinstance(matrix, Matrix) else None
+    return _unpickle_matrix(raw, header) if raw is not None else None
 
 
 def _store_overlaid(header: bytes, matrix: Matrix) -> None:
+    from torchenv._files import private_folder, write_private
+
+    path = _overlaid_path()
+    if not private_folder(os.path.dirname(path)):  # no use in pickling it
+        return
     import pickle
 
-    from torchenv._files import write_private
-
-    write_private(_overlaid_path(), header + pickle.dumps(_share_equal(matrix, {}), protocol=4))
+    write_private(path, header + pickle.dumps(_share_equal(matrix, {}), protocol=4))
 
 
 def _embedded_matrix(data_dir: str, documents: dict[str, Any] | None = None) -> Matrix:
