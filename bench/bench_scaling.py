@@ -14,7 +14,8 @@ whose data/ holds the grown YAML with cache.json and matrix.pickle rebuilt for i
 (``build_cache`` and ``build_built_cache``, as ``matrix check --write-cache`` writes them), so
 a child started with that copy on PYTHONPATH loads the grown matrix exactly as torchenv loads
 its embedded data. The ×1 copy goes through the
-same rewrite, so every factor is measured on the same footing. TORCHENV_NO_OVERLAY=1 throughout.
+same rewrite, so every factor is measured on the same footing. TORCHENV_NO_OVERLAY=1 throughout,
+except in the in-process overlay rows, which name their overlay and a cache folder of their own.
 
 The host: 1, 8 or 64 GPUs reported by the stand-in libnvidia-ml.so.1 (tests/detection/fake_nvml.c,
 built here with cc, through TORCHENV_NVML_LIBRARY and FAKE_NVML_GPUS): H100 (MIG mode on), A100,
@@ -156,6 +157,8 @@ out["overlay_miss"] = timed(overlay_miss, reps // 4)
 assert loader.load_matrix(overlay=overlay).overlay_error is None
 out["overlay_hit"] = timed(lambda: loader.load_matrix(overlay=overlay))
 assert os.path.exists(overlaid)
+import shutil
+shutil.rmtree(scratch)
 print(json.dumps(out))
 """
 
