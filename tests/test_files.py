@@ -1,14 +1,16 @@
-"""Atomic writes replace regular files only, keep modes, and fail as bad input."""
+"""Atomic writes replace regular files only, keep modes, and fail as bad input; the cache
+folder follows the variables and the platform's convention."""
 
 from __future__ import annotations
 
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
 
-from torchenv._files import write_atomic
+from torchenv._files import user_cache_dir, write_atomic
 from torchenv.errors import BadInput
 
 
@@ -63,3 +65,21 @@ def test_an_unwritable_place_is_bad_input(tmp_path: Path) -> None:
         write_atomic(tmp_path / "missing" / "x.txt", "data")
     with pytest.raises(BadInput, match="cannot write"):
         write_atomic(Path("/proc/torchenv-test.txt"), "data")
+
+
+@pytest.mark.parametrize(("platform", "env", "expected"), [
+    ("linux", {}, "/home/u/.cache/torchenv"),
+    ("darwin", {}, "/home/u/Library/Caches/torchenv"),
+    ("win32", {"LOCALAPPDATA": "/home/u/local"}, "/home/u/local/torchenv/Cache"),
+    ("win32", {}, "/home/u/AppData/Local/torchenv/Cache"),
+    ("darwin", {"XDG_CACHE_HOME": "/xdg"}, "/xdg/torchenv"),
+    ("linux", {"XDG_CACHE_HOME": "relative"}, "/home/u/.cache/torchenv"),  # ignored: relative
+    ("linux", {"XDG_CACHE_HOME": "/xdg", "TORCHENV_CACHE_DIR": "/mine"}, "/mine"),
+])
+def test_the_cache_folder_is_the_variables_else_the_platforms(
+        platform: str, env: dict[str, str], expected: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", platform)
+    monkeypatch.setenv("HOME", "/home/u")
+    assert user_cache_dir({"HOME": "/home/u", **env}) == expected
+

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import sys
 
 from torchenv.errors import BadInput
 
@@ -147,16 +148,23 @@ def write_atomic(path: StrPath, data: str | bytes, *, force: bool = True) -> Pat
 
 def user_cache_dir(environ: Mapping[str, str] | None = None) -> str:
     """torchenv's cache folder: ``TORCHENV_CACHE_DIR``, else ``$XDG_CACHE_HOME/torchenv`` (an
-    absolute one: a relative value is ignored, as the XDG specification says), else
-    ``~/.cache/torchenv``. Relative only when ``TORCHENV_CACHE_DIR`` is, or when there is no home
-    folder to start from."""
+    absolute one: a relative value is ignored, as the XDG specification says), else the
+    platform's: ``~/Library/Caches/torchenv`` on macOS, ``%LOCALAPPDATA%\\torchenv\\Cache`` on
+    Windows, ``~/.cache/torchenv`` elsewhere. Relative only when ``TORCHENV_CACHE_DIR`` is, or
+    when there is no home folder to start from."""
     env = os.environ if environ is None else environ
     if env.get("TORCHENV_CACHE_DIR"):
         return path_str(env["TORCHENV_CACHE_DIR"])
     base = env.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):
-        base = os.path.join(os.path.expanduser("~"), ".cache")
-    return path_str(base, "torchenv")
+    if os.path.isabs(base):
+        return path_str(base, "torchenv")
+    home = os.path.expanduser("~")
+    if sys.platform == "darwin":
+        return path_str(home, "Library", "Caches", "torchenv")
+    if sys.platform == "win32":
+        local = env.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
+        return path_str(local, "torchenv", "Cache")
+    return path_str(home, ".cache", "torchenv")
 
 
 def _mine(st: os.stat_result) -> bool:
