@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.matrix.matrix_helpers import overlay_release
 
 from torchenv.errors import MatrixError
 from torchenv.matrix.loader import (
@@ -216,24 +217,10 @@ def test_wrong_schema_version_is_rejected(documents: dict[str, Any]) -> None:
     _expect_error(docs, "matrix/data/cuda.yaml: schema_version: is 2")
 
 
-def _overlay_release(matrix: Matrix) -> dict[str, Any]:
-    newest = matrix.releases[0]
-    return {
-        "torch": "2.99.0",
-        "released": "2099-01-01",
-        "torchvision": None,
-        "torchaudio": None,
-        "python": {"linux-x86_64": ["3.12"]},
-        "pypi_default": {"linux-x86_64": "cpu"},
-        "conda": {},
-        "sources": list(newest.sources),
-    }
-
-
 def test_an_overlay_adds_releases(tmp_path: Path, matrix: Matrix) -> None:
     overlay = tmp_path / "overlay.yaml"
     overlay.write_text(
-        yaml.safe_dump({"schema_version": 1, "releases": [_overlay_release(matrix)]})
+        yaml.safe_dump({"schema_version": 1, "releases": [overlay_release(matrix)]})
     )
     merged = load_matrix(overlay=overlay)
     assert merged.overlay_error is None
@@ -255,7 +242,7 @@ def test_an_overlay_replaces_a_release_by_version(documents: dict[str, Any]) -> 
 
 def test_a_broken_overlay_is_reported_and_ignored(tmp_path: Path, matrix: Matrix) -> None:
     overlay = tmp_path / "overlay.yaml"
-    bad = _overlay_release(matrix)
+    bad = overlay_release(matrix)
     bad["released"] = "yesterday"
     overlay.write_text(yaml.safe_dump({"releases": [bad]}))
     loaded = load_matrix(overlay=overlay)

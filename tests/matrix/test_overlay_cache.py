@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.matrix.matrix_helpers import overlay_release
 
 from torchenv.matrix import loader, validate
 from torchenv.matrix.loader import DATA_DIR, load_matrix
@@ -26,21 +27,9 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def _release(matrix: Matrix, torch: str) -> dict[str, Any]:
-    return {
-        "torch": torch,
-        "released": "2099-01-01",
-        "torchvision": None,
-        "torchaudio": None,
-        "python": {"linux-x86_64": ["3.12"]},
-        "pypi_default": {"linux-x86_64": "cpu"},
-        "conda": {},
-        "sources": list(matrix.releases[0].sources),
-    }
-
-
 def _write_overlay(path: Path, matrix: Matrix, torch: str = "2.99.0") -> Path:
-    path.write_text(yaml.safe_dump({"schema_version": 1, "releases": [_release(matrix, torch)]}))
+    document = {"schema_version": 1, "releases": [overlay_release(matrix, torch)]}
+    path.write_text(yaml.safe_dump(document))
     return path
 
 
@@ -129,7 +118,7 @@ def test_a_cache_folder_that_cannot_be_written_costs_nothing_but_speed(
 def test_a_broken_overlay_is_reported_every_time_and_never_cached(
         tmp_path: Path, cache: Path, matrix: Matrix) -> None:
     overlay = tmp_path / "overlay.yaml"
-    bad = _release(matrix, "2.99.0")
+    bad = overlay_release(matrix)
     bad["released"] = "yesterday"
     overlay.write_text(yaml.safe_dump({"releases": [bad]}))
     for _ in range(2):
