@@ -479,14 +479,11 @@ def _load_overlaid(header: bytes) -> Matrix | None:
 
 
 def _store_overlaid(header: bytes, matrix: Matrix) -> None:
-    from torchenv._files import private_folder, write_private
-
-    path = _overlaid_path()
-    if not private_folder(os.path.dirname(path)):  # no use in pickling it
-        return
     import pickle
 
-    write_private(path, header + pickle.dumps(_share_equal(matrix, {}), protocol=4))
+    from torchenv._files import write_private
+
+    write_private(_overlaid_path(), header + pickle.dumps(_share_equal(matrix, {}), protocol=4))
 
 
 def _embedded_matrix(data_dir: str, documents: dict[str, Any] | None = None) -> Matrix:
