@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import stat
 import sys
 import textwrap
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from torchenv import _subprocess
 from torchenv._subprocess import (
     RUN_TOKEN_ENV,
-    ProcessResult,
     kill_token,
     reap_children,
     run_process,
@@ -41,16 +37,6 @@ _LAUNCHER = textwrap.dedent("""
     print("launched", flush=True)
     time.sleep(600)
 """)
-
-
-@pytest.fixture(params=["spawn", "popen"])
-def run(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[..., ProcessResult]:
-    """run_process by each of its two ways to start a child: posix_spawn read with poll (no
-    cwd), and subprocess.Popen with reader threads (a cwd needs it)."""
-    assert _subprocess._can_spawn()
-    if request.param == "spawn":
-        return run_process
-    return functools.partial(run_process, cwd=str(tmp_path))
 
 
 def _alive(pid: int) -> bool:
@@ -114,10 +100,10 @@ def test_without_the_token_the_same_worker_survives_the_group_kill(tmp_path: Pat
 
 
 def test_run_process_timeout_is_bounded_when_a_descendant_holds_the_pipes(
-        tmp_path: Path, run: Callable[..., ProcessResult]) -> None:
+        tmp_path: Path) -> None:
     argv, pid_file = _launcher(tmp_path)
     began = time.monotonic()
-    result = run(argv, timeout=2)
+    result = run_process(argv, timeout=2)
     took = time.monotonic() - began
     worker = int(pid_file.read_text())
     os.kill(worker, 9)
@@ -160,29 +146,28 @@ def test_a_finished_run_leaves_no_stray_either(tmp_path: Path) -> None:
     assert not _alive(worker)
 
 
-def test_a_child_printing_forever_is_stopped_at_the_output_cap(
-        run: Callable[..., ProcessResult]) -> None:
+def test_a_child_printing_forever_is_stopped_at_the_output_cap() -> None:
     began = time.monotonic()
     flood = "import sys\nwhile True: sys.stdout.write('x' * 65536)"
-    result = run([sys.executable, "-c", flood], timeout=60, max_output=1 << 20)
+    result = run_process([sys.executable, "-c", flood], timeout=60, max_output=1 << 20)
     assert time.monotonic() - began < 20
     assert result.returncode is None and not result.ok
     assert result.error is not None and "printed more than 1 MiB on stdout" in result.error
     assert len(result.stdout) == 1 << 20
 
 
-def test_output_is_seen_live_and_kept_whole(run: Callable[..., ProcessResult]) -> None:
+def test_output_is_seen_live_and_kept_whole() -> None:
     seen: list[tuple[str, bytes]] = []
-    result = run([sys.executable, "-c",
-                  "import sys; print('out'); print('err', file=sys.stderr)"],
-                 timeout=30, on_output=lambda name, chunk: seen.append((name, chunk)))
+    result = run_process([sys.executable, "-c",
+                          "import sys; print('out'); print('err', file=sys.stderr)"],
+                         timeout=30, on_output=lambda name, chunk: seen.append((name, chunk)))
     assert result.ok and result.stdout == "out\n" and result.stderr == "err\n"
     for name, text in (("stdout", b"out\n"), ("stderr", b"err\n")):
         assert b"".join(chunk for n, chunk in seen if n == name) == text
 
 
 def test_an_exited_child_whose_descendant_holds_the_pipe_is_not_waited_for(
-        tmp_path: Path, run: Callable[..., ProcessResult]) -> None:
+        tmp_path: Path) -> None:
     script = tmp_path / "daemonize.py"
     script.write_text(textwrap.dedent("""
         import subprocess, sys
@@ -193,59 +178,55 @@ def test_an_exited_child_whose_descendant_holds_the_pipe_is_not_waited_for(
     """))
     pid_file = tmp_path / "worker.pid"
     began = time.monotonic()
-    result = run([sys.executable, str(script), str(pid_file)], timeout=60)
+    result = run_process([sys.executable, str(script), str(pid_file)], timeout=60)
     took = time.monotonic() - began
     os.kill(int(pid_file.read_text()), 9)
     assert result.ok and "parent done" in result.stdout
     assert took < 15, f"waited {took:.1f} s on a pipe the exited child's descendant held"
 
 
-def test_a_missing_program_is_an_error_naming_it(run: Callable[..., ProcessResult],
-                                                  tmp_path: Path) -> None:
-    result = run(["no-such-program-here"], timeout=5, env={"PATH": str(tmp_path)})
+def test_a_missing_program_is_an_error_naming_it(tmp_path: Path) -> None:
+    result = run_process(["no-such-program-here"], timeout=5, env={"PATH": str(tmp_path)})
     assert result.returncode is None and not result.ok
     assert result.error == ("cannot run no-such-program-here: [Errno 2] No such file or "
                             "directory: 'no-such-program-here'")
 
 
-def test_the_program_is_found_on_the_childs_path(run: Callable[..., ProcessResult],
-                                                 tmp_path: Path) -> None:
+def test_the_program_is_found_on_the_childs_path(tmp_path: Path) -> None:
     tool = tmp_path / "bin" / "tool"
     tool.parent.mkdir()
     tool.write_text("#!/bin/sh\necho \"$(basename \"$0\") $*\"; echo warn >&2; exit 3\n")
     tool.chmod(0o755)
-    result = run(["tool", "a b"], timeout=10,
-                 env={"PATH": f"/nonexistent:{tool.parent}:/usr/bin:/bin"})
+    result = run_process(["tool", "a b"], timeout=10,
+                         env={"PATH": f"/nonexistent:{tool.parent}:/usr/bin:/bin"})
     assert (result.returncode, result.stdout, result.stderr) == (3, "tool a b\n", "warn\n")
     assert result.describe_failure() == "tool exited with status 3: warn"
 
 
-def test_a_file_that_is_not_executable_cannot_run(run: Callable[..., ProcessResult],
-                                                  tmp_path: Path) -> None:
+def test_a_file_that_is_not_executable_cannot_run(tmp_path: Path) -> None:
     tool = tmp_path / "tool"
     tool.write_text("#!/bin/sh\necho hi\n")
     tool.chmod(stat.S_IRUSR | stat.S_IWUSR)
     if os.access(tool, os.X_OK):
         pytest.skip("this user may execute anything (root with no exec checks)")
-    result = run([str(tool)], timeout=5)
+    result = run_process([str(tool)], timeout=5)
     assert result.error is not None and "Permission denied" in result.error
 
 
-def test_the_child_runs_in_a_session_of_its_own_with_no_stdin(
-        run: Callable[..., ProcessResult]) -> None:
+def test_the_child_runs_in_a_session_of_its_own_with_no_stdin() -> None:
     code = "import os, sys; print(os.getsid(0) == os.getpid(), repr(sys.stdin.read()))"
-    result = run([sys.executable, "-c", code], timeout=30)
+    result = run_process([sys.executable, "-c", code], timeout=30)
     assert result.stdout == "True ''\n"
 
 
-def test_a_child_killed_by_a_signal_says_so(run: Callable[..., ProcessResult]) -> None:
-    result = run([sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"], timeout=30)
+def test_a_child_killed_by_a_signal_says_so() -> None:
+    result = run_process([sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"],
+                         timeout=30)
     assert result.returncode == -9
     assert result.describe_failure().endswith("was killed by SIGKILL")
 
 
-def test_a_timeout_kills_the_whole_group(run: Callable[..., ProcessResult],
-                                         tmp_path: Path) -> None:
+def test_a_timeout_kills_the_whole_group(tmp_path: Path) -> None:
     pid_file = tmp_path / "grandchild.pid"
     code = textwrap.dedent(f"""
         import subprocess, sys, time
@@ -254,7 +235,7 @@ def test_a_timeout_kills_the_whole_group(run: Callable[..., ProcessResult],
         time.sleep(600)
     """)
     began = time.monotonic()
-    result = run([sys.executable, "-c", code], timeout=3)
+    result = run_process([sys.executable, "-c", code], timeout=3)
     assert result.timed_out and result.returncode is None
     assert time.monotonic() - began < 3 + 10
     _wait_for(pid_file)
