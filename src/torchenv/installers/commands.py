@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Sequence
 
 from torchenv.errors import BadInput
@@ -24,7 +26,6 @@ __all__ = [
     "pins",
     "pip_install_argv",
     "pip_install_command",
-    "posix_quote",
     "quote_command",
     "shell_for",
     "uv_install_argv",
@@ -87,28 +88,14 @@ _POWERSHELL_NUMBER = r"[-+.]?[0-9]"
 _POWERSHELL_QUOTES = "'\u2018\u2019\u201a\u201b"  # PowerShell reads the typographic ones as '
 
 
-# What a POSIX shell reads as one literal word without quotes: the characters shlex.quote
-# leaves bare (ASCII letters, digits, underscore and @%+=:,./-).
-_POSIX_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-")
-
-
-def posix_quote(word: str) -> str:
-    """``word`` as one POSIX shell word, as :func:`shlex.quote` writes it (without importing
-    shlex and the regular expressions behind it): bare when every character is safe, else in
-    single quotes with each ``'`` written ``'"'"'``."""
-    if word and _POSIX_SAFE.issuperset(word):
-        return word
-    return "'" + word.replace("'", "'\"'\"'") + "'"
-
-
 def _quote_posix(word: str) -> str:
-    quoted = posix_quote(word)
+    """:func:`shlex.quote`, and a bare word starting with ``=`` quoted too (zsh would expand it
+    to the path of a program)."""
+    quoted = shlex.quote(word)
     return f"'{word}'" if quoted == word and word.startswith("=") else quoted
 
 
 def _quote_powershell(word: str) -> str:
-    import re  # Windows targets only
-
     if re.fullmatch(_POWERSHELL_BARE, word) and not re.match(_POWERSHELL_NUMBER, word):
         return word
     for q in _POWERSHELL_QUOTES:

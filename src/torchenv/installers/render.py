@@ -6,13 +6,14 @@ comment naming torchenv's version, the matrix version and the target it was reso
 
 from __future__ import annotations
 
+import shlex
+
 from torchenv import __version__
 from torchenv.installers.commands import (
     chain_commands,
     index_base_of,
     pins,
     pip_install_argv,
-    posix_quote,
     quote_command,
     shell_for,
     uv_install_argv,
@@ -254,7 +255,7 @@ def render_environment_yml(
             if plan.index_url:
                 # conda hands these lines to pip as a requirements file, which pip splits
                 # like a shell: quote the URL
-                pip_section.append(f"--index-url {posix_quote(plan.index_url)}")
+                pip_section.append(f"--index-url {shlex.quote(plan.index_url)}")
             pip_section.extend(plan.requirements())
     out = "".join(lines)
     out += f"name: {name}\nchannels:\n" + "".join(f"  - {c}\n" for c in channels)
@@ -267,7 +268,7 @@ def render_environment_yml(
 def render_requirements(plan: Plan) -> str:
     out = _comment(header_lines(plan))
     if plan.index_url:
-        out += f"--index-url {posix_quote(plan.index_url)}\n"  # pip splits option lines like sh
+        out += f"--index-url {shlex.quote(plan.index_url)}\n"  # pip splits option lines like sh
     return out + "".join(f"{r}\n" for r in plan.requirements())
 
 
