@@ -34,22 +34,10 @@ MAX_READ_BYTES = 8 * 1024 * 1024
 
 
 def path_str(*parts: StrPath) -> str:
-    """``str(pathlib.PurePath(*parts))`` without importing pathlib (it pulls in urllib.parse
-    and ipaddress): the parts joined, a later absolute part replacing what came before, with
-    empty and ``.`` components and repeated or trailing separators dropped; ``.`` when nothing
-    is left. On Windows (drives, UNC shares) pathlib itself is asked."""
-    if os.name == "nt":
-        from pathlib import PurePath
+    """``str(pathlib.PurePath(*parts))``: the parts joined and normalised as pathlib writes them."""
+    from pathlib import PurePath
 
-        return str(PurePath(*parts))
-    root = ""
-    names: list[str] = []
-    for part in (os.fspath(p) for p in parts):
-        if part.startswith("/"):
-            root = "//" if len(part) - len(part.lstrip("/")) == 2 else "/"
-            names = []
-        names.extend(name for name in part.split("/") if name and name != ".")
-    return root + "/".join(names) or "."
+    return str(PurePath(*parts))
 
 
 def read_bytes_capped(path: StrPath, *, limit: int = MAX_READ_BYTES,
@@ -154,17 +142,17 @@ def user_cache_dir(environ: Mapping[str, str] | None = None) -> str:
     when there is no home folder to start from."""
     env = os.environ if environ is None else environ
     if env.get("TORCHENV_CACHE_DIR"):
-        return path_str(env["TORCHENV_CACHE_DIR"])
+        return env["TORCHENV_CACHE_DIR"]
     base = env.get("XDG_CACHE_HOME", "")
     if os.path.isabs(base):
-        return path_str(base, "torchenv")
+        return os.path.join(base, "torchenv")
     home = os.path.expanduser("~")
     if sys.platform == "darwin":
-        return path_str(home, "Library", "Caches", "torchenv")
+        return os.path.join(home, "Library", "Caches", "torchenv")
     if sys.platform == "win32":
         local = env.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
-        return path_str(local, "torchenv", "Cache")
-    return path_str(home, ".cache", "torchenv")
+        return os.path.join(local, "torchenv", "Cache")
+    return os.path.join(home, ".cache", "torchenv")
 
 
 def _mine(st: os.stat_result) -> bool:

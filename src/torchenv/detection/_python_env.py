@@ -37,10 +37,9 @@ def inspect_interpreter(executable: str, *, timeout: float = 20.0,
 
     ``inventory`` adds doctor's list of torch distributions and conda records (key
     ``"inventory"``) from the same child."""
-    from torchenv._files import path_str
     from torchenv._subprocess import run_process
 
-    path = path_str(executable)
+    path = executable
     if not os.path.exists(path):
         raise BadInput(f"interpreter {executable} does not exist",
                        hint="give the path of a python executable, e.g. .venv/bin/python")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from torchenv._files import path_str
 from torchenv._record import record
 from torchenv.detection._text import digits_end
 
@@ -192,8 +191,8 @@ def _kfd_targets(root: StrPath) -> tuple[str, ...]:
 
 
 def _rocm_path(root: StrPath, environ: Mapping[str, str]) -> str:
-    """``ROCM_PATH`` (default ``/opt/rocm``) under ``root``, written as pathlib writes it."""
-    return path_str(root, (environ.get("ROCM_PATH") or "/opt/rocm").lstrip("/"))
+    """``ROCM_PATH`` (default ``/opt/rocm``) under ``root``."""
+    return os.path.join(root, (environ.get("ROCM_PATH") or "/opt/rocm").strip("/"))
 
 
 def _tool(name: str, rocm_bin: str, environ: Mapping[str, str]) -> Optional[str]:
@@ -210,7 +209,7 @@ def needs_tools(root: StrPath, environ: Mapping[str, str]) -> bool:
     child): no GPU in the KFD topology, and one of the tools is installed."""
     if _kfd_targets(root):
         return False
-    rocm_bin = path_str(_rocm_path(root, environ), "bin")
+    rocm_bin = os.path.join(_rocm_path(root, environ), "bin")
     return any(_tool(name, rocm_bin, environ) for name in ("rocm_agent_enumerator", "rocminfo"))
 
 
@@ -232,7 +231,7 @@ def probe_rocm(root: StrPath, environ: Mapping[str, str], *, timeout: float = 5.
         def left() -> float:
             return max(0.1, deadline - time.monotonic())
 
-        rocm_bin = path_str(rocm_path, "bin")
+        rocm_bin = os.path.join(rocm_path, "bin")
         enumerator = _tool("rocm_agent_enumerator", rocm_bin, environ)
         rocminfo = _tool("rocminfo", rocm_bin, environ)
         if enumerator:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from torchenv._files import path_str
 from torchenv._record import record
 from torchenv.detection.profile import PciDevice
 
@@ -44,8 +43,8 @@ class XpuFacts:
 
 def _level_zero(root: StrPath, environ: Mapping[str, str]) -> Optional[str]:
     dirs = [d for d in environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
-    for d in [*dirs, *(path_str(root, d) for d in _LIB_DIRS)]:
-        lib = path_str(d, "libze_loader.so.1")
+    for d in [*dirs, *(os.path.join(root, d) for d in _LIB_DIRS)]:
+        lib = os.path.join(d, "libze_loader.so.1")
         if os.path.exists(lib):
             return lib
     return None

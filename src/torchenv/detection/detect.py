@@ -34,7 +34,6 @@ import os
 import time
 from collections.abc import Callable, Mapping
 
-from torchenv._files import path_str
 from torchenv.detection._platform import current_platform, probe_platform
 from torchenv.detection.overrides import Overrides
 from torchenv.detection.profile import (
@@ -126,7 +125,7 @@ def detect(
     env: Mapping[str, str] = os.environ if environ is None else environ
     if root is None and env.get("TORCHENV_PROBE_ROOT", "").strip():
         root = env["TORCHENV_PROBE_ROOT"].strip()
-    base = path_str(root) if root is not None else "/"
+    base = os.fspath(root) if root is not None else "/"
     limit = probe_timeout(env) if timeout is None else timeout
     warnings: list[str] = []
     sources: dict[str, str] = {}
