@@ -137,34 +137,3 @@ def test_one_supplied_nvidia_value_is_merged_with_the_detected_other(
     assert doc["nvidia"]["driver_version"] == "550.54.15"
     assert doc["nvidia"]["cuda_driver_version"] is None  # NVML's CUDA version was for 580
     assert [g["name"] for g in doc["nvidia"]["gpus"]] == ["NVIDIA H200"]
-
-
-_IMPORT_SCRIPT = """
-import json, sys
-from torchenv.detection._nvml import import_pynvml
-pynvml = import_pynvml()
-after_import = {m: m in sys.modules for m in ("ctypes.util", "shutil", "subprocess", "tempfile")}
-found = pynvml.find_library("c")  # the name nvidia-ml-py holds, called as it would on Windows
-import ctypes.util
-print(json.dumps({"after_import": after_import, "found": found,
-                  "real": ctypes.util.find_library("c"),
-                  "real_module": hasattr(ctypes.util, "_findLib_ld")
-                                 or hasattr(ctypes.util, "_findSoname_ldconfig"),
-                  "nvml_error": pynvml.NVMLError.__name__}))
-"""
-
-
-def test_nvidia_ml_py_loads_without_ctypes_util_and_its_find_library_still_works() -> None:
-    import json
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, "-c", _IMPORT_SCRIPT], capture_output=True,
-                          text=True, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
-    assert doc["after_import"] == {"ctypes.util": False, "shutil": False, "subprocess": False,
-                                   "tempfile": False}
-    assert doc["found"] == doc["real"]  # delegated to the real ctypes.util
-    assert doc["real_module"], "ctypes.util is the stand-in after the import"
-    assert doc["nvml_error"] == "NVMLError"

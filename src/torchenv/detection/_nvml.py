@@ -23,8 +23,7 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-__all__ = ["NvmlResult", "cuda_version_from_int", "describe_init_error", "import_pynvml",
-           "probe_nvml"]
+__all__ = ["NvmlResult", "cuda_version_from_int", "describe_init_error", "probe_nvml_bounded"]
 
 
 # NVML return codes (nvml.h) that get their own sentence
@@ -126,7 +125,7 @@ def nvml_library_setting(environ: Mapping[str, str]) -> Optional[str]:
 
 def probe_nvml_bounded(*, wsl: bool = False, timeout: float = 5.0,
                        environ: Optional[Mapping[str, str]] = None) -> NvmlResult:
-    """:func:`probe_nvml` in a daemon thread, abandoned after ``timeout`` seconds.
+    """Query NVML in a daemon thread, abandoned after ``timeout`` seconds.
 
     NVML is called in-process, so a wedged driver could block it forever; a thread is the only
     way to put a limit on a foreign call without a child process (which would cost more than
@@ -179,57 +178,12 @@ def call_bounded(fn: Callable[[], T], timeout: float, *, name: str
     return (True, box[0]) if box else (False, None)
 
 
-def import_pynvml() -> Any:
-    """``import pynvml`` (nvidia-ml-py), without paying for :mod:`ctypes.util` up front.
-
-    nvidia-ml-py imports ``find_library`` from ctypes.util when it loads (it calls it only on
-    Windows), and ctypes.util imports shutil, subprocess, tempfile and re at once: more than half
-    of what loading nvidia-ml-py costs. While pynvml loads, ``ctypes.util`` is a stand-in whose
-    ``find_library`` imports the real module the first time it is called, and whose every other
-    attribute imports it at once. The stand-in is gone from ``sys.modules`` as soon as pynvml
-    is loaded, so everything else imports the real ctypes.util. Raises ImportError when
-    nvidia-ml-py is missing.
-    """
-    if "pynvml" in sys.modules or "ctypes.util" in sys.modules:
-        import pynvml
-
-        return pynvml
-    import types
-
-    stand_in = types.ModuleType("ctypes.util", "stands in while nvidia-ml-py loads")
-
-    def real() -> Any:
-        if sys.modules.get("ctypes.util") is stand_in:
-            del sys.modules["ctypes.util"]
-        import ctypes.util
-
-        return ctypes.util
-
-    def find_library(name: str) -> Optional[str]:
-        found: Optional[str] = real().find_library(name)
-        return found
-
-    def attribute(name: str) -> Any:
-        if name.startswith("__"):  # the import system asks for __path__ and the like
-            raise AttributeError(name)
-        return getattr(real(), name)
-
-    stand_in.__dict__.update(find_library=find_library, __getattr__=attribute)
-    sys.modules["ctypes.util"] = stand_in
-    try:
-        import pynvml
-    finally:
-        if sys.modules.get("ctypes.util") is stand_in:
-            del sys.modules["ctypes.util"]
-    return pynvml
-
-
 def _load_explicit(path: str) -> Optional[str]:
     """Make nvidia-ml-py use the library at ``path``; a warning when it does not load."""
     import ctypes
 
     try:
-        pynvml = import_pynvml()
+        import pynvml
     except ImportError:
         return "NVML: the nvidia-ml-py package is missing; reinstall torchenv"
     try:
@@ -248,24 +202,15 @@ def _library_available(wsl: bool) -> bool:
     return _library_loads(("/usr/lib/wsl/lib/libnvidia-ml.so.1",) if wsl else ())
 
 
-def probe_nvml(*, wsl: bool = False) -> NvmlResult:
-    """Query NVML in-process. Never raises."""
-    if not _library_available(wsl):
-        return NvmlResult(ok=False)
-    return _query_nvml()
-
-
 def _query_nvml() -> NvmlResult:
-    """The NVML queries themselves, once the library is known to load."""
+    """The NVML queries themselves, once the library is known to load. Every NVML error is
+    answered where it can occur; anything else raised here is a bug and surfaces as one."""
     try:
-        pynvml = import_pynvml()
+        import pynvml
     except ImportError:
         return NvmlResult(ok=False, warnings=(
             "NVML: the nvidia-ml-py package is missing; reinstall torchenv",))
-    try:
-        return _query(pynvml)
-    except Exception as exc:  # a probe must never take detection down with it
-        return NvmlResult(ok=False, warnings=(f"NVML: unexpected failure ({exc!r})",))
+    return _query(pynvml)
 
 
 def _query(pynvml: Any) -> NvmlResult:

@@ -33,7 +33,6 @@ from torchenv.detection._nvml import (
     _load_explicit,
     call_bounded,
     describe_init_error,
-    import_pynvml,
     nvml_library_setting,
 )
 from torchenv.validation.report import CheckResult
@@ -715,7 +714,7 @@ def read_gpus(environ: Optional[Mapping[str, str]] = None, *,
             return [], f"unknown: {problem}"
     elif not _library_available(wsl=os.path.exists("/usr/lib/wsl/lib/libnvidia-ml.so.1")):
         return [], "no NVIDIA driver library (libnvidia-ml.so.1) on this machine"
-    pynvml = import_pynvml()
+    import pynvml
 
     gpus: list[GpuHealth] = []
     done, outcome = call_bounded(lambda: _read_all(pynvml, gpus), timeout,
