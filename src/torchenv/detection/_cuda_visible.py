@@ -7,6 +7,7 @@ entries before it stay visible. An empty value hides every GPU.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from torchenv.detection.profile import Gpu
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     from typing import Optional
 
 __all__ = ["parse_cuda_visible_devices"]
+
+_INDEX = re.compile(r"-?[0-9]+")
 
 
 def _by_uuid(prefix: str, gpus: Sequence[Gpu]) -> list[Gpu]:
@@ -48,7 +51,7 @@ def parse_cuda_visible_devices(
     for pos, token in enumerate(tokens):
         chosen: Optional[int] = None
         problem: Optional[str] = None
-        if token.lstrip("-").isdigit():
+        if _INDEX.fullmatch(token):
             n = int(token)
             used_index = True
             if n < 0:

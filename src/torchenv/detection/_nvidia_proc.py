@@ -8,6 +8,7 @@ name the driver that is *running* (which, after an upgrade without a reboot, is 
 from __future__ import annotations
 
 import os
+import re
 
 from torchenv._record import record
 from torchenv.detection.profile import Gpu
@@ -29,8 +30,10 @@ __all__ = [
 
 # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.173.02  Tue Jun 23 08:38:17 UTC 2026"
 # "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build  (...)  date"
-_NVRM_PATTERN = r"^NVRM version:.*?Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+){1,2})\b"
-_SYS_PATTERN = r"^\s*(\d+(?:\.\d+){1,2})\s*$"
+_NVRM = re.compile(r"^NVRM version:.*?Kernel Module(?: for \S+)?\s+([0-9]+(?:\.[0-9]+){1,2})\b",
+                   re.ASCII | re.MULTILINE)
+_SYS = re.compile(r"\s*([0-9]+(?:\.[0-9]+){1,2})\s*", re.ASCII)
+_NUMBER = re.compile(r"[0-9]+")
 
 
 def parse_proc_driver_version(text: str) -> Optional[str]:
@@ -43,17 +46,13 @@ def parse_proc_driver_version(text: str) -> Optional[str]:
 
         NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build  (...)
     """
-    import re
-
-    m = re.search(_NVRM_PATTERN, text, re.MULTILINE)
+    m = _NVRM.search(text)
     return m.group(1) if m else None
 
 
 def parse_sys_module_version(text: str) -> Optional[str]:
     """``/sys/module/nvidia/version`` holds the bare version: ``550.78``."""
-    import re
-
-    m = re.match(_SYS_PATTERN, text)
+    m = _SYS.fullmatch(text)
     return m.group(1) if m else None
 
 
@@ -88,7 +87,7 @@ def parse_gpu_information(text: str, bus_id: str = "") -> ProcGpu:
     if uuid is not None and not uuid.startswith("GPU-"):
         uuid = None  # "Unknown" or "N/A" on some drivers
     return ProcGpu(
-        minor=int(minor_text) if minor_text.isdigit() else None,
+        minor=int(minor_text) if _NUMBER.fullmatch(minor_text) else None,
         name=fields.get("model") or None,
         uuid=uuid,
         bus_id=fields.get("bus location") or bus_id,

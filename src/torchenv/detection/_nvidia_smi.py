@@ -7,11 +7,11 @@ spawned when it is on ``PATH`` (or in the WSL2 driver folder).
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Mapping
 
 from torchenv._record import field, record
-from torchenv.detection._text import digits_end
 from torchenv.detection.profile import Gpu
 
 TYPE_CHECKING = False
@@ -43,54 +43,21 @@ LAST_BRANCH_WITHOUT_COMPUTE_CAP = 470
 FIRST_DRIVER_BRANCH = 100  # a smaller major is not a driver branch (a Jetson module's L4T release)
 
 _NA = {"", "[n/a]", "n/a", "[not supported]", "not supported", "[unknown error]"}
-# for parse_smi_versions, searched case-insensitively
-_KMD_PATTERN = r"KMD version\s*:\s*(\d+(?:\.\d+){1,2})"
-_DRIVER_PATTERN = r"Driver version\s*:\s*(\d+(?:\.\d+){1,2})"
-_CUDA_UMD_PATTERN = r"CUDA UMD version\s*:\s*(\d+\.\d+)"
-_CUDA_PATTERN = r"CUDA version\s*:\s*(\d+\.\d+)"
+_NUMBER = re.compile(r"[0-9]+")  # an index; 143771 of "143771 MiB"
+_COMPUTE_CAPABILITY = re.compile(r"[0-9]{1,2}\.[0-9]")  # 9.0, 12.0
+_VERSION = re.compile(r"[0-9]+(?:\.[0-9]+){1,2}")  # 580.82.07 anywhere: r580.82.07.1
+# for parse_smi_versions
+_KMD = re.compile(r"KMD version\s*:\s*([0-9]+(?:\.[0-9]+){1,2})", re.ASCII | re.IGNORECASE)
+_DRIVER = re.compile(r"Driver version\s*:\s*([0-9]+(?:\.[0-9]+){1,2})",
+                     re.ASCII | re.IGNORECASE)
+_CUDA_UMD = re.compile(r"CUDA UMD version\s*:\s*([0-9]+\.[0-9]+)", re.ASCII | re.IGNORECASE)
+_CUDA = re.compile(r"CUDA version\s*:\s*([0-9]+\.[0-9]+)", re.ASCII | re.IGNORECASE)
+_NVML_LIBRARY = re.compile(r"NVML library version:\s*(\S+)", re.ASCII)
 
 
 def _value(text: str) -> Optional[str]:
     text = text.strip()
     return None if text.lower() in _NA else text
-
-
-
-
-def _find_version(text: str) -> Optional[str]:
-    """The first ``N.N`` or ``N.N.N`` (runs of decimal digits) anywhere in ``text``, each part
-    as long as it goes: ``"r580.82.07.1"`` -> ``"580.82.07"``; None when there is none."""
-    start = 0
-    while start < len(text):
-        end = digits_end(text, start)
-        if end == start:
-            start += 1
-            continue
-        parts = 1
-        while parts < 3 and end < len(text) and text[end] == ".":
-            after = digits_end(text, end + 1)
-            if after == end + 1:
-                break
-            end, parts = after, parts + 1
-        if parts > 1:
-            return text[start:end]
-        start = end  # a later start inside the same run would stop at the same place
-    return None
-
-
-def _is_compute_capability(text: str) -> bool:
-    """``"9.0"``, ``"12.0"``: one or two decimal digits, a dot, one digit (a newline may end
-    it)."""
-    major, dot, minor = text.removesuffix("\n").partition(".")
-    return (bool(dot) and len(major) in (1, 2) and major.isdecimal()
-            and len(minor) == 1 and minor.isdecimal())
-
-
-def _leading_number(text: str) -> Optional[int]:
-    """The number the text starts with: ``"143771 MiB"`` -> 143771; None when it starts with
-    no digit."""
-    end = digits_end(text, 0)
-    return int(text[:end]) if end else None
 
 
 def parse_query_csv(text: str, fields: tuple[str, ...] = QUERY_FIELDS
@@ -124,18 +91,19 @@ def parse_query_csv(text: str, fields: tuple[str, ...] = QUERY_FIELDS
         if row.get("index", "").lower() == "index":
             continue  # header
         index_text = row.get("index", str(len(gpus)))
-        if not index_text.isdigit():
+        if not _NUMBER.fullmatch(index_text):
             raise ValueError(f"nvidia-smi printed {line!r}: index {index_text!r} is not a number")
         cc = _value(row.get("compute_cap", ""))
         mem = _value(row.get("memory.total", ""))
-        drv = _find_version(row.get("driver_version", ""))
+        drv = _VERSION.search(row.get("driver_version", ""))
         if drv and driver is None:
-            driver = drv
+            driver = drv.group()
+        number = _NUMBER.match(mem) if mem else None
         gpus.append(Gpu(
             index=int(index_text),
             name=_value(row.get("name", "")),
-            compute_capability=cc if cc and _is_compute_capability(cc) else None,
-            memory_mib=_leading_number(mem) if mem else None,
+            compute_capability=cc if cc and _COMPUTE_CAPABILITY.fullmatch(cc) else None,
+            memory_mib=int(number.group()) if number else None,
             uuid=_value(row.get("uuid", "")),
         ))
     return tuple(gpus), driver
@@ -156,12 +124,8 @@ def parse_smi_versions(text: str) -> tuple[Optional[str], Optional[str]]:
         | NVIDIA-SMI 595.71.05              Driver Version: 595.71.05      CUDA Version: 13.2     |
         | NVIDIA-SMI 610.57.04              KMD Version: 610.57.04     CUDA UMD Version: 13.3     |
     """
-    import re
-
-    driver = (re.search(_KMD_PATTERN, text, re.IGNORECASE)
-              or re.search(_DRIVER_PATTERN, text, re.IGNORECASE))
-    cuda = (re.search(_CUDA_UMD_PATTERN, text, re.IGNORECASE)
-            or re.search(_CUDA_PATTERN, text, re.IGNORECASE))
+    driver = _KMD.search(text) or _DRIVER.search(text)
+    cuda = _CUDA_UMD.search(text) or _CUDA.search(text)
     return (driver.group(1) if driver else None), (cuda.group(1) if cuda else None)
 
 
@@ -177,9 +141,7 @@ def parse_smi_error(text: str) -> Optional[str]:
     """
     low = text.lower()
     if "version mismatch" in low:
-        import re
-
-        lib = re.search(r"NVML library version:\s*(\S+)", text)
+        lib = _NVML_LIBRARY.search(text)
         return ("NVIDIA driver/library version mismatch"
                 + (f" (NVML library {lib.group(1)})" if lib else "")
                 + ": the loaded kernel module differs from the installed user-space driver, "
@@ -229,7 +191,8 @@ def lacks_compute_cap(kernel_driver: Optional[str]) -> bool:
     from every older branch too); false (unknown: ask and see) for anything newer, for a Jetson
     module (numbered by its L4T release, 35.3.1) and for no version."""
     major = (kernel_driver or "").partition(".")[0]
-    return major.isdigit() and FIRST_DRIVER_BRANCH <= int(major) <= LAST_BRANCH_WITHOUT_COMPUTE_CAP
+    return (_NUMBER.fullmatch(major) is not None
+            and FIRST_DRIVER_BRANCH <= int(major) <= LAST_BRANCH_WITHOUT_COMPUTE_CAP)
 
 
 def drivers_own(exe: str) -> bool:

@@ -10,6 +10,7 @@ millisecond and never blocks on a GPU.
 from __future__ import annotations
 
 import os
+import re
 
 from torchenv.detection.profile import PciDevice
 
@@ -24,14 +25,8 @@ GPU_VENDORS = {"10de": "NVIDIA", "1002": "AMD", "8086": "Intel"}
 
 def parse_hex_id(text: str) -> str | None:
     """``"0x10de\\n"`` -> ``"10de"``; None for anything that is not a 16-bit hex id."""
-    t = text.strip().lower().removeprefix("0x")
-    if len(t) != 4:
-        return None
-    try:
-        int(t, 16)
-    except ValueError:
-        return None
-    return t
+    m = re.fullmatch(r"(?:0x)?([0-9a-f]{4})", text.strip().lower())
+    return m.group(1) if m else None
 
 
 def is_display_class(text: str) -> bool:

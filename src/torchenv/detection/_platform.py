@@ -6,10 +6,10 @@ All file reads go through ``root`` so tests can hand in a fake tree.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 
 from torchenv._record import record
-from torchenv.detection._text import digits_end
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,37 +54,16 @@ def current_platform(system: Optional[str] = None, machine: Optional[str] = None
     return f"{system}-{machine}"
 
 
-
-
-def _version_after_word(text: str, word: str, most_parts: int) -> Optional[str]:
-    """The version after ``word`` and whitespace at the start of ``text``: two to ``most_parts``
-    dot-separated runs of decimal digits, each as long as it goes; None when there is none.
-
-    ``("glibc 2.36", "glibc", 2)`` -> ``"2.36"``; ``("Version 1.2.4", "Version", 3)`` ->
-    ``"1.2.4"``.
-    """
-    if not text.startswith(word):
-        return None
-    start = len(word)
-    while start < len(text) and text[start].isspace():
-        start += 1
-    if start == len(word):
-        return None
-    end = digits_end(text, start)
-    parts = 1 if end > start else 0
-    while parts and parts < most_parts and text.startswith(".", end):
-        after = digits_end(text, end + 1)
-        if after == end + 1:
-            break
-        end, parts = after, parts + 1
-    return text[start:end] if parts >= 2 else None
+_GLIBC = re.compile(r"glibc\s+([0-9]+\.[0-9]+)", re.ASCII)
+_MUSL_VERSION = re.compile(r"Version\s+([0-9]+\.[0-9]+(?:\.[0-9]+)?)", re.ASCII)
 
 
 def parse_glibc_confstr(text: Optional[str]) -> Optional[str]:
     """``os.confstr("CS_GNU_LIBC_VERSION")`` -> version: ``"glibc 2.36"`` -> ``"2.36"``."""
     if not text:
         return None
-    return _version_after_word(text.strip(), "glibc", 2)
+    m = _GLIBC.match(text.strip())
+    return m.group(1) if m else None
 
 
 def parse_musl_version(text: str) -> Optional[str]:
@@ -100,9 +79,9 @@ def parse_musl_version(text: str) -> Optional[str]:
     if not lines or not lines[0].startswith("musl"):
         return None
     for line in lines[1:]:
-        version = _version_after_word(line, "Version", 3)
-        if version:
-            return version
+        m = _MUSL_VERSION.match(line)
+        if m:
+            return m.group(1)
     return None
 
 

@@ -8,10 +8,10 @@ which has no KFD). The ROCm version comes from ``<ROCM_PATH or /opt/rocm>/.info/
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 
 from torchenv._record import record
-from torchenv.detection._text import digits_end
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,7 +30,11 @@ __all__ = [
     "probe_rocm",
 ]
 
-_GFX_PATTERN = r"^gfx[0-9a-f]{3,4}$"
+_GFX = re.compile(r"gfx[0-9a-f]{3,4}")
+_AGENT = re.compile(r"Agent [0-9]+")
+_NUMBER = re.compile(r"[0-9]+")
+_VERSION = re.compile(r"\s*([0-9]+\.[0-9]+(?:\.[0-9]+)?)", re.ASCII)
+_HSA_OVERRIDE = re.compile(r"([0-9]+)\.([0-9]+)\.([0-9]+)")
 
 
 def gfx_from_target_version(value: int) -> Optional[str]:
@@ -59,11 +63,9 @@ def parse_kfd_properties(text: str) -> Optional[str]:
     """
     for line in text.splitlines():
         key, _, value = line.strip().partition(" ")
-        if key == "gfx_target_version" and value.strip().isdigit():
+        if key == "gfx_target_version" and _NUMBER.fullmatch(value.strip()):
             return gfx_from_target_version(int(value.strip()))
     return None
-
-
 
 
 def parse_rocminfo(text: str) -> tuple[tuple[str, Optional[str]], ...]:
@@ -80,19 +82,17 @@ def parse_rocminfo(text: str) -> tuple[tuple[str, Optional[str]], ...]:
           ...
           Device Type:             GPU
     """
-    import re
-
     agents: list[tuple[str, Optional[str]]] = []
     name: Optional[str] = None
     marketing: Optional[str] = None
     kind: Optional[str] = None
 
     def flush() -> None:
-        if kind == "GPU" and name and re.match(_GFX_PATTERN, name):
+        if kind == "GPU" and name and _GFX.fullmatch(name):
             agents.append((name, marketing))
 
     for line in text.splitlines():
-        if re.match(r"^Agent \d+\s*$", line.strip()) and not line.startswith(" "):
+        if _AGENT.fullmatch(line.strip()) and not line.startswith(" "):
             flush()
             name = marketing = kind = None
             continue
@@ -120,36 +120,19 @@ def parse_rocm_agent_enumerator(text: str) -> tuple[str, ...]:
         gfx803
         gfx902
     """
-    import re
-
     return tuple(t for t in (line.strip() for line in text.splitlines())
-                 if re.match(_GFX_PATTERN, t) and t != "gfx000")
+                 if _GFX.fullmatch(t) and t != "gfx000")
 
 
 def parse_rocm_version(text: str) -> Optional[str]:
-    """``/opt/rocm/.info/version``: ``7.0.1`` (some releases append ``-<build>``).
-
-    The version is two or three dot-separated runs of decimal digits (``str.isdecimal``, as
-    ``\\d`` matches), each as long as it goes, after any whitespace at the start.
-    """
-    start = 0
-    while start < len(text) and text[start].isspace():
-        start += 1
-    end = digits_end(text, start)
-    parts = 1 if end > start else 0
-    while parts and parts < 3 and text.startswith(".", end):
-        after = digits_end(text, end + 1)
-        if after == end + 1:
-            break
-        end, parts = after, parts + 1
-    return text[start:end] if parts >= 2 else None
+    """``/opt/rocm/.info/version``: ``7.0.1`` (some releases append ``-<build>``)."""
+    m = _VERSION.match(text)
+    return m.group(1) if m else None
 
 
 def parse_hsa_override(value: str) -> Optional[str]:
     """``HSA_OVERRIDE_GFX_VERSION=10.3.0`` -> ``gfx1030`` (the target ROCm will pretend to be)."""
-    import re
-
-    m = re.match(r"^\s*(\d+)\.(\d+)\.(\d+)\s*$", value)
+    m = _HSA_OVERRIDE.fullmatch(value.strip())
     if not m:
         return None
     minor, step = int(m.group(2)), int(m.group(3))

@@ -31,6 +31,7 @@ deadline.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Mapping
 
@@ -277,7 +278,7 @@ def _nvidia_device_files(root: str) -> list[str]:
     found = []
     try:
         names = sorted(n for n in os.listdir(os.path.join(root, "dev"))
-                       if n.startswith("nvidia") and n[6:].isdigit())
+                       if re.fullmatch(r"nvidia[0-9]+", n))
     except OSError:
         names = []
     if names:

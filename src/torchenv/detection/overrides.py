@@ -6,6 +6,7 @@ another machine must not depend on (or wait for) this one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from torchenv._record import record
@@ -27,15 +28,25 @@ __all__ = [
     "normalize_rocm_arch",
 ]
 
-_DRIVER_PATTERN = r"^\d{2,4}(\.\d{1,3}){1,2}$"
-_CC_PATTERN = r"^(?:sm_?|compute_)?(\d{1,2})\.?(\d)([af]?)$"
+# Each value is read with an ASCII grammar: a fullwidth "８.６" is not the compute capability 8.6.
+_DRIVER = re.compile(r"[0-9]{2,4}(?:\.[0-9]{1,3}){1,2}")
+_COMPUTE_CAPABILITY = re.compile(r"(?:sm_?|compute_)?([0-9]{1,2})\.?([0-9])([af]?)")
 # a generous bound above the newest architecture (12.x): it catches typos like 99.9 or sm_999
 # without turning away a GPU newer than this release of torchenv
 _MAX_CC_MAJOR = 19
-_PY_PATTERN = r"^(?:cp|py)?3\.?(\d{1,2})(t?)$"
-_GLIBC_PATTERN = r"^2\.\d{1,2}$"
-_CUDA_DRIVER_PATTERN = r"^(\d{1,2})\.(\d{1,2})$"
-_GFX_PATTERN = r"^gfx[0-9a-f]{3,4}$"
+_PYTHON = re.compile(r"(?:cp|py)?3\.?([0-9]{1,2})(t?)")
+_PYTHON_2 = re.compile(r"[12]\.[0-9]+")
+_GLIBC = re.compile(r"2\.[0-9]{1,2}")
+_CUDA_DRIVER = re.compile(r"[0-9]{1,2}\.[0-9]{1,2}")
+_GFX = re.compile(r"gfx[0-9a-f]{3,4}")
+
+
+def _not_ascii(value: str) -> str:
+    """A note for an error message when ``value`` holds characters outside ASCII (a fullwidth
+    ``８`` looks like the digit 8, but is not one)."""
+    if value.isascii():
+        return ""
+    return " (it holds characters outside ASCII, such as fullwidth digits; type it in ASCII)"
 
 _PLATFORM_ALIASES = {
     "linux": "linux-x86_64",
@@ -57,12 +68,10 @@ _PLATFORM_ALIASES = {
 
 def normalize_driver_version(value: str, *, origin: str = "--driver") -> str:
     """``"550.54.15"`` stays; raises BadInput for anything that is not a driver version."""
-    import re
-
     text = value.strip()
-    if not re.match(_DRIVER_PATTERN, text):
+    if not _DRIVER.fullmatch(text):
         raise BadInput(
-            f"{origin}: {value!r} is not an NVIDIA driver version",
+            f"{origin}: {value!r} is not an NVIDIA driver version{_not_ascii(value)}",
             hint="give it as nvidia-smi prints it, e.g. 550.54.15 or 580.65",
         )
     return text
@@ -70,24 +79,20 @@ def normalize_driver_version(value: str, *, origin: str = "--driver") -> str:
 
 def normalize_cuda_driver_version(value: str, *, origin: str = "cuda_driver_version") -> str:
     """The newest CUDA a driver supports, as NVML reports it: ``"12.8"``, ``"13.0"``."""
-    import re
-
     text = value.strip()
-    if not re.match(_CUDA_DRIVER_PATTERN, text):
-        raise BadInput(f"{origin}: {value!r} is not a CUDA version",
+    if not _CUDA_DRIVER.fullmatch(text):
+        raise BadInput(f"{origin}: {value!r} is not a CUDA version{_not_ascii(value)}",
                        hint="give it as nvidia-smi prints it, e.g. 12.8")
     return text
 
 
 def normalize_compute_capability(value: str, *, origin: str = "--gpu") -> str:
     """``"8.6"``, ``"sm_86"``, ``"86"`` -> ``"8.6"``; ``"sm_90a"`` -> ``"9.0a"``."""
-    import re
-
     text = value.strip().lower()
-    m = re.match(_CC_PATTERN, text)
+    m = _COMPUTE_CAPABILITY.fullmatch(text)
     if not m:
         raise BadInput(
-            f"{origin}: {value!r} is not a compute capability",
+            f"{origin}: {value!r} is not a compute capability{_not_ascii(value)}",
             hint="give it as major.minor (8.6) or sm_86; see 'nvidia-smi --query-gpu=compute_cap "
             "--format=csv'",
         )
@@ -103,14 +108,12 @@ def normalize_compute_capability(value: str, *, origin: str = "--gpu") -> str:
 
 def normalize_python(value: str, *, origin: str = "--python") -> str:
     """``"3.12"``, ``"cp312"``, ``"3.13t"`` -> ``"3.12"``/``"3.13t"``."""
-    import re
-
-    m = re.match(_PY_PATTERN, value.strip().lower())
-    if not m and re.match(r"^[12]\.\d+", value.strip()):
+    m = _PYTHON.fullmatch(value.strip().lower())
+    if not m and _PYTHON_2.match(value.strip()):
         raise BadInput(f"{origin}: Python {value.strip()} has no torch wheels",
                        hint="torch needs Python 3; use X.Y, e.g. 3.12")
     if not m:
-        raise BadInput(f"{origin}: {value!r} is not a Python version",
+        raise BadInput(f"{origin}: {value!r} is not a Python version{_not_ascii(value)}",
                        hint="use X.Y, e.g. 3.12, or 3.13t for the free-threaded build")
     return f"3.{int(m.group(1))}{m.group(2)}"
 
@@ -125,21 +128,17 @@ def normalize_platform(value: str, *, origin: str = "--platform") -> str:
 
 
 def normalize_glibc(value: str, *, origin: str = "--glibc") -> str:
-    import re
-
     text = value.strip()
-    if not re.match(_GLIBC_PATTERN, text):
-        raise BadInput(f"{origin}: {value!r} is not a glibc version",
+    if not _GLIBC.fullmatch(text):
+        raise BadInput(f"{origin}: {value!r} is not a glibc version{_not_ascii(value)}",
                        hint="give it as 'ldd --version' prints it, e.g. 2.17 or 2.35")
     return text
 
 
 def normalize_rocm_arch(value: str, *, origin: str = "--rocm-arch") -> str:
-    import re
-
     text = value.strip().lower().split(":")[0]
-    if not re.match(_GFX_PATTERN, text):
-        raise BadInput(f"{origin}: {value!r} is not an AMD GPU target",
+    if not _GFX.fullmatch(text):
+        raise BadInput(f"{origin}: {value!r} is not an AMD GPU target{_not_ascii(value)}",
                        hint="give it as rocminfo prints it, e.g. gfx90a or gfx1100")
     return text
 

@@ -1,0 +1,55 @@
+"""Flags and TORCHENV_* variables are read with an ASCII grammar: digits that only look like
+digits (fullwidth ``８.６``, Arabic-Indic ``٨.٦``) are refused with a message that says why."""
+
+from __future__ import annotations
+
+import pytest
+from detection_helpers import clean_env, run_cli
+
+from torchenv.detection.overrides import (
+    Overrides,
+    normalize_compute_capability,
+    normalize_driver_version,
+    normalize_python,
+)
+from torchenv.errors import BadInput
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("8.6", "8.6"), ("sm_86", "8.6"), ("86", "8.6"), ("sm_90a", "9.0a"), ("compute_90", "9.0"),
+    (" 12.0f ", "12.0f"), ("SM_120", "12.0"),
+], ids=str)
+def test_compute_capabilities_are_normalised(value: str, expected: str) -> None:
+    assert normalize_compute_capability(value) == expected
+
+
+@pytest.mark.parametrize("value", ["\uff18.\uff16", "\u0668.\u0666", "sm_\uff18\uff16", "8.\uff16"],
+                         ids=["fullwidth", "arabic-indic", "fullwidth-sm", "one-fullwidth"])
+def test_a_gpu_in_digits_that_are_not_ascii_is_refused(value: str) -> None:
+    with pytest.raises(BadInput, match=r"^--gpu: .* is not a compute capability \(it holds "
+                                       r"characters outside ASCII"):
+        Overrides.from_sources(gpus=[value])
+
+
+def test_the_variable_and_the_driver_are_read_the_same_way() -> None:
+    with pytest.raises(BadInput, match=r"^TORCHENV_GPUS: .*outside ASCII"):
+        Overrides.from_sources(environ={"TORCHENV_GPUS": "8.6,\uff19.\uff10"})
+    with pytest.raises(BadInput, match=r"^--driver: .*outside ASCII"):
+        normalize_driver_version("\uff15\uff15\uff10.54")
+    with pytest.raises(BadInput, match=r"^TORCHENV_DRIVER_VERSION: .*outside ASCII"):
+        Overrides.from_sources(environ={"TORCHENV_DRIVER_VERSION": "550.\uff15\uff14"})
+    with pytest.raises(BadInput, match=r"^--python: .*outside ASCII"):
+        normalize_python("3.\uff11\uff12")
+
+
+def test_a_plain_mistake_is_not_blamed_on_ascii() -> None:
+    with pytest.raises(BadInput) as caught:
+        normalize_compute_capability("8.x")
+    assert "ASCII" not in str(caught.value)
+
+
+def test_the_command_line_refuses_a_fullwidth_gpu() -> None:
+    res = run_cli(["detect", "--json", "--gpu", "\uff18.\uff16"], clean_env())
+    assert res.returncode == 2
+    assert "--gpu: '\uff18.\uff16' is not a compute capability" in res.stderr
+    assert "outside ASCII" in res.stderr
