@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from torchenv._record import replace
 from torchenv.detection.profile import Gpu, HostProfile, NvidiaInfo, PythonInfo
 from torchenv.matrix.model import Matrix
 from torchenv.resolver.request import Request

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 
-from torchenv._record import record
 from torchenv.detection.profile import Gpu
 
 TYPE_CHECKING = False
@@ -56,7 +56,7 @@ def parse_sys_module_version(text: str) -> Optional[str]:
     return m.group(1) if m else None
 
 
-@record
+@dataclass(frozen=True)
 class ProcGpu:
     """One GPU as ``/proc/driver/nvidia/gpus/<bus>/information`` describes it."""
 

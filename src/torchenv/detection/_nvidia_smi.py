@@ -10,8 +10,8 @@ import os
 import re
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from torchenv._record import field, record
 from torchenv.detection.profile import Gpu
 
 TYPE_CHECKING = False
@@ -173,14 +173,14 @@ def find_nvidia_smi(environ: Mapping[str, str], *, wsl: bool = False) -> Optiona
     return None
 
 
-@record
+@dataclass(frozen=True)
 class SmiResult:
     gpus: tuple[Gpu, ...] = ()
     driver_version: Optional[str] = None
     cuda_driver_version: Optional[str] = None
     warnings: tuple[str, ...] = ()
     ok: bool = False
-    calls: tuple[str, ...] = field(default=())
+    calls: tuple[str, ...] = ()
 
 
 def lacks_compute_cap(kernel_driver: Optional[str]) -> bool:

@@ -13,8 +13,8 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
-from torchenv._record import record
 from torchenv.detection.profile import Gpu
 
 TYPE_CHECKING = False
@@ -63,7 +63,7 @@ def describe_init_error(code: int, text: str) -> Optional[str]:
     return f"NVML: initialisation failed ({text or f'error {code}'})"
 
 
-@record
+@dataclass(frozen=True)
 class NvmlResult:
     """What NVML said. ``ok`` is False when NVML could not be used at all."""
 

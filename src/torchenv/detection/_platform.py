@@ -8,8 +8,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-
-from torchenv._record import record
+from dataclasses import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -118,7 +117,7 @@ def parse_cgroup_container(text: str) -> Optional[str]:
     return None
 
 
-@record
+@dataclass(frozen=True)
 class PlatformFacts:
     platform: str
     os: str

@@ -10,8 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-
-from torchenv._record import record
+from dataclasses import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -141,7 +140,7 @@ def parse_hsa_override(value: str) -> Optional[str]:
     return f"gfx{int(m.group(1))}{minor:x}{step:x}"
 
 
-@record
+@dataclass(frozen=True)
 class RocmFacts:
     version: Optional[str] = None
     gfx_targets: tuple[str, ...] = ()

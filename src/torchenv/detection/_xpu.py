@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from torchenv._record import record
 from torchenv.detection.profile import PciDevice
 
 TYPE_CHECKING = False
@@ -34,7 +34,7 @@ def is_intel_gpu(vendor: str, pci_class: str) -> bool:
     return v == INTEL_VENDOR and (c >> 16) == 0x03
 
 
-@record
+@dataclass(frozen=True)
 class XpuFacts:
     devices: tuple[str, ...] = ()
     level_zero: bool = False

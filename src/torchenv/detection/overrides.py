@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from torchenv._record import record
 from torchenv.errors import BadInput
 from torchenv.matrix.model import PLATFORMS
 
@@ -143,7 +143,7 @@ def normalize_rocm_arch(value: str, *, origin: str = "--rocm-arch") -> str:
     return text
 
 
-@record
+@dataclass(frozen=True)
 class Overrides:
     """Values that replace detection. ``gpus=()`` means "no NVIDIA GPU"; None means detect."""
 

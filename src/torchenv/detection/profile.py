@@ -7,8 +7,8 @@ The JSON form is the public ``torchenv detect --json`` document (see README.md),
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
-from torchenv._record import field, record, replace
 from torchenv.errors import BadInput
 
 TYPE_CHECKING = False
@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 
-@record
+@dataclass(frozen=True)
 class Gpu:
     """One NVIDIA GPU. ``compute_capability`` is ``"8.6"``; None when no probe could tell."""
 
@@ -60,7 +60,7 @@ class Gpu:
         )
 
 
-@record
+@dataclass(frozen=True)
 class NvidiaInfo:
     """The NVIDIA driver and its GPUs.
 
@@ -104,7 +104,7 @@ class NvidiaInfo:
         )
 
 
-@record
+@dataclass(frozen=True)
 class PciDevice:
     """A display or 3D controller on the PCI bus: driver-independent evidence of a GPU.
 
@@ -129,7 +129,7 @@ class PciDevice:
                    driver=d.get("driver"))
 
 
-@record
+@dataclass(frozen=True)
 class RocmInfo:
     version: Optional[str]
     gfx_targets: tuple[str, ...] = ()
@@ -145,7 +145,7 @@ class RocmInfo:
                    source=str(d.get("source", "file")))
 
 
-@record
+@dataclass(frozen=True)
 class XpuInfo:
     devices: tuple[str, ...] = ()
     level_zero: bool = False
@@ -161,7 +161,7 @@ class XpuInfo:
                    source=str(d.get("source", "file")))
 
 
-@record
+@dataclass(frozen=True)
 class PythonInfo:
     """The interpreter being inspected. ``version`` is ``"3.12"`` or ``"3.13t"`` (free-threaded)."""
 
@@ -194,7 +194,7 @@ class PythonInfo:
         )
 
 
-@record
+@dataclass(frozen=True)
 class TorchInfo:
     """torch as installed in the inspected interpreter (read without importing it)."""
 
@@ -244,7 +244,7 @@ class TorchInfo:
         )
 
 
-@record
+@dataclass(frozen=True)
 class HostProfile:
     """Everything the resolver needs to know about a machine."""
 
@@ -365,7 +365,7 @@ def _nesting_depth(value: Any, limit: int) -> int:
     return deepest
 
 
-@record
+@dataclass(frozen=True)
 class _Object:
     """A nested object of a host document (or null, when ``nullable``)."""
 
@@ -373,7 +373,7 @@ class _Object:
     nullable: bool = True
 
 
-@record
+@dataclass(frozen=True)
 class _ListOf:
     """A list of objects (or null, when ``nullable``)."""
 

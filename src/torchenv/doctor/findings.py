@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Optional
 
 from torchenv.detection.profile import Gpu, HostProfile, TorchInfo
+from torchenv.errors import TorchenvError
 from torchenv.installers.commands import (
     chain_commands,
     index_url_for,
@@ -121,27 +122,19 @@ def torch_info(host: HostProfile, installs: Installs, matrix: Matrix) -> Optiona
 
 
 def _resolved_command(host: HostProfile, matrix: Matrix) -> Optional[str]:
-    """The pip command of the resolver's plan for this host, or None when there is none."""
-    try:
-        from torchenv.resolver import Request, resolve
-    except ImportError:
-        return None
+    """The pip command of the resolver's plan for this host, or None when no build fits it."""
+    from torchenv.installers.render import pip_command
+    from torchenv.resolver import Request, resolve
+
     if host.nvidia is not None and host.nvidia.visible is not None:
         # the fix must suit every GPU of the machine, not only those CUDA_VISIBLE_DEVICES
         # shows right now (an empty value would otherwise steer it to any CUDA build)
-        from torchenv._record import replace
-
         host = host.with_changes(nvidia=replace(host.nvidia, visible=None))
     try:
         plan = resolve(Request(), host, matrix)
-        commands = getattr(plan, "commands", None)
-        if isinstance(commands, Mapping) and commands.get("pip"):
-            return str(commands["pip"])
-        from torchenv.installers.render import pip_command
-
-        return pip_command(plan, host.python.executable)
-    except Exception:  # Unsatisfiable, or a resolver/installer still being written
+    except TorchenvError:  # no build fits (Unsatisfiable), or the host cannot be judged
         return None
+    return pip_command(plan, host.python.executable)
 
 
 def _fix(host: HostProfile, matrix: Matrix, fallback: str) -> str:

@@ -6,7 +6,8 @@ Kept apart from the rules: these functions re-run the resolver on changed reques
 
 from __future__ import annotations
 
-from torchenv._record import replace
+from dataclasses import replace
+
 from torchenv.detection.profile import HostProfile
 from torchenv.errors import Unsatisfiable
 from torchenv.matrix.model import Matrix, parse_version_tuple

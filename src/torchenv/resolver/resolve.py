@@ -20,7 +20,9 @@ with evidence of an NVIDIA GPU whose facts could not be read is not a host witho
 
 from __future__ import annotations
 
-from torchenv._record import record, replace
+from dataclasses import replace
+
+from torchenv._record import record
 from torchenv.detection.profile import HostProfile
 from torchenv.errors import Unsatisfiable
 from torchenv.installers.commands import index_url_for
