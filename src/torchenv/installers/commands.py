@@ -5,14 +5,11 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
+from typing import Literal, Optional
 
 from torchenv.errors import BadInput
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Literal, Optional
-
-    Shell = Literal["posix", "powershell"]
+Shell = Literal["posix", "powershell"]
 
 __all__ = [
     "DEFAULT_INDEX_BASE",

@@ -7,9 +7,11 @@ comment naming torchenv's version, the matrix version and the target it was reso
 from __future__ import annotations
 
 import shlex
+from typing import Literal, Optional
 
 from torchenv import __version__
 from torchenv.installers.commands import (
+    Shell,
     chain_commands,
     index_base_of,
     pins,
@@ -22,13 +24,10 @@ from torchenv.resolver.plan import Plan
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Literal, Optional
-
     from torchenv.detection.profile import HostProfile
-    from torchenv.installers.commands import Shell
 
-    Format = Literal["environment.yml", "requirements", "pyproject", "pixi"]
-    Installer = Literal["pip", "uv"]
+Format = Literal["environment.yml", "requirements", "pyproject", "pixi"]
+Installer = Literal["pip", "uv"]
 
 __all__ = [
     "FORMATS",
