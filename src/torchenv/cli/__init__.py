@@ -151,12 +151,12 @@ def _report(message: str, hint: str | None) -> None:
 
 def _report_json(exc: TorchenvError) -> None:
     """With --json, a failure is still one JSON document on stdout."""
-    from torchenv._json import dumps
+    import json
 
     to_json = getattr(exc, "to_json", None)  # an unsatisfiable request carries its evidence
     doc: dict[str, object] = dict(to_json()) if callable(to_json) else {}
     doc.update(error=exc.message, hint=exc.hint, exit_code=exc.exit_code)
-    sys.stdout.write(dumps(doc) + "\n")
+    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
 
 
 def entry_point() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Mapping
@@ -216,8 +217,6 @@ def host_from_args(
         hint = "create it with 'torchenv detect --json > host.json'"
         text = read_text_capped(host_file, what="--host")
         try:
-            import json  # a host file only
-
             data = json.loads(text)
         except ValueError as exc:
             raise BadInput(f"--host: {host_file} is not JSON: {exc}", hint=hint) from exc
@@ -263,9 +262,7 @@ def known_cuda_versions(matrix: Matrix) -> list[str]:
 
 
 def emit_json(document: Any) -> None:
-    from torchenv._json import dumps
-
-    sys.stdout.write(dumps(document) + "\n")
+    sys.stdout.write(json.dumps(document, indent=2) + "\n")
     sys.stdout.flush()
 
 
