@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
 from torchenv import __version__
@@ -12,9 +14,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
-    from typing import Any, NoReturn
+    from typing import Any
 
-__all__ = ["build_parser", "entry_point", "leave", "main"]
+__all__ = ["build_parser", "entry_point", "main"]
 
 _DESCRIPTION = """\
 Pick, install and prove the right PyTorch build for a machine.
@@ -72,39 +74,53 @@ def build_parser(prog: str | None = None, only: str | None = None) -> argparse.A
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """Run one command and return its exit status."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list in (["--version"], ["-V"]):  # the fast path: no parser, no imports
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args in (["--version"], ["-V"]):  # the fast path: no parser, no imports
         print(f"torchenv {__version__}")
         return 0
-    first = args_list[0] if args_list else None
-    wants_help = any(a in ("-h", "--help") for a in args_list[:1])
-    as_json = "--json" in args_list
     previous = _catch_sigterm()
     try:
-        spec = build_spec(prog, only=None if wants_help else first)
-        args = fast_parse(spec, args_list)
-        if args is None:  # --help, a usage error, or a form only argparse reads
-            from torchenv.cli._parser import argparse_parser, parse
-
-            args = parse(argparse_parser(spec), args_list)
-        status: int = args.func(args)
+        status = _run(args, prog)
+        if sys.stdout is not None:
+            sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
         return status
-    except TorchenvError as exc:
-        _report(exc.message, exc.hint)
-        if as_json:
-            _report_json(exc)
-        return exc.exit_code
     except (KeyboardInterrupt, _Terminated) as exc:
         from torchenv._subprocess import reap_children
 
         reap_children()  # whatever is still running ends with the command
-        signum = exc.signum if isinstance(exc, _Terminated) else 2
-        print("torchenv: interrupted" + (" (SIGTERM)" if signum == 15 else ""), file=sys.stderr)
+        signum = exc.signum if isinstance(exc, _Terminated) else signal.SIGINT
+        print("torchenv: interrupted" + (" (SIGTERM)" if signum == signal.SIGTERM else ""),
+              file=sys.stderr)
         return 128 + signum
     except BrokenPipeError:
+        # stdout's reader went away (`torchenv ... | head`): what is still buffered goes to
+        # devnull, so that the interpreter's flush at exit does not fail on it once more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return 1
     finally:
-        _restore_sigterm(previous)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: list[str], prog: str | None) -> int:
+    """The command's status; a library error becomes its message, hint and exit code."""
+    first = args[0] if args else None
+    wants_help = any(a in ("-h", "--help") for a in args[:1])
+    try:
+        spec = build_spec(prog, only=None if wants_help else first)
+        namespace = fast_parse(spec, args)
+        if namespace is None:  # --help, a usage error, or a form only argparse reads
+            from torchenv.cli._parser import argparse_parser, parse
+
+            namespace = parse(argparse_parser(spec), args)
+        status: int = namespace.func(namespace)
+        return status
+    except TorchenvError as exc:
+        _report(exc.message, exc.hint)
+        if "--json" in args:
+            _report_json(exc)
+        return exc.exit_code
 
 
 class _Terminated(BaseException):
@@ -119,28 +135,13 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise _Terminated(signum)
 
 
-def _catch_sigterm() -> object:
-    # _signal, not signal: the latter builds an enum of every signal (about 1 ms per start);
-    # outside the main thread setting a handler raises ValueError and nothing is caught
-    import importlib
-
-    signals: Any = importlib.import_module("_signal")
+def _catch_sigterm() -> Any:
+    """Install the SIGTERM handler; the one it replaces, or None where none can be set (only
+    the main thread may set one)."""
     try:
-        return signals.signal(signals.SIGTERM, _on_sigterm)
-    except (ValueError, OSError):
+        return signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:
         return None
-
-
-def _restore_sigterm(previous: object) -> None:
-    import importlib
-
-    if previous is None:
-        return
-    signals: Any = importlib.import_module("_signal")
-    try:
-        signals.signal(signals.SIGTERM, previous)
-    except (ValueError, OSError, TypeError):
-        return
 
 
 def _report(message: str, hint: str | None) -> None:
@@ -160,43 +161,5 @@ def _report_json(exc: TorchenvError) -> None:
 
 
 def entry_point() -> None:
-    """The console script and ``python -m torchenv``: run one command and leave."""
-    leave(main())
-
-
-def leave(status: int) -> NoReturn:
-    """End the process with ``status`` once the exit handlers have run and the output is out.
-
-    Where nothing else would run at interpreter shutdown (no thread to wait for, no profiler,
-    tracer or ``sys.monitoring`` tool, no interactive prompt after the script), the process
-    ends without freeing every object one by one: on a resolve that teardown costs about as
-    much as the resolve itself.
-    """
-    if _shutdown_has_work():
-        sys.exit(status)
-    import atexit
-    import os
-
-    try:
-        atexit._run_exitfuncs()
-        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-            try:
-                if stream is not None:
-                    stream.flush()
-            except (OSError, ValueError):  # the reader went away, or the stream was closed
-                status = status or 1
-    except KeyboardInterrupt:  # Ctrl-C while the last output waits for its reader
-        status = 130
-    os._exit(status)
-
-
-def _shutdown_has_work() -> bool:
-    threading = sys.modules.get("threading")
-    if threading is not None and any(
-            t.is_alive() and not t.daemon and t is not threading.main_thread()
-            for t in threading.enumerate()):
-        return True
-    if sys.flags.inspect or sys.getprofile() is not None or sys.gettrace() is not None:
-        return True
-    monitoring = getattr(sys, "monitoring", None)  # Python 3.12+: cProfile and coverage use it
-    return monitoring is not None and any(monitoring.get_tool(i) is not None for i in range(6))
+    """The console script and ``python -m torchenv``."""
+    sys.exit(main())
