@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
+import importlib
+import json
 import os
 import signal
 import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from torchenv import __version__
-from torchenv.cli._args import RAW_DESCRIPTION, Spec, fast_parse
-from torchenv.errors import TorchenvError
+from torchenv.errors import BadInput, TorchenvError
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import argparse
-    from collections.abc import Sequence
-    from typing import Any
-
-__all__ = ["build_parser", "entry_point", "main"]
+__all__ = ["COMMANDS", "Parser", "build_parser", "entry_point", "main", "parse"]
 
 _DESCRIPTION = """\
 Pick, install and prove the right PyTorch build for a machine.
@@ -33,8 +31,7 @@ Pick, install and prove the right PyTorch build for a machine.
 Exit codes: 0 ok, 1 validation/doctor failures, 2 bad input, 3 nothing satisfies the request.
 """
 
-
-_MODULES = {
+COMMANDS = {
     "detect": "detect",
     "resolve": "resolve",
     "env": "resolve",
@@ -44,40 +41,56 @@ _MODULES = {
     "matrix": "matrix",
     "fleet": "fleet",
 }
+"""Each command and the module of :mod:`torchenv.cli` that registers it."""
 
 
-def build_spec(prog: str | None = None, only: str | None = None) -> Spec:
-    """The declared options of every command, or (``only``) of the commands of one CLI module.
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors go through the one error boundary (exit 2)."""
 
-    Registering a single module keeps the other commands' imports off the startup path.
-    """
-    import importlib
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # the innermost (sub)command's defaults win, so a usage error names its own --help
+        self.set_defaults(_usage_prog=self.prog)
 
-    spec = Spec(prog or "torchenv", description=_DESCRIPTION, formatter_class=RAW_DESCRIPTION)
-    spec.add_argument("--version", action="version", version=f"torchenv {__version__}")
-    # an explicit prog keeps argparse from building a HelpFormatter (and importing shutil)
-    sub = spec.add_subparsers(dest="command", metavar="COMMAND", prog=spec.prog)
-    sub.required = True
-    names = [_MODULES[only]] if only in _MODULES else list(dict.fromkeys(_MODULES.values()))
-    for name in names:
+    def error(self, message: str) -> NoReturn:
+        raise BadInput(message, hint=f"see '{self.prog} --help'")
+
+
+def build_parser(prog: str | None = None, only: str | None = None) -> Parser:
+    """The parser of every command; with ``only``, the first word of a command line, the parser
+    of what that line needs (commands are imported on demand: see :func:`_modules`)."""
+    parser = Parser(prog=prog or "torchenv", description=_DESCRIPTION,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-V", "--version", action="version", version=f"torchenv {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in _modules(only):
         importlib.import_module(f"torchenv.cli.{name}").register(sub)
-    return spec
+    return parser
 
 
-def build_parser(prog: str | None = None, only: str | None = None) -> argparse.ArgumentParser:
-    """The argparse parser of :func:`build_spec`: what parses, explains (--help) and refuses
-    every command line the fast reader leaves to it."""
-    from torchenv.cli._parser import argparse_parser
+def _modules(first: str | None) -> list[str]:
+    """The CLI modules a command line starting with ``first`` needs: the named command's; none
+    for the version; every one otherwise (--help and a usage error list the commands)."""
+    if first in ("-V", "--version"):
+        return []
+    if first is not None and first in COMMANDS:
+        return [COMMANDS[first]]
+    return list(dict.fromkeys(COMMANDS.values()))
 
-    return argparse_parser(build_spec(prog, only))
+
+def parse(parser: argparse.ArgumentParser, args: Sequence[str]) -> argparse.Namespace:
+    """``parse_args``, with unrecognized arguments blamed on the subcommand that was given."""
+    namespace, extras = parser.parse_known_args(list(args))
+    if extras:
+        prog = getattr(namespace, "_usage_prog", parser.prog)
+        raise BadInput(f"unrecognized arguments: {' '.join(extras)}",
+                       hint=f"see '{prog} --help'")
+    return namespace
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """Run one command and return its exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if args in (["--version"], ["-V"]):  # the fast path: no parser, no imports
-        print(f"torchenv {__version__}")
-        return 0
     previous = _catch_sigterm()
     try:
         status = _run(args, prog)
@@ -105,21 +118,19 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
 
 def _run(args: list[str], prog: str | None) -> int:
     """The command's status; a library error becomes its message, hint and exit code."""
-    first = args[0] if args else None
-    wants_help = any(a in ("-h", "--help") for a in args[:1])
     try:
-        spec = build_spec(prog, only=None if wants_help else first)
-        namespace = fast_parse(spec, args)
-        if namespace is None:  # --help, a usage error, or a form only argparse reads
-            from torchenv.cli._parser import argparse_parser, parse
-
-            namespace = parse(argparse_parser(spec), args)
+        namespace = parse(build_parser(prog, only=args[0] if args else None), args)
         status: int = namespace.func(namespace)
         return status
     except TorchenvError as exc:
-        _report(exc.message, exc.hint)
-        if "--json" in args:
-            _report_json(exc)
+        print(f"torchenv: error: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"  hint: {exc.hint}", file=sys.stderr)
+        if "--json" in args:  # with --json, a failure is still one JSON document on stdout
+            to_json = getattr(exc, "to_json", None)  # an unsatisfiable request: its evidence
+            doc: dict[str, object] = dict(to_json()) if callable(to_json) else {}
+            doc.update(error=exc.message, hint=exc.hint, exit_code=exc.exit_code)
+            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return exc.exit_code
 
 
@@ -142,22 +153,6 @@ def _catch_sigterm() -> Any:
         return signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:
         return None
-
-
-def _report(message: str, hint: str | None) -> None:
-    print(f"torchenv: error: {message}", file=sys.stderr)
-    if hint:
-        print(f"  hint: {hint}", file=sys.stderr)
-
-
-def _report_json(exc: TorchenvError) -> None:
-    """With --json, a failure is still one JSON document on stdout."""
-    import json
-
-    to_json = getattr(exc, "to_json", None)  # an unsatisfiable request carries its evidence
-    doc: dict[str, object] = dict(to_json()) if callable(to_json) else {}
-    doc.update(error=exc.message, hint=exc.hint, exit_code=exc.exit_code)
-    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
 
 
 def entry_point() -> None:

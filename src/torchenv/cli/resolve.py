@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from torchenv.cli._common import (
     add_json_flag,
@@ -14,11 +15,10 @@ from torchenv.cli._common import (
 )
 from torchenv.errors import BadInput, TorchenvError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from typing import Any
 
+    from torchenv.cli._common import Subcommands
     from torchenv.detection.profile import HostProfile
     from torchenv.matrix.model import Matrix
     from torchenv.resolver.plan import Plan
@@ -32,7 +32,7 @@ _TAIL = 4000
 """Characters of the installer's output kept for the JSON document and the error report."""
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     p = sub.add_parser(
         "resolve",
         help="the right torch build for this (or a described) machine, with install commands",
