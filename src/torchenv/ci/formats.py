@@ -14,7 +14,6 @@ import json
 from collections.abc import Sequence
 from typing import Literal, get_args
 
-from torchenv._json import dumps
 from torchenv.ci.rows import CiRow
 
 __all__ = [
@@ -40,12 +39,12 @@ GITHUB_MAX_JOBS = 256  # GitHub Actions: at most 256 jobs per matrix per workflo
 def render_github(rows: Sequence[CiRow], *, pretty: bool = False) -> str:
     doc = {"include": [r.to_json() for r in rows]}
     if pretty:
-        return dumps(doc) + "\n"
+        return json.dumps(doc, indent=2) + "\n"
     return json.dumps(doc, separators=(",", ":")) + "\n"
 
 
 def render_json(rows: Sequence[CiRow]) -> str:
-    return dumps([r.to_json() for r in rows]) + "\n"
+    return json.dumps([r.to_json() for r in rows], indent=2) + "\n"
 
 
 def gitlab_variables(row: CiRow) -> dict[str, str]:

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
+import importlib
+import json
+import os
+import signal
 import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from torchenv import __version__
-from torchenv.cli._args import RAW_DESCRIPTION, Spec, fast_parse
-from torchenv.errors import TorchenvError
+from torchenv.errors import BadInput, TorchenvError
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import argparse
-    from collections.abc import Sequence
-    from typing import Any, NoReturn
-
-__all__ = ["build_parser", "entry_point", "leave", "main"]
+__all__ = ["COMMANDS", "Parser", "build_parser", "entry_point", "main", "parse"]
 
 _DESCRIPTION = """\
 Pick, install and prove the right PyTorch build for a machine.
@@ -31,8 +31,7 @@ Pick, install and prove the right PyTorch build for a machine.
 Exit codes: 0 ok, 1 validation/doctor failures, 2 bad input, 3 nothing satisfies the request.
 """
 
-
-_MODULES = {
+COMMANDS = {
     "detect": "detect",
     "resolve": "resolve",
     "env": "resolve",
@@ -42,69 +41,97 @@ _MODULES = {
     "matrix": "matrix",
     "fleet": "fleet",
 }
+"""Each command and the module of :mod:`torchenv.cli` that registers it."""
 
 
-def build_spec(prog: str | None = None, only: str | None = None) -> Spec:
-    """The declared options of every command, or (``only``) of the commands of one CLI module.
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors go through the one error boundary (exit 2)."""
 
-    Registering a single module keeps the other commands' imports off the startup path.
-    """
-    import importlib
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # the innermost (sub)command's defaults win, so a usage error names its own --help
+        self.set_defaults(_usage_prog=self.prog)
 
-    spec = Spec(prog or "torchenv", description=_DESCRIPTION, formatter_class=RAW_DESCRIPTION)
-    spec.add_argument("--version", action="version", version=f"torchenv {__version__}")
-    # an explicit prog keeps argparse from building a HelpFormatter (and importing shutil)
-    sub = spec.add_subparsers(dest="command", metavar="COMMAND", prog=spec.prog)
-    sub.required = True
-    names = [_MODULES[only]] if only in _MODULES else list(dict.fromkeys(_MODULES.values()))
-    for name in names:
+    def error(self, message: str) -> NoReturn:
+        raise BadInput(message, hint=f"see '{self.prog} --help'")
+
+
+def build_parser(prog: str | None = None, only: str | None = None) -> Parser:
+    """The parser of every command; with ``only``, the first word of a command line, the parser
+    of what that line needs (commands are imported on demand: see :func:`_modules`)."""
+    parser = Parser(prog=prog or "torchenv", description=_DESCRIPTION,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-V", "--version", action="version", version=f"torchenv {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in _modules(only):
         importlib.import_module(f"torchenv.cli.{name}").register(sub)
-    return spec
+    return parser
 
 
-def build_parser(prog: str | None = None, only: str | None = None) -> argparse.ArgumentParser:
-    """The argparse parser of :func:`build_spec`: what parses, explains (--help) and refuses
-    every command line the fast reader leaves to it."""
-    from torchenv.cli._parser import argparse_parser
+def _modules(first: str | None) -> list[str]:
+    """The CLI modules a command line starting with ``first`` needs: the named command's; none
+    for the version; every one otherwise (--help and a usage error list the commands)."""
+    if first in ("-V", "--version"):
+        return []
+    if first is not None and first in COMMANDS:
+        return [COMMANDS[first]]
+    return list(dict.fromkeys(COMMANDS.values()))
 
-    return argparse_parser(build_spec(prog, only))
+
+def parse(parser: argparse.ArgumentParser, args: Sequence[str]) -> argparse.Namespace:
+    """``parse_args``, with unrecognized arguments blamed on the subcommand that was given."""
+    namespace, extras = parser.parse_known_args(list(args))
+    if extras:
+        prog = getattr(namespace, "_usage_prog", parser.prog)
+        raise BadInput(f"unrecognized arguments: {' '.join(extras)}",
+                       hint=f"see '{prog} --help'")
+    return namespace
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """Run one command and return its exit status."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list in (["--version"], ["-V"]):  # the fast path: no parser, no imports
-        print(f"torchenv {__version__}")
-        return 0
-    first = args_list[0] if args_list else None
-    wants_help = any(a in ("-h", "--help") for a in args_list[:1])
-    as_json = "--json" in args_list
+    args = list(sys.argv[1:] if argv is None else argv)
     previous = _catch_sigterm()
     try:
-        spec = build_spec(prog, only=None if wants_help else first)
-        args = fast_parse(spec, args_list)
-        if args is None:  # --help, a usage error, or a form only argparse reads
-            from torchenv.cli._parser import argparse_parser, parse
-
-            args = parse(argparse_parser(spec), args_list)
-        status: int = args.func(args)
+        status = _run(args, prog)
+        if sys.stdout is not None:
+            sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
         return status
-    except TorchenvError as exc:
-        _report(exc.message, exc.hint)
-        if as_json:
-            _report_json(exc)
-        return exc.exit_code
     except (KeyboardInterrupt, _Terminated) as exc:
         from torchenv._subprocess import reap_children
 
         reap_children()  # whatever is still running ends with the command
-        signum = exc.signum if isinstance(exc, _Terminated) else 2
-        print("torchenv: interrupted" + (" (SIGTERM)" if signum == 15 else ""), file=sys.stderr)
+        signum = exc.signum if isinstance(exc, _Terminated) else signal.SIGINT
+        print("torchenv: interrupted" + (" (SIGTERM)" if signum == signal.SIGTERM else ""),
+              file=sys.stderr)
         return 128 + signum
     except BrokenPipeError:
+        # stdout's reader went away (`torchenv ... | head`): what is still buffered goes to
+        # devnull, so that the interpreter's flush at exit does not fail on it once more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return 1
     finally:
-        _restore_sigterm(previous)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: list[str], prog: str | None) -> int:
+    """The command's status; a library error becomes its message, hint and exit code."""
+    try:
+        namespace = parse(build_parser(prog, only=args[0] if args else None), args)
+        status: int = namespace.func(namespace)
+        return status
+    except TorchenvError as exc:
+        print(f"torchenv: error: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"  hint: {exc.hint}", file=sys.stderr)
+        if "--json" in args:  # with --json, a failure is still one JSON document on stdout
+            to_json = getattr(exc, "to_json", None)  # an unsatisfiable request: its evidence
+            doc: dict[str, object] = dict(to_json()) if callable(to_json) else {}
+            doc.update(error=exc.message, hint=exc.hint, exit_code=exc.exit_code)
+            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return exc.exit_code
 
 
 class _Terminated(BaseException):
@@ -119,84 +146,15 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise _Terminated(signum)
 
 
-def _catch_sigterm() -> object:
-    # _signal, not signal: the latter builds an enum of every signal (about 1 ms per start);
-    # outside the main thread setting a handler raises ValueError and nothing is caught
-    import importlib
-
-    signals: Any = importlib.import_module("_signal")
+def _catch_sigterm() -> Any:
+    """Install the SIGTERM handler; the one it replaces, or None where none can be set (only
+    the main thread may set one)."""
     try:
-        return signals.signal(signals.SIGTERM, _on_sigterm)
-    except (ValueError, OSError):
+        return signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:
         return None
 
 
-def _restore_sigterm(previous: object) -> None:
-    import importlib
-
-    if previous is None:
-        return
-    signals: Any = importlib.import_module("_signal")
-    try:
-        signals.signal(signals.SIGTERM, previous)
-    except (ValueError, OSError, TypeError):
-        return
-
-
-def _report(message: str, hint: str | None) -> None:
-    print(f"torchenv: error: {message}", file=sys.stderr)
-    if hint:
-        print(f"  hint: {hint}", file=sys.stderr)
-
-
-def _report_json(exc: TorchenvError) -> None:
-    """With --json, a failure is still one JSON document on stdout."""
-    from torchenv._json import dumps
-
-    to_json = getattr(exc, "to_json", None)  # an unsatisfiable request carries its evidence
-    doc: dict[str, object] = dict(to_json()) if callable(to_json) else {}
-    doc.update(error=exc.message, hint=exc.hint, exit_code=exc.exit_code)
-    sys.stdout.write(dumps(doc) + "\n")
-
-
 def entry_point() -> None:
-    """The console script and ``python -m torchenv``: run one command and leave."""
-    leave(main())
-
-
-def leave(status: int) -> NoReturn:
-    """End the process with ``status`` once the exit handlers have run and the output is out.
-
-    Where nothing else would run at interpreter shutdown (no thread to wait for, no profiler,
-    tracer or ``sys.monitoring`` tool, no interactive prompt after the script), the process
-    ends without freeing every object one by one: on a resolve that teardown costs about as
-    much as the resolve itself.
-    """
-    if _shutdown_has_work():
-        sys.exit(status)
-    import atexit
-    import os
-
-    try:
-        atexit._run_exitfuncs()
-        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-            try:
-                if stream is not None:
-                    stream.flush()
-            except (OSError, ValueError):  # the reader went away, or the stream was closed
-                status = status or 1
-    except KeyboardInterrupt:  # Ctrl-C while the last output waits for its reader
-        status = 130
-    os._exit(status)
-
-
-def _shutdown_has_work() -> bool:
-    threading = sys.modules.get("threading")
-    if threading is not None and any(
-            t.is_alive() and not t.daemon and t is not threading.main_thread()
-            for t in threading.enumerate()):
-        return True
-    if sys.flags.inspect or sys.getprofile() is not None or sys.gettrace() is not None:
-        return True
-    monitoring = getattr(sys, "monitoring", None)  # Python 3.12+: cProfile and coverage use it
-    return monitoring is not None and any(monitoring.get_tool(i) is not None for i in range(6))
+    """The console script and ``python -m torchenv``."""
+    sys.exit(main())

@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from torchenv.errors import BadInput
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from typing import Any
 
     from rich.console import Console
 
+    from torchenv.cli import Parser
     from torchenv.detection.overrides import Overrides
     from torchenv.detection.profile import HostProfile
     from torchenv.matrix.model import Matrix
+
+    Subcommands = argparse._SubParsersAction[Parser]
+    """What ``add_subparsers`` returns: each command module's ``register`` adds its commands."""
 
 __all__ = [
     "add_json_flag",
@@ -216,8 +221,6 @@ def host_from_args(
         hint = "create it with 'torchenv detect --json > host.json'"
         text = read_text_capped(host_file, what="--host")
         try:
-            import json  # a host file only
-
             data = json.loads(text)
         except ValueError as exc:
             raise BadInput(f"--host: {host_file} is not JSON: {exc}", hint=hint) from exc
@@ -248,8 +251,6 @@ def known_variants(matrix: Matrix) -> list[str]:
 
     def key(name: str) -> tuple[int, tuple[int, ...], str]:
         kind = variant_kind(name)
-        import re
-
         digits = tuple(int(d) for d in re.findall(r"\d+", name))
         return (kinds.index(kind) if kind in kinds else len(kinds), digits, name)
 
@@ -263,9 +264,7 @@ def known_cuda_versions(matrix: Matrix) -> list[str]:
 
 
 def emit_json(document: Any) -> None:
-    from torchenv._json import dumps
-
-    sys.stdout.write(dumps(document) + "\n")
+    sys.stdout.write(json.dumps(document, indent=2) + "\n")
     sys.stdout.flush()
 
 

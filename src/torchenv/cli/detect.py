@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from torchenv.cli._common import add_json_flag, add_target_flags, emit_json, host_from_args
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from typing import Any
+
+    from torchenv.cli._common import Subcommands
 
 __all__ = ["register", "run"]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     p = sub.add_parser(
         "detect",
         help="show what this machine has: driver, GPUs, platform, Python, installed torch",

@@ -13,10 +13,12 @@ from torchenv.errors import BadInput
 if TYPE_CHECKING:
     import argparse
 
+    from torchenv.cli._common import Subcommands
+
 __all__ = ["register", "run"]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     p = sub.add_parser("doctor", help="diagnose a broken install and print the fix",
                        description="Diagnose the torch install of an interpreter; exit 1 when "
                                    "an error-level finding exists.")

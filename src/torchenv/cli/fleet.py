@@ -16,6 +16,7 @@ from torchenv.errors import BadInput
 if TYPE_CHECKING:
     import argparse
 
+    from torchenv.cli._common import Subcommands
     from torchenv.fleet.node import NodeRun
 
 __all__ = ["register"]
@@ -23,7 +24,7 @@ __all__ = ["register"]
 _MAX_TIMEOUT = 86400.0
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     from torchenv.fleet.verdict import SKEW_KINDS
 
     p = sub.add_parser(
@@ -31,8 +32,7 @@ def register(sub: Any) -> None:
         description="Render what a scheduler runs on every node (torchenv detect and validate, "
                     "multi-node collectives through torchrun's rendezvous), then merge the "
                     "per-node reports into one verdict. torchenv launches nothing itself.")
-    fsub = p.add_subparsers(dest="fleet_command", metavar="ACTION", prog=p.prog)
-    fsub.required = True
+    fsub = p.add_subparsers(dest="fleet_command", metavar="ACTION", required=True)
 
     slurm = fsub.add_parser(
         "slurm", help="an sbatch script that validates every node of an allocation",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from torchenv.cli._common import add_json_flag, emit_json
 from torchenv.errors import BadInput
@@ -11,18 +11,19 @@ from torchenv.errors import BadInput
 if TYPE_CHECKING:
     import argparse
 
+    from torchenv.cli._common import Subcommands
+
 __all__ = ["register"]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     p = sub.add_parser(
         "matrix",
         help="show, check or update the compatibility matrix; generate CI matrices",
         description="The versioned matrix of torch releases, variants, Python versions, "
         "architectures and driver floors that every decision is made from.",
     )
-    msub = p.add_subparsers(dest="matrix_command", metavar="ACTION", prog=p.prog)
-    msub.required = True
+    msub = p.add_subparsers(dest="matrix_command", metavar="ACTION", required=True)
 
     show = msub.add_parser("show", help="list releases (one row per torch patch release)")
     show.add_argument("--torch", metavar="SPEC", help="only releases matching this specifier")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from torchenv.errors import BadInput, Unsatisfiable
 
 if TYPE_CHECKING:
     import argparse
+
+    from torchenv.cli._common import Subcommands
 
 __all__ = ["register", "run"]
 
@@ -17,7 +19,7 @@ _FORMATS = ("github", "gitlab", "json")
 _STRATEGIES = ("all", "latest-patch", "edges")
 
 
-def register(msub: Any) -> None:
+def register(msub: Subcommands) -> None:
     p = msub.add_parser(
         "ci",
         help="generate a CI test matrix (GitHub, GitLab, JSON)",

@@ -6,13 +6,15 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from torchenv.cli._common import add_json_flag, emit_json
 from torchenv.errors import BadInput
 
 if TYPE_CHECKING:
     import argparse
+
+    from torchenv.cli._common import Subcommands
 
 __all__ = ["register_html", "run_html"]
 
@@ -22,7 +24,7 @@ NEWEST = 3
 the others at about twice the generation time."""
 
 
-def register_html(msub: Any) -> None:
+def register_html(msub: Subcommands) -> None:
     """Add ``html`` to the subcommands of ``matrix``."""
     p = msub.add_parser(
         "html",

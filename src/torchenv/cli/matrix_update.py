@@ -15,10 +15,12 @@ if TYPE_CHECKING:
 
     from packaging.version import Version
 
+    from torchenv.cli._common import Subcommands
+
 __all__ = ["register", "run"]
 
 
-def register(msub: Any) -> None:
+def register(msub: Subcommands) -> None:
     p = msub.add_parser(
         "update",
         help="read the live PyTorch index and PyPI and update the overlay",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from torchenv.cli._common import (
     add_json_flag,
@@ -14,11 +15,10 @@ from torchenv.cli._common import (
 )
 from torchenv.errors import BadInput, TorchenvError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from typing import Any
 
+    from torchenv.cli._common import Subcommands
     from torchenv.detection.profile import HostProfile
     from torchenv.matrix.model import Matrix
     from torchenv.resolver.plan import Plan
@@ -32,7 +32,9 @@ _TAIL = 4000
 """Characters of the installer's output kept for the JSON document and the error report."""
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
+    from torchenv.installers.render import INSTALLERS
+
     p = sub.add_parser(
         "resolve",
         help="the right torch build for this (or a described) machine, with install commands",
@@ -79,9 +81,7 @@ def register(sub: Any) -> None:
         description="Resolve, show the command, ask, run it. Replaces a torch of another "
         "variant (a leftover +cpu build is the classic). Afterwards run 'torchenv validate'.",
     )
-    # the values of torchenv.installers.render.Installer (a test keeps them equal), spelled
-    # out so that building the parser does not import the installers and the resolver
-    i.add_argument("--installer", choices=("pip", "uv"), default="pip",
+    i.add_argument("--installer", choices=INSTALLERS, default="pip",
                    help="uv is looked for on PATH, then next to this interpreter and the one "
                    "it installs into")
     i.add_argument("--dry-run", action="store_true", help="print the command, run nothing")
@@ -259,9 +259,11 @@ def run_env(args: argparse.Namespace) -> int:
     plan, _, _ = _decide(args)
     text = render_file(plan, fmt, pytorch_channel=args.conda_channel == "pytorch")
     if args.output and args.output != "-":  # `-o -` is stdout, as without -o
-        from torchenv._files import path_str, write_atomic
+        from pathlib import Path
 
-        write_atomic(path_str(args.output), text, force=args.force)  # BadInput (exit 2) on failure
+        from torchenv._files import write_atomic
+
+        write_atomic(Path(args.output), text, force=args.force)  # BadInput (exit 2) on failure
         if args.json:
             emit_json({"written": args.output, "format": fmt, "plan": plan.to_json()})
         else:

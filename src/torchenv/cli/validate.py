@@ -11,6 +11,7 @@ from torchenv.errors import BadInput
 if TYPE_CHECKING:
     import argparse
 
+    from torchenv.cli._common import Subcommands
     from torchenv.validation.host import GpuHost
     from torchenv.validation.report import Report
     from torchenv.validation.runner import Peak, ProgressEvent
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["register", "run"]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     p = sub.add_parser(
         "validate", help="prove the installed torch works on this hardware",
         description="Run real PyTorch checks in the target interpreter (a child process). "
