@@ -35,8 +35,8 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
-from torchenv._record import record, replace
 from torchenv.matrix.model import ArchFact, Release, ToolkitFloor, Variant, parse_version_tuple
 
 TYPE_CHECKING = False
@@ -68,7 +68,7 @@ RULES: Mapping[str, str] = {
 }
 
 
-@record
+@dataclass(frozen=True)
 class PtxPolicy:
     """A confirmed statement that the release wheels of ``releases`` for CUDA ``cuda`` on
     ``platforms`` were built without PTX."""
@@ -80,7 +80,7 @@ class PtxPolicy:
     note: str | None = None
 
 
-@record
+@dataclass(frozen=True)
 class RuntimeTable:
     """``PYTORCH_RELEASES_CODE_CC`` of ``releases``: CUDA version -> platform -> SASS list.
 

@@ -18,10 +18,10 @@ import os
 import sys
 import zlib
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from torchenv._record import replace
 from torchenv.errors import BadInput, MatrixError
 from torchenv.matrix.model import Matrix
 
