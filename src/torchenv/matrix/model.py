@@ -247,6 +247,8 @@ class Variant:
 
 @dataclass(frozen=True)
 class CondaAvailability:
+    """Whether a release is on the pytorch conda channel and on conda-forge (or unknown)."""
+
     pytorch_channel: bool | Literal["unknown"]
     conda_forge: bool | Literal["unknown"]
 
@@ -317,6 +319,8 @@ class CompatFloor:
 
 @dataclass(frozen=True)
 class RocmTargets:
+    """The gfx targets a ROCm variant is built for (of the releases in ``torch``, or of all)."""
+
     name: str
     gfx: tuple[str, ...]
     torch: tuple[str, ...] = ()
@@ -326,6 +330,8 @@ class RocmTargets:
 
 @dataclass(frozen=True)
 class NvidiaGpu:
+    """An NVIDIA GPU of the catalog: its compute capability and how it is named."""
+
     name: str
     compute_capability: str
     architecture: str
@@ -341,6 +347,8 @@ class NvidiaGpu:
 
 @dataclass(frozen=True)
 class AmdGpu:
+    """An AMD GPU of the catalog: its gfx target and how it is named."""
+
     name: str
     gfx: str
     architecture: str
