@@ -10,12 +10,11 @@ order; every variant set, PTX-policy and runtime-table entry and every ROCm entr
 releases is copied with its releases renamed the same way. The releases and their (release,
 variant) candidates grow k times; the CUDA, ROCm and GPU tables stay as they are, and the newest
 release still decides every plan. Each factor gets a copy of the installed torchenv package
-whose data/ holds the grown YAML with cache.json and matrix.pickle rebuilt for it
-(``build_cache`` and ``build_built_cache``, as ``matrix check --write-cache`` writes them), so
-a child started with that copy on PYTHONPATH loads the grown matrix exactly as torchenv loads
-its embedded data. The ×1 copy goes through the
+whose data/ holds the grown YAML with cache.json rebuilt for it (``build_cache``, as
+``matrix check --write-cache`` writes it), so a child started with that copy on PYTHONPATH loads
+the grown matrix exactly as torchenv loads its embedded data. The ×1 copy goes through the
 same rewrite, so every factor is measured on the same footing. TORCHENV_NO_OVERLAY=1 throughout,
-except in the in-process overlay rows, which name their overlay and a cache folder of their own.
+except in the in-process overlay row, which names its overlay.
 
 The host: 1, 8 or 64 GPUs reported by the stand-in libnvidia-ml.so.1 (tests/detection/fake_nvml.c,
 built here with cc, through TORCHENV_NVML_LIBRARY and FAKE_NVML_GPUS): H100 (MIG mode on), A100,
@@ -30,10 +29,9 @@ In-process (one child per factor, each call timed after one warm-up call, median
   load_embedded_documents (the verified cache), embedded_digest (its CRC over the YAML), the
   YAML parse a start pays when the cache does not match, build_matrix (validation and model),
   load_matrix, load_matrix with a one-release overlay (the newest release replaced, as
-  ``matrix update`` writes one) when it is built (the user cache emptied first; a quarter as
-  many calls) and when the user cache holds it, ``resolve(Request(), host, matrix)`` per host
-  (the host read back from ``detect --json`` of the stand-in), and ``matrix ci``'s rows plus
-  their JSON.
+  ``matrix update`` writes one; a quarter as many calls), ``resolve(Request(), host, matrix)``
+  per host (the host read back from ``detect --json`` of the stand-in), and ``matrix ci``'s
+  rows plus their JSON.
 
 Targets: ``resolve`` grows at most linearly (in-process ×k ≤ k × the ×1 time, and in the
 number of GPUs); end to end, ``resolve --json`` on the ×16 matrix ≤ 2× its ×1 time (paired
@@ -113,8 +111,6 @@ out["embedded_digest"] = timed(loader.embedded_digest)
 out["yaml_parse"] = timed(lambda: {n: loader.read_yaml(loader.DATA_DIR / n)
                                    for n in loader.DATA_FILES}, reps // 4)
 out["build_matrix"] = timed(lambda: build_matrix(docs, origin={n: n for n in docs}))
-out["load_built_matrix"] = timed(loader.load_built_matrix)
-out["built_cache_hit"] = loader.load_built_matrix() is not None
 out["load_matrix"] = timed(lambda: loader.load_matrix(overlay=False))
 matrix = loader.load_matrix(overlay=False)
 out["releases"] = len(matrix.releases)
@@ -134,29 +130,16 @@ ci = CiRequest()
 out["ci_rows"] = len(generate_rows(matrix, ci))
 out["ci"] = timed(lambda: render(generate_rows(matrix, ci), "json"), reps // 2)
 # last, so that nothing above runs in a heap it grew: a one-release overlay (the newest release
-# with another note, as `matrix update` replaces entries), built and cached on a miss, loaded
-# from the user cache on a hit
+# with another note, as `matrix update` replaces entries), parsed and merged at every load
 import copy, os, tempfile, yaml
 scratch = tempfile.mkdtemp(prefix="torchenv-bench-overlay-")
-os.environ["TORCHENV_CACHE_DIR"] = os.path.join(scratch, "cache")
 overlay = os.path.join(scratch, "overlay.yaml")
 newest = copy.deepcopy(docs["releases.yaml"]["releases"][0])
 newest["note"] = "replaced by the benchmark's overlay"
 with open(overlay, "w") as fh:
     yaml.safe_dump({"schema_version": 1, "releases": [newest]}, fh)
-overlaid = os.path.join(os.environ["TORCHENV_CACHE_DIR"], "matrix-overlaid.pickle")
-
-
-def overlay_miss():
-    if os.path.exists(overlaid):
-        os.unlink(overlaid)
-    return loader.load_matrix(overlay=overlay)
-
-
-out["overlay_miss"] = timed(overlay_miss, reps // 4)
 assert loader.load_matrix(overlay=overlay).overlay_error is None
-out["overlay_hit"] = timed(lambda: loader.load_matrix(overlay=overlay))
-assert os.path.exists(overlaid)
+out["overlay"] = timed(lambda: loader.load_matrix(overlay=overlay), reps // 4)
 import shutil
 shutil.rmtree(scratch)
 print(json.dumps(out))
@@ -247,14 +230,7 @@ def make_package(root: Path, factor: int, documents: Mapping[str, Any]) -> tuple
     import yaml
 
     import torchenv
-    from torchenv.matrix.loader import (
-        BUILT_FILE,
-        DATA_FILES,
-        build_built_cache,
-        build_cache,
-        load_built_matrix,
-        load_embedded_documents,
-    )
+    from torchenv.matrix.loader import DATA_FILES, build_cache, load_embedded_documents
 
     base = root / f"x{factor}"
     package = base / "torchenv"
@@ -274,10 +250,6 @@ def make_package(root: Path, factor: int, documents: Mapping[str, Any]) -> tuple
     docs, used_cache = load_embedded_documents(data)
     if not used_cache or docs != grown:
         raise RuntimeError(f"the x{factor} copy does not load its own data through the cache")
-    built, matrix = build_built_cache(data)
-    (data / BUILT_FILE.name).write_bytes(built)
-    if load_built_matrix(data) != matrix:
-        raise RuntimeError(f"the x{factor} copy does not load its built matrix.pickle")
     return base, size
 
 
@@ -414,8 +386,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                     child_env(packages[f]), timeout=10 * LIMIT_S, capture=True),
                         f"in-process x{f}", (0,))
             inproc[f] = json.loads(o.stdout.strip().splitlines()[-1])
-            if not inproc[f]["cache_hit"] or not inproc[f]["built_cache_hit"]:
-                raise RuntimeError(f"the x{f} copy did not load through its caches")
+            if not inproc[f]["cache_hit"]:
+                raise RuntimeError(f"the x{f} copy did not load through its cache.json")
 
         profile_text = ""
         if args.profile:
@@ -459,11 +431,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     labels = [("load_embedded_documents (cache hit)", "load_embedded_documents"),
               ("  of which embedded_digest (CRC-32 of the YAML)", "embedded_digest"),
               ("YAML parse of the five files (cache miss)", "yaml_parse"),
-              ("build_matrix (validation + model: a matrix.pickle miss)", "build_matrix"),
-              ("load_built_matrix (matrix.pickle, verified)", "load_built_matrix"),
+              ("build_matrix (validation, inference rules and model)", "build_matrix"),
               ("load_matrix(overlay=False)", "load_matrix"),
-              ("load_matrix, one-release overlay: built (user cache miss)", "overlay_miss"),
-              ("load_matrix, one-release overlay: user cache hit", "overlay_hit")]
+              ("load_matrix, one-release overlay", "overlay")]
     for label, key in labels:
         v = grow(key)
         rows.append([label, *map(fmt_ms, v), fmt_x(_div(v[-1], v[0])), "-", "info"])
@@ -479,7 +449,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                  "info"])
     print_grid(("in-process (one child per factor)", *factor_cols, ratio_col, "target",
                 "verdict"), rows, f"In-process: median ms of {args.reps} calls after one "
-               "warm-up call (YAML parse, overlay built: a quarter as many)",
+               "warm-up call (YAML parse, overlay: a quarter as many)",
                left=(0, len(factors) + 2, len(factors) + 3))
 
     # by host size
@@ -500,16 +470,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 "target", "verdict"), rows, "By host size (same runs as above)",
                left=(0, len(gpu_counts) + 2, len(gpu_counts) + 3))
 
-    built = _div(inproc[hi]["load_built_matrix"], inproc[lo]["load_built_matrix"])
-    build = _div(inproc[hi]["build_matrix"], inproc[lo]["build_matrix"])
-    flat = built is not None and built <= 1.5
-    print(f"\nembedded caches: loading the built matrix (matrix.pickle, verified) costs "
-          f"{fmt_ms(inproc[lo]['load_built_matrix'])} ms at x{lo} and "
-          f"{fmt_ms(inproc[hi]['load_built_matrix'])} ms at x{hi} ({fmt_x(built)}; the "
-          f"validation and inference it saves grow {fmt_x(build)}): load is "
-          + ("flat" if flat else "not flat") + " in the size of unchanged data"
-          + ("" if flat else " (unpickling the model grows with it; only the validation, the "
-             "inference rules and the YAML parse are saved)"))
     if profile_text:
         print(profile_text)
     return 0 if ok else 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +14,9 @@ from tests.matrix.matrix_helpers import overlay_release
 
 from torchenv.errors import MatrixError
 from torchenv.matrix.loader import (
-    BUILT_FILE,
     CACHE_FILE,
     DATA_DIR,
-    build_built_cache,
     build_cache,
-    load_built_matrix,
     load_embedded_documents,
     load_matrix,
     merge_overlay,
@@ -45,62 +43,44 @@ def test_cache_matches_the_yaml() -> None:
     assert used_cache
 
 
-def test_the_built_cache_holds_the_matrix_the_yaml_builds(documents: dict[str, Any]) -> None:
-    built = load_built_matrix()
-    assert built is not None, "run 'torchenv matrix check --write-cache'"
-    assert built == build_matrix(documents, origin=ORIGIN)
-    assert load_matrix(overlay=False) == built
+def test_the_matrix_is_the_one_the_yaml_builds(documents: dict[str, Any]) -> None:
+    assert load_matrix(overlay=False) == build_matrix(documents, origin=ORIGIN)
+
+
+def test_the_data_folder_ships_only_data() -> None:
+    assert sorted(f.suffix for f in DATA_DIR.iterdir()) == [".json"] + [".yaml"] * 5
 
 
 def _copy_data(tmp_path: Path) -> Path:
-    for f in DATA_DIR.iterdir():
-        (tmp_path / f.name).write_bytes(f.read_bytes())
-    return tmp_path
-
-
-def test_a_built_cache_for_other_yaml_is_not_used(tmp_path: Path) -> None:
-    data = _copy_data(tmp_path)
-    gpus = data / "gpus.yaml"
-    gpus.write_text(gpus.read_text() + "\n# edited\n")
-    assert load_built_matrix(data) is None
-    assert load_matrix(overlay=False, data_dir=data) == load_matrix(overlay=False)
-
-
-def test_a_built_cache_from_other_code_is_not_used(tmp_path: Path) -> None:
-    data = _copy_data(tmp_path)
-    shipped = BUILT_FILE.read_bytes()
-    # the second header line is the fingerprint of the code that built the matrix
-    magic, digest, code, rest = shipped.split(b"\n", 3)
-    other = code.replace(b"matrix/model.py:", b"matrix/model.py:1")
-    (data / BUILT_FILE.name).write_bytes(b"\n".join((magic, digest, other, rest)))
-    assert load_built_matrix(data) is None
-
-
-def test_a_damaged_built_cache_is_a_miss_not_an_error(tmp_path: Path) -> None:
-    data = _copy_data(tmp_path)
-    shipped = BUILT_FILE.read_bytes()
-    (data / BUILT_FILE.name).write_bytes(shipped[: len(shipped) // 2])
-    assert load_built_matrix(data) is None
-    assert load_matrix(overlay=False, data_dir=data).releases
-    (data / BUILT_FILE.name).unlink()
-    assert load_built_matrix(data) is None
-
-
-def test_build_built_cache_round_trips(tmp_path: Path) -> None:
-    data = _copy_data(tmp_path)
-    raw, matrix = build_built_cache(data)
-    (data / BUILT_FILE.name).write_bytes(raw)
-    assert load_built_matrix(data) == matrix
+    shutil.copytree(DATA_DIR, tmp_path / "data")
+    return tmp_path / "data"
 
 
 def test_a_stale_cache_is_ignored(tmp_path: Path) -> None:
-    for f in DATA_DIR.iterdir():
-        (tmp_path / f.name).write_bytes(f.read_bytes())
-    releases = tmp_path / "releases.yaml"
-    releases.write_text(releases.read_text() + "\n# edited\n")
-    _, used_cache = load_embedded_documents(tmp_path)
+    data = _copy_data(tmp_path)
+    releases = yaml.safe_load((data / "releases.yaml").read_text())
+    releases["releases"][0]["note"] = "edited"
+    (data / "releases.yaml").write_text(yaml.safe_dump(releases))
+    _, used_cache = load_embedded_documents(data)
     assert not used_cache
-    assert load_matrix(overlay=False, data_dir=tmp_path).releases
+    assert load_matrix(overlay=False, data_dir=data).releases[0].note == "edited"
+
+
+@pytest.mark.parametrize("spoil", ["missing", "not-json", "not-a-mapping", "no-documents"])
+def test_a_cache_that_cannot_be_used_is_a_miss_not_an_error(spoil: str, tmp_path: Path,
+                                                            matrix: Matrix) -> None:
+    data = _copy_data(tmp_path)
+    cache = data / CACHE_FILE.name
+    if spoil == "missing":
+        cache.unlink()
+    elif spoil == "not-json":
+        cache.write_bytes(cache.read_bytes()[:1000])
+    elif spoil == "not-a-mapping":
+        cache.write_text("[]")
+    else:
+        cache.write_text(json.dumps({"digest": json.loads(cache.read_text())["digest"]}))
+    assert load_embedded_documents(data)[1] is False
+    assert load_matrix(overlay=False, data_dir=data).releases == matrix.releases
 
 
 def test_every_patch_release_from_2_0_to_2_15_is_present(matrix: Matrix) -> None:
@@ -228,6 +208,31 @@ def test_an_overlay_adds_releases(tmp_path: Path, matrix: Matrix) -> None:
     assert len(merged.releases) == len(matrix.releases) + 1
 
 
+def _write_overlay(path: Path, matrix: Matrix, torch: str = "2.99.0") -> Path:
+    path.write_text(yaml.safe_dump({"schema_version": 1,
+                                    "releases": [overlay_release(matrix, torch)]}))
+    return path
+
+
+def test_an_edited_overlay_is_read_again(tmp_path: Path, matrix: Matrix) -> None:
+    overlay = _write_overlay(tmp_path / "overlay.yaml", matrix, "2.99.0")
+    assert load_matrix(overlay=overlay).releases[0].torch == "2.99.0"
+    _write_overlay(overlay, matrix, "2.98.0")  # same length, other content
+    assert load_matrix(overlay=overlay).releases[0].torch == "2.98.0"
+
+
+def test_an_overlay_is_merged_with_the_embedded_data_it_is_loaded_with(
+        tmp_path: Path, matrix: Matrix) -> None:
+    overlay = _write_overlay(tmp_path / "overlay.yaml", matrix)
+    data = _copy_data(tmp_path)
+    releases = yaml.safe_load((data / "releases.yaml").read_text())
+    releases["releases"][0]["note"] = "edited"
+    (data / "releases.yaml").write_text(yaml.safe_dump(releases))
+    edited = load_matrix(overlay=overlay, data_dir=data)
+    assert [r.note for r in edited.releases[:2]] == [None, "edited"]  # the overlay's, then ours
+    assert edited.overlay == str(overlay) and edited.overlay_error is None
+
+
 def test_an_overlay_replaces_a_release_by_version(documents: dict[str, Any]) -> None:
     replacement = copy.deepcopy(documents["releases.yaml"]["releases"][3])
     replacement["note"] = "replaced"
@@ -245,12 +250,13 @@ def test_a_broken_overlay_is_reported_and_ignored(tmp_path: Path, matrix: Matrix
     bad = overlay_release(matrix)
     bad["released"] = "yesterday"
     overlay.write_text(yaml.safe_dump({"releases": [bad]}))
-    loaded = load_matrix(overlay=overlay)
-    assert (
-        loaded.overlay_error is not None
-        and "'yesterday' is not an ISO date" in loaded.overlay_error
-    )
-    assert [r.torch for r in loaded.releases] == [r.torch for r in matrix.releases]
+    for _ in range(2):  # every time it is loaded
+        loaded = load_matrix(overlay=overlay)
+        assert (
+            loaded.overlay_error is not None
+            and "'yesterday' is not an ISO date" in loaded.overlay_error
+        )
+        assert [r.torch for r in loaded.releases] == [r.torch for r in matrix.releases]
 
 
 def test_an_overlay_that_is_not_yaml_is_ignored(tmp_path: Path, matrix: Matrix) -> None:

@@ -40,8 +40,7 @@ def register(sub: Subcommands) -> None:
     check.add_argument(
         "--write-cache",
         action="store_true",
-        help="rebuild the embedded caches (cache.json, matrix.pickle) from the YAML "
-        "(maintainers)",
+        help="rebuild the embedded cache (cache.json) from the YAML (maintainers)",
     )
     check.add_argument(
         "--git",
@@ -104,11 +103,8 @@ def run_check(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from torchenv.matrix.loader import (
-        BUILT_FILE,
         CACHE_FILE,
-        build_built_cache,
         build_cache,
-        load_built_matrix,
         load_embedded_documents,
         load_matrix,
     )
@@ -118,11 +114,7 @@ def run_check(args: argparse.Namespace) -> int:
         from torchenv._files import write_atomic
 
         write_atomic(CACHE_FILE, json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n")
-        data, built = build_built_cache()
-        if load_built_matrix() != built:  # pickles of equal matrices may differ byte for byte
-            write_atomic(BUILT_FILE, data)
     _, cached = load_embedded_documents()
-    built_current = load_built_matrix() is not None
     overlay: Path | bool = Path(args.overlay) if args.overlay else False
     if args.overlay and not os.path.lexists(args.overlay):
         raise BadInput(f"--overlay: {args.overlay} does not exist")
@@ -134,12 +126,6 @@ def run_check(args: argparse.Namespace) -> int:
         problems.append(
             "cache.json does not match the YAML (run 'torchenv matrix check "
             "--write-cache'); the YAML is parsed on every start until then"
-        )
-    if not built_current:
-        problems.append(
-            "matrix.pickle does not match the YAML or the code that builds the matrix (run "
-            "'torchenv matrix check --write-cache'); the matrix is built on every start until "
-            "then"
         )
     unverified = [
         f"{r.torch} {v.name}" for r in matrix.releases for v in r.variants if v.status != "verified"
@@ -157,7 +143,6 @@ def run_check(args: argparse.Namespace) -> int:
         "variants": sum(len(r.variants) for r in matrix.releases),
         "unverified_variants": unverified,
         "cache_current": cached,
-        "built_cache_current": built_current,
         "problems": problems,
     }
     if provenance is not None:

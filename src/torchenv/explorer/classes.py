@@ -54,9 +54,9 @@ import bisect
 import functools
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Optional
 
-from torchenv._record import record
 from torchenv.detection.detect import apply_overrides
 from torchenv.detection.overrides import Overrides
 from torchenv.detection.profile import HostProfile, PythonInfo
@@ -102,7 +102,7 @@ def capability_index(cc: str) -> int:
     return (int(major) - CC_MAJORS.start) * 10 + int(minor)
 
 
-@record
+@dataclass(frozen=True)
 class GpuChoice:
     """The accelerator part of a page host: ``none``, ``nvidia`` (capability, driver or None for
     unknown) or ``amd`` (gfx target)."""
@@ -131,7 +131,7 @@ def page_host(platform: str, python: str, gpu: GpuChoice) -> HostProfile:
     return apply_overrides(base, overrides)
 
 
-@record
+@dataclass(frozen=True)
 class WindowFacts:
     """What the accelerator rules can read for one (platform, Python[, specifier]) window.
 
@@ -204,7 +204,7 @@ def facts_of(matrix: Matrix, platform: str,
                        tuple(sorted(gfx)), tuple(names))
 
 
-@record
+@dataclass(frozen=True)
 class DriverClasses:
     """Driver versions as the intervals between the floors of a window.
 
@@ -265,7 +265,7 @@ def _floor_keys(floors: tuple[str, ...]) -> list[tuple[int, ...]]:
     return [parse_version_tuple(f) for f in floors]
 
 
-@record
+@dataclass(frozen=True)
 class CapabilityClasses:
     """Compute capabilities 1.0–19.9 grouped by what the arch rules of a window answer.
 
@@ -301,7 +301,7 @@ class CapabilityClasses:
         return self.table[capability_index(cc)]
 
 
-@record
+@dataclass(frozen=True)
 class GfxClasses:
     """ROCm gfx targets grouped by the lists of a window that hold them.
 
@@ -332,7 +332,7 @@ class GfxClasses:
         return dict(self.known).get(gfx, 0)
 
 
-@record
+@dataclass(frozen=True)
 class Classes:
     """The classes of one window, numbered as *slots*: slot 0 is "no GPU"; then, for each
     capability class ``k`` and driver class ``d`` (unknown first), slot ``1 + k·(D+1) + d + 1``;

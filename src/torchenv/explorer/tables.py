@@ -21,9 +21,9 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
 from typing import Any, Optional, Union
 
-from torchenv._record import record, replace
 from torchenv.explorer.classes import (
     RULE1,
     Classes,
@@ -56,7 +56,7 @@ Verdict = tuple[str, str, str]
 or only at the compatibility level) or ``no``."""
 
 
-@record
+@dataclass(frozen=True)
 class Job:
     """One representative host: resolved (with the specifier ``torch``), or, with ``column``,
     evaluated for the grid (``"*"``: every candidate; a variant name: that column alone)."""
@@ -283,7 +283,7 @@ def _context(kind: str, unconstrained: dict[str, Any]) -> str:
                       sort_keys=True)
 
 
-@record
+@dataclass(frozen=True)
 class Tables:
     """Everything the page looks up (see the module docstring); JSON-ready."""
 
@@ -419,7 +419,7 @@ def _specifier_decisions(matrix: Matrix, runner: _Runner, windows: dict[str, Cla
     return sorted(chosen, key=parse_version_tuple, reverse=True)
 
 
-@record
+@dataclass(frozen=True)
 class _Column:
     """One CUDA or ROCm column of a platform's grid and the slots it is evaluated for."""
 

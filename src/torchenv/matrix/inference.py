@@ -34,9 +34,9 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
-from torchenv._record import record, replace
 from torchenv.matrix.model import ArchFact, Release, ToolkitFloor, Variant, parse_version_tuple
 
 TYPE_CHECKING = False
@@ -68,7 +68,7 @@ RULES: Mapping[str, str] = {
 }
 
 
-@record
+@dataclass(frozen=True)
 class PtxPolicy:
     """A confirmed statement that the release wheels of ``releases`` for CUDA ``cuda`` on
     ``platforms`` were built without PTX."""
@@ -80,7 +80,7 @@ class PtxPolicy:
     note: str | None = None
 
 
-@record
+@dataclass(frozen=True)
 class RuntimeTable:
     """``PYTORCH_RELEASES_CODE_CC`` of ``releases``: CUDA version -> platform -> SASS list.
 
@@ -189,6 +189,10 @@ def _policy_for(
     return None
 
 
+# id(variant) -> platform -> the fact a rule gives it, with the variant itself by id
+_Updates = dict[int, dict[str, ArchFact]]
+
+
 def apply_inference(
     releases: Sequence[Release],
     policies: Sequence[PtxPolicy] = (),
@@ -199,55 +203,18 @@ def apply_inference(
     Patches that share a variant entry share its facts, so neighbours are looked for among the
     distinct entries of the same variant name on the same platform, in release order.
     """
-    # (variant name, platform) -> [(release index, variant)] oldest first, one per distinct entry
-    chains: dict[tuple[str, str], list[tuple[int, Variant]]] = {}
-    for i in range(len(releases) - 1, -1, -1):
-        for v in releases[i].variants:
-            if v.kind != "cuda":
-                continue
-            for plat in v.platforms:
-                chain = chains.setdefault((v.name, plat), [])
-                if not chain or chain[-1][1] is not v:
-                    chain.append((i, v))
-    updates: dict[int, dict[str, ArchFact]] = {}  # id(variant) -> platform -> new fact
+    updates: _Updates = {}
     originals: dict[int, Variant] = {}
-    for (_, plat), chain in chains.items():
-        for pos, (_, v) in enumerate(chain):
-            fact = v.arch_facts.get(plat)
-            if fact is None or fact.known:
-                continue
-            older = chain[pos - 1][1].arch_facts.get(plat) if pos > 0 else None
-            newer = chain[pos + 1][1].arch_facts.get(plat) if pos + 1 < len(chain) else None
-            inferred = infer_from_adjacent_releases(older, newer)
-            if inferred is not None:
-                updates.setdefault(id(v), {})[plat] = inferred
-                originals[id(v)] = v
+
+    def update(v: Variant, plat: str, fact: ArchFact) -> None:
+        updates.setdefault(id(v), {})[plat] = fact
+        originals[id(v)] = v
+
+    _infer_from_neighbours(releases, update)
     if tables:
-        for rel in releases:
-            table = next((t for t in tables if rel.torch in t.releases), None)
-            if table is None:
-                continue
-            for v in rel.variants:
-                for plat in v.platforms:
-                    fact = v.arch_facts.get(plat)
-                    if fact is None or fact.known or plat in updates.get(id(v), {}):
-                        continue
-                    inferred = infer_from_runtime_table(v.cuda_version, plat, table)
-                    if inferred is not None:
-                        updates.setdefault(id(v), {})[plat] = inferred
-                        originals[id(v)] = v
+        _infer_from_tables(releases, tables, updates, update)
     if policies:
-        for rel in releases:
-            for v in rel.variants:
-                for plat in v.platforms:
-                    fact = updates.get(id(v), {}).get(plat) or v.arch_facts.get(plat)
-                    policy = _policy_for(policies, rel.torch, v.cuda_version, plat)
-                    if fact is None or policy is None:
-                        continue
-                    new = infer_ptx_from_policy(fact, policy)
-                    if new is not fact:
-                        updates.setdefault(id(v), {})[plat] = new
-                        originals[id(v)] = v
+        _infer_from_policies(releases, policies, updates, update)
     if not updates:
         return tuple(releases)
     rebuilt: dict[int, Variant] = {
@@ -260,6 +227,65 @@ def apply_inference(
             rel = replace(rel, variants=tuple(rebuilt.get(id(v), v) for v in rel.variants))
         out.append(rel)
     return tuple(out)
+
+
+def _infer_from_neighbours(releases: Sequence[Release],
+                           update: Callable[[Variant, str, ArchFact], None]) -> None:
+    """Rule ``adjacent-releases-agree`` over every unknown fact."""
+    # (variant name, platform) -> [(release index, variant)] oldest first, one per distinct entry
+    chains: dict[tuple[str, str], list[tuple[int, Variant]]] = {}
+    for i in range(len(releases) - 1, -1, -1):
+        for v in releases[i].variants:
+            if v.kind != "cuda":
+                continue
+            for plat in v.platforms:
+                chain = chains.setdefault((v.name, plat), [])
+                if not chain or chain[-1][1] is not v:
+                    chain.append((i, v))
+    for (_, plat), chain in chains.items():
+        for pos, (_, v) in enumerate(chain):
+            fact = v.arch_facts.get(plat)
+            if fact is None or fact.known:
+                continue
+            older = chain[pos - 1][1].arch_facts.get(plat) if pos > 0 else None
+            newer = chain[pos + 1][1].arch_facts.get(plat) if pos + 1 < len(chain) else None
+            inferred = infer_from_adjacent_releases(older, newer)
+            if inferred is not None:
+                update(v, plat, inferred)
+
+
+def _infer_from_tables(releases: Sequence[Release], tables: Sequence[RuntimeTable],
+                       updates: _Updates,
+                       update: Callable[[Variant, str, ArchFact], None]) -> None:
+    """Rule ``runtime-table-in-sync`` over the facts still unknown."""
+    for rel in releases:
+        table = next((t for t in tables if rel.torch in t.releases), None)
+        if table is None:
+            continue
+        for v in rel.variants:
+            for plat in v.platforms:
+                fact = v.arch_facts.get(plat)
+                if fact is None or fact.known or plat in updates.get(id(v), {}):
+                    continue
+                inferred = infer_from_runtime_table(v.cuda_version, plat, table)
+                if inferred is not None:
+                    update(v, plat, inferred)
+
+
+def _infer_from_policies(releases: Sequence[Release], policies: Sequence[PtxPolicy],
+                         updates: _Updates,
+                         update: Callable[[Variant, str, ArchFact], None]) -> None:
+    """Rule ``release-ptx-policy`` over every fact, as the rules above left it."""
+    for rel in releases:
+        for v in rel.variants:
+            for plat in v.platforms:
+                fact = updates.get(id(v), {}).get(plat) or v.arch_facts.get(plat)
+                policy = _policy_for(policies, rel.torch, v.cuda_version, plat)
+                if fact is None or policy is None:
+                    continue
+                new = infer_ptx_from_policy(fact, policy)
+                if new is not fact:
+                    update(v, plat, new)
 
 
 def describe(fact: ArchFact) -> dict[str, Any]:

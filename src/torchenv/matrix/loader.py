@@ -1,48 +1,43 @@
-"""Load the matrix: embedded YAML (through verified caches), plus the user overlay.
+"""Load the matrix: the embedded data, plus the user overlay.
 
-The embedded data is five YAML files. Parsing YAML costs more than the rest of a ``resolve``,
-and validating the documents and applying the inference rules costs nearly as much again, so
-the package ships two caches, both written by ``torchenv matrix check --write-cache``:
+The embedded data is five YAML files. Parsing YAML costs more than the rest of a start, so the
+package ships ``cache.json`` beside them, written by ``torchenv matrix check --write-cache``: the
+parsed documents with a fingerprint of the YAML (name, size and CRC-32 of each file). It is used
+only when that fingerprint matches the YAML on disk, so an edited file is never served stale:
+until the cache is rewritten the YAML is parsed. Either way the documents pass the same
+validation and inference rules (:func:`torchenv.matrix.validate.build_matrix`) at every start.
 
-* ``cache.json``: the parsed documents with a fingerprint of the YAML bytes (size and CRC-32 per
-  file), used only when that fingerprint matches the YAML on disk, otherwise the YAML is parsed.
-  Either way the documents pass the same validation before the model is built.
-* ``matrix.pickle``: the built model itself (validated, inference applied), headed by the same
-  YAML fingerprint and a fingerprint of the code that builds the model (:func:`code_digest`).
-  It is used only when both match, so an edit to the data or to the rules is never served from
-  a stale cache; otherwise, or when it cannot be read, the matrix is built as above. Loading it
-  costs a small fraction of building it.
+A user overlay is parsed and merged with the embedded documents at every start; a broken one is
+reported in ``Matrix.overlay_error`` and ignored.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import zlib
 from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
-from torchenv._files import path_str
 from torchenv.errors import BadInput, MatrixError
 from torchenv.matrix.model import Matrix
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
-    from typing import Any
-
     from torchenv._files import StrPath
 
 __all__ = [
+    "CACHE_FILE",
     "DATA_DIR",
     "DATA_FILES",
     "MAX_YAML_DEPTH",
     "MAX_YAML_NODES",
-    "build_built_cache",
     "build_cache",
-    "code_digest",
     "default_overlay_path",
     "embedded_digest",
-    "load_built_matrix",
     "load_embedded_documents",
     "load_matrix",
     "merge_overlay",
@@ -50,36 +45,12 @@ __all__ = [
     "read_yaml",
 ]
 
-_MODULE_DIR = os.path.dirname(path_str(__file__))
-_PACKAGE_DIR = path_str(os.path.dirname(_MODULE_DIR))
-_DATA_DIR = path_str(_MODULE_DIR, "data")
+_PACKAGE_DIR = Path(__file__).parent.parent
+DATA_DIR = _PACKAGE_DIR / "matrix" / "data"
+"""The embedded data: the YAML files and their cache."""
 DATA_FILES = ("releases.yaml", "variants.yaml", "cuda.yaml", "rocm.yaml", "gpus.yaml")
-_CACHE_NAME = "cache.json"
-_BUILT_NAME = "matrix.pickle"
-# the pathlib.Path constants, made on first use (:func:`__getattr__`): loading the matrix needs
-# only the str paths above, and importing pathlib would cost every start
-_PATH_CONSTANTS = {"DATA_DIR": (), "CACHE_FILE": (_CACHE_NAME,), "BUILT_FILE": (_BUILT_NAME,)}
-DATA_DIR: Path
-CACHE_FILE: Path
-BUILT_FILE: Path
-
-
-def __getattr__(name: str) -> Path:
-    """``DATA_DIR`` (the embedded data), ``CACHE_FILE`` and ``BUILT_FILE`` (its caches), as
-    :class:`pathlib.Path`, each made once."""
-    if name not in _PATH_CONSTANTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from pathlib import Path
-
-    value = globals()[name] = Path(_DATA_DIR, *_PATH_CONSTANTS[name])
-    return value
-
-
-_BUILT_MAGIC = b"torchenv built matrix 1\n"
-# the modules whose code decides what build_matrix makes of the documents (paths relative to
-# the package); the built cache is refused when any of them differs from what built it
-_BUILD_CODE = ("_record.py", "errors.py", "matrix/model.py", "matrix/validate.py",
-               "matrix/inference.py", "matrix/loader.py")
+CACHE_FILE = DATA_DIR / "cache.json"
+"""The parsed embedded YAML with its fingerprint (:func:`build_cache`)."""
 
 # overlay list key -> (the embedded file it extends, the fields that identify an entry)
 _OVERLAY_KEYS = {
@@ -96,31 +67,16 @@ _OVERLAY_KEYS = {
 
 def default_overlay_path() -> Path:
     """Where ``matrix update`` writes the overlay: ``TORCHENV_MATRIX_OVERLAY`` or the data dir."""
-    from pathlib import Path
-
-    return Path(_default_overlay())
-
-
-def _default_overlay() -> str:
-    """:func:`default_overlay_path` as a str, written as pathlib writes it."""
     explicit = os.environ.get("TORCHENV_MATRIX_OVERLAY")
     if explicit:
-        return path_str(explicit)
+        return Path(explicit)
     if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA", path_str(_home(), "AppData", "Local"))
+        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
     elif sys.platform == "darwin":
-        base = path_str(_home(), "Library", "Application Support")
+        base = Path.home() / "Library" / "Application Support"
     else:
-        base = os.environ.get("XDG_DATA_HOME") or path_str(_home(), ".local", "share")
-    return path_str(base, "torchenv", "matrix-overlay.yaml")
-
-
-def _home() -> str:
-    """The user's home directory, or RuntimeError as from :meth:`pathlib.Path.home`."""
-    home = os.path.expanduser("~")
-    if home[:1] == "~":
-        raise RuntimeError("Could not determine home directory.")
-    return home
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "torchenv" / "matrix-overlay.yaml"
 
 
 _YES = frozenset({"1", "true", "yes", "on"})
@@ -168,7 +124,7 @@ def read_yaml(path: StrPath, text: str | bytes | None = None) -> Any:
         return yaml.load(raw, Loader=loader)
     except MatrixError:
         raise
-    except BadInput as exc:
+    except BadInput as exc:  # from reading the file
         raise MatrixError(exc.message, hint=exc.hint) from exc
     except yaml.YAMLError as exc:
         raise MatrixError(
@@ -215,139 +171,43 @@ def _check_yaml_bounds(raw: str | bytes, path: StrPath, loader: Any) -> None:
                               "its aliases are expanded; refusing to build it", hint=hint)
 
 
-def _data_dir(data_dir: StrPath | None) -> str:
-    """``data_dir`` as a str, written as pathlib writes it; None is the embedded data."""
-    return _DATA_DIR if data_dir is None else path_str(data_dir)
-
-
-def _read_bytes(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
-
-
-def _yaml_bytes(data_dir: str) -> dict[str, bytes]:
-    return {name: _read_bytes(os.path.join(data_dir, name)) for name in DATA_FILES}
-
-
 def embedded_digest(data_dir: StrPath | None = None) -> str:
-    """A fingerprint of the embedded YAML files: name, size and CRC-32 of each.
-
-    It detects edits, not tampering (the files ship in the same package as the cache), and zlib
-    is far cheaper to import than hashlib's OpenSSL binding.
-    """
+    """A fingerprint of the embedded YAML files (default: of the embedded data): name, size and
+    CRC-32 of each. It detects edits, not tampering: the files ship beside the cache."""
+    folder = Path(data_dir) if data_dir is not None else DATA_DIR
     parts = []
-    for name, data in _yaml_bytes(_data_dir(data_dir)).items():
+    for name in DATA_FILES:
+        data = (folder / name).read_bytes()
         parts.append(f"{name}:{len(data)}:{zlib.crc32(data):08x}")
     return ";".join(parts)
 
 
-def code_digest() -> str:
-    """A fingerprint of the code that builds the model: name, size and CRC-32 of each module."""
-    parts = []
-    for rel in _BUILD_CODE:
-        data = _read_bytes(os.path.join(_PACKAGE_DIR, rel))
-        parts.append(f"{rel}:{len(data)}:{zlib.crc32(data):08x}")
-    return ";".join(parts)
-
-
-def _built_header(digest: str, code: str) -> bytes:
-    return _BUILT_MAGIC + digest.encode() + b"\n" + code.encode() + b"\n"
-
-
-def build_built_cache(data_dir: StrPath | None = None) -> tuple[bytes, Matrix]:
-    """The ``matrix.pickle`` bytes for the YAML in ``data_dir`` (default: the embedded data) and
-    the matrix they hold."""
-    import pickle
-
-    from torchenv.matrix.validate import build_matrix
-
-    data_dir = _data_dir(data_dir)
-    documents = {name: read_yaml(os.path.join(data_dir, name)) for name in DATA_FILES}
-    matrix = build_matrix(documents, origin=_origins(data_dir))
-    header = _built_header(embedded_digest(data_dir), code_digest())
-    return header + pickle.dumps(_share_equal(matrix, {}), protocol=4), matrix
-
-
-def _share_equal(value: Any, seen: dict[Any, Any]) -> Any:
-    """``value`` with every equal string, tuple and record replaced by one shared instance, so
-    the pickle stores each once (a third smaller, loaded in half the time). Records are frozen,
-    so sharing them changes nothing a reader can see."""
-    if isinstance(value, dict):
-        return {_share_equal(k, seen): _share_equal(v, seen) for k, v in value.items()}
-    if isinstance(value, tuple):
-        value = tuple(_share_equal(item, seen) for item in value)
-    elif hasattr(value, "__record_fields__"):
-        fields = value.__dict__  # rebuilt in place: the records are fresh from build_matrix
-        for name in fields:
-            fields[name] = _share_equal(fields[name], seen)
-    elif not isinstance(value, (str, frozenset)):
-        return value
-    try:
-        return seen.setdefault((type(value), value), value)
-    except TypeError:  # holds a mapping: not hashable, kept as it is
-        return value
-
-
-def load_built_matrix(data_dir: StrPath | None = None, *,
-                      digest: str | None = None) -> Matrix | None:
-    """The built matrix from ``matrix.pickle`` when its fingerprints match the YAML in
-    ``data_dir`` (default: the embedded data; ``digest``: :func:`embedded_digest`, when the caller
-    has it) and this code; None when they do not, or when the file is missing or cannot be
-    read."""
-    data_dir = _data_dir(data_dir)
-    try:
-        raw = _read_bytes(os.path.join(data_dir, _BUILT_NAME))
-        header = _built_header(embedded_digest(data_dir) if digest is None else digest,
-                               code_digest())
-    except OSError:
-        return None
-    return _unpickle_matrix(raw, header)
-
-
-def _unpickle_matrix(raw: bytes, header: bytes) -> Matrix | None:
-    """The Matrix pickled after ``header`` in ``raw``; None when ``raw`` does not start with
-    that header or does not hold a Matrix (a damaged cache is a miss: the matrix is built)."""
-    if not raw.startswith(header):
-        return None
-    try:
-        from _pickle import loads  # the C unpickler; pickle.py costs far more to import
-    except ImportError:  # pragma: no cover - interpreters without the C accelerator
-        from pickle import loads
-    try:
-        matrix = loads(memoryview(raw)[len(header):])
-    except Exception:
-        return None
-    return matrix if isinstance(matrix, Matrix) else None
+def _parse_yaml_files(folder: Path) -> dict[str, Any]:
+    return {name: read_yaml(folder / name) for name in DATA_FILES}
 
 
 def build_cache(data_dir: StrPath | None = None) -> dict[str, Any]:
     """The cache document for the YAML in ``data_dir`` (default: the embedded data), as
-    ``matrix check --write-cache`` writes it."""
-    data_dir = _data_dir(data_dir)
-    docs = {name: read_yaml(os.path.join(data_dir, name)) for name in DATA_FILES}
-    return {"digest": embedded_digest(data_dir), "documents": docs}
+    ``matrix check --write-cache`` writes it to :data:`CACHE_FILE`."""
+    folder = Path(data_dir) if data_dir is not None else DATA_DIR
+    return {"digest": embedded_digest(folder), "documents": _parse_yaml_files(folder)}
 
 
-def load_embedded_documents(
-    data_dir: StrPath | None = None, *, digest: str | None = None
-) -> tuple[dict[str, Any], bool]:
-    """The parsed embedded documents (default: of the embedded data) and whether the verified
-    cache supplied them (``digest``: :func:`embedded_digest` of ``data_dir``, when the caller
-    has it)."""
-    data_dir = _data_dir(data_dir)
-    if digest is None:
-        digest = embedded_digest(data_dir)
+def load_embedded_documents(data_dir: StrPath | None = None) -> tuple[dict[str, Any], bool]:
+    """The parsed embedded documents (default: of the embedded data) and whether its
+    ``cache.json`` supplied them: it does when its fingerprint matches the YAML, else the YAML
+    is parsed."""
+    folder = Path(data_dir) if data_dir is not None else DATA_DIR
+    digest = embedded_digest(folder)
     try:
-        import json  # cache.json is read only when matrix.pickle is not current
-
-        cache = json.loads(_read_bytes(os.path.join(data_dir, _CACHE_NAME)))
-        if isinstance(cache, dict) and cache.get("digest") == digest:
-            docs = cache["documents"]
-            if isinstance(docs, dict) and set(docs) == set(DATA_FILES):
-                return docs, True
-    except (OSError, ValueError, KeyError):
-        pass
-    return {name: read_yaml(os.path.join(data_dir, name)) for name in DATA_FILES}, False
+        cache = json.loads((folder / CACHE_FILE.name).read_bytes())
+    except (OSError, ValueError):  # missing or not JSON: the YAML is parsed
+        cache = None
+    if isinstance(cache, dict) and cache.get("digest") == digest:
+        documents = cache.get("documents")
+        if isinstance(documents, dict) and set(documents) == set(DATA_FILES):
+            return documents, True
+    return _parse_yaml_files(folder), False
 
 
 def merge_overlay(documents: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
@@ -402,118 +262,43 @@ def load_matrix(
     ``False``/``None`` ignores overlays. A broken overlay is recorded in ``Matrix.overlay_error``
     and ignored; a broken embedded matrix raises :class:`MatrixError`.
     """
-    data_dir = _data_dir(data_dir)
-    overlay_path: str | None
-    if overlay is True:
-        if overlay_disabled(os.environ):
-            overlay_path = None
-        else:
-            # whatever is there is read (a directory or a device is reported, not skipped)
-            candidate = _default_overlay()
-            overlay_path = candidate if os.path.lexists(candidate) else None
-    elif isinstance(overlay, (str, os.PathLike)):
-        overlay_path = path_str(overlay)
-    else:
-        overlay_path = None
-
-    if overlay_path is None:
-        return _embedded_matrix(data_dir)
-    from torchenv._files import read_bytes_capped
-
-    try:
-        raw = read_bytes_capped(overlay_path)
-    except BadInput as exc:  # unreadable, a folder, too large: reported, the embedded data used
-        return _with(_embedded_matrix(data_dir), overlay=overlay_path, overlay_error=exc.message)
-    digest = embedded_digest(data_dir)
-    header = _overlaid_header(digest, raw)
-    cached = _load_overlaid(header) if header is not None else None
-    if cached is not None:
-        return _with(cached, overlay=overlay_path, overlay_error=None)
     from torchenv.matrix.validate import build_matrix
 
-    documents, _ = load_embedded_documents(data_dir, digest=digest)
+    folder = Path(data_dir) if data_dir is not None else DATA_DIR
+    documents, _ = load_embedded_documents(folder)
+    origin = _origins(folder)
+    overlay_path = _overlay_path(overlay)
+    if overlay_path is None:
+        return build_matrix(documents, origin=origin)
     try:
-        overlay_doc = read_yaml(overlay_path, text=raw)
+        overlay_doc = read_yaml(overlay_path)
         if not isinstance(overlay_doc, dict):
             raise MatrixError(f"{overlay_path}: expected a mapping at the top level")
-        merged = merge_overlay(documents, overlay_doc)
-        matrix = build_matrix(merged, origin=_origins(data_dir))
-    except MatrixError as exc:
-        base = _embedded_matrix(data_dir, documents)
-        return _with(base, overlay=overlay_path, overlay_error=exc.message)
-    if header is not None:
-        _store_overlaid(header, matrix)
-    return _with(matrix, overlay=overlay_path, overlay_error=None)
+        matrix = build_matrix(merge_overlay(documents, overlay_doc), origin=origin)
+    except MatrixError as exc:  # unreadable, too large, not YAML, invalid: the embedded data used
+        matrix = build_matrix(documents, origin=origin)
+        return replace(matrix, overlay=str(overlay_path), overlay_error=exc.message)
+    return replace(matrix, overlay=str(overlay_path))
 
 
-# The embedded data merged with an overlay, as built, in the user's cache folder: one file, for
-# the last overlay built, headed by what it was built from (the embedded YAML's fingerprint, the
-# code's, the overlay's size and CRC-32). With it a start with the overlay of `matrix update`
-# costs what a start without one does, instead of the YAML parse and the whole validation.
-_OVERLAID_MAGIC = b"torchenv built matrix with overlay 1\n"
-_OVERLAID_NAME = "matrix-overlaid.pickle"
+def _overlay_path(overlay: StrPath | bool | None) -> Path | None:
+    """The overlay file :func:`load_matrix` reads for its ``overlay`` argument, if any."""
+    if overlay is True:
+        if overlay_disabled(os.environ):
+            return None
+        # whatever is there is read (a directory or a device is reported, not skipped)
+        candidate = default_overlay_path()
+        return candidate if os.path.lexists(candidate) else None
+    if isinstance(overlay, (str, os.PathLike)):
+        return Path(overlay)
+    return None
 
 
-def _overlaid_header(digest: str, overlay: bytes) -> bytes | None:
-    """What heads the cache of the matrix built from the embedded data (``digest``) and
-    ``overlay``; None when the code's fingerprint cannot be taken (no sources installed)."""
-    try:
-        code = code_digest()
-    except OSError:
-        return None
-    return (_OVERLAID_MAGIC + f"{digest}\n{code}\n"
-            f"overlay:{len(overlay)}:{zlib.crc32(overlay):08x}\n".encode())
-
-
-def _overlaid_path() -> str:
-    from torchenv._files import user_cache_dir
-
-    return os.path.join(user_cache_dir(), _OVERLAID_NAME)
-
-
-def _load_overlaid(header: bytes) -> Matrix | None:
-    from torchenv._files import read_private
-
-    raw = read_private(_overlaid_path())
-    return _unpickle_matrix(raw, header) if raw is not None else None
-
-
-def _store_overlaid(header: bytes, matrix: Matrix) -> None:
-    import pickle
-
-    from torchenv._files import write_private
-
-    write_private(_overlaid_path(), header + pickle.dumps(_share_equal(matrix, {}), protocol=4))
-
-
-def _embedded_matrix(data_dir: str, documents: dict[str, Any] | None = None) -> Matrix:
-    """The embedded matrix alone: from the built cache when it is current, else built."""
-    digest = embedded_digest(data_dir)
-    built = load_built_matrix(data_dir, digest=digest)
-    if built is not None:
-        return built
-    from torchenv.matrix.validate import build_matrix
-
-    if documents is None:
-        documents, _ = load_embedded_documents(data_dir, digest=digest)
-    return build_matrix(documents, origin=_origins(data_dir))
-
-
-def _origins(data_dir: str) -> dict[str, str]:
+def _origins(data_dir: Path) -> dict[str, str]:
     """Where each file's entries come from: its path relative to the package
     (``matrix/data/releases.yaml``), or in ``data_dir`` as given when that is elsewhere."""
-    package, here = os.path.normcase(_PACKAGE_DIR), os.path.normcase(data_dir)
-    head = package if package.endswith(os.sep) else package + os.sep
-    if here == package:
-        prefix = "."
-    elif here.startswith(head):
-        prefix = data_dir[len(head):].replace(os.sep, "/")
-    else:
-        prefix = data_dir
+    try:
+        prefix = data_dir.relative_to(_PACKAGE_DIR).as_posix()
+    except ValueError:
+        prefix = str(data_dir)
     return {name: f"{prefix}/{name}" for name in DATA_FILES}
-
-
-def _with(matrix: Matrix, *, overlay: str, overlay_error: str | None) -> Matrix:
-    from torchenv._record import replace
-
-    return replace(matrix, overlay=overlay, overlay_error=overlay_error)

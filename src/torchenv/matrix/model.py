@@ -7,8 +7,7 @@ resolver, installers and renderers read it. Nothing in this module touches the o
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-from torchenv._record import field, record
+from dataclasses import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -152,7 +151,7 @@ def parse_version_tuple(text: str) -> tuple[int, ...]:
     return key
 
 
-@record
+@dataclass(frozen=True)
 class Source:
     """Where facts come from. ``primary`` is False for copies, third-party reports and
     documentation, which corroborate a fact but cannot confirm it alone."""
@@ -163,7 +162,7 @@ class Source:
     primary: bool = True
 
 
-@record
+@dataclass(frozen=True)
 class ArchFact:
     """What is known of one CUDA variant's compiled targets on one platform.
 
@@ -194,7 +193,7 @@ class ArchFact:
         }
 
 
-@record
+@dataclass(frozen=True)
 class Variant:
     """A build of a release on the wheel index: ``cpu``, ``cu128``, ``rocm6.3``, ``xpu``."""
 
@@ -246,13 +245,15 @@ class Variant:
         return self.arch_list
 
 
-@record
+@dataclass(frozen=True)
 class CondaAvailability:
+    """Whether a release is on the pytorch conda channel and on conda-forge (or unknown)."""
+
     pytorch_channel: bool | Literal["unknown"]
     conda_forge: bool | Literal["unknown"]
 
 
-@record
+@dataclass(frozen=True)
 class Release:
     """One torch patch release and everything known about its builds."""
 
@@ -292,7 +293,7 @@ class Release:
         return ()
 
 
-@record
+@dataclass(frozen=True)
 class ToolkitFloor:
     """Minimum driver released with a CUDA toolkit minor."""
 
@@ -305,7 +306,7 @@ class ToolkitFloor:
     oldest_arch: Optional[str] = None  # lowest one it still compiles for
 
 
-@record
+@dataclass(frozen=True)
 class CompatFloor:
     """Minimum driver for CUDA minor-version compatibility within a major."""
 
@@ -316,8 +317,10 @@ class CompatFloor:
     note: Optional[str] = None
 
 
-@record
+@dataclass(frozen=True)
 class RocmTargets:
+    """The gfx targets a ROCm variant is built for (of the releases in ``torch``, or of all)."""
+
     name: str
     gfx: tuple[str, ...]
     torch: tuple[str, ...] = ()
@@ -325,8 +328,10 @@ class RocmTargets:
     note: Optional[str] = None
 
 
-@record
+@dataclass(frozen=True)
 class NvidiaGpu:
+    """An NVIDIA GPU of the catalog: its compute capability and how it is named."""
+
     name: str
     compute_capability: str
     architecture: str
@@ -340,8 +345,10 @@ class NvidiaGpu:
     pci_ids: tuple[str, ...] = ()  # PCI device ids ("1b80") under vendor 0x10de
 
 
-@record
+@dataclass(frozen=True)
 class AmdGpu:
+    """An AMD GPU of the catalog: its gfx target and how it is named."""
+
     name: str
     gfx: str
     architecture: str
@@ -353,7 +360,7 @@ class AmdGpu:
     note: Optional[str] = None
 
 
-@record
+@dataclass(frozen=True)
 class Matrix:
     """The whole matrix: releases newest first, driver floors, ROCm targets, GPU catalog."""
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from torchenv._record import record
 from torchenv.matrix.model import Source
 
 __all__ = ["CommitClaim", "ProvenanceReport", "check_commits", "claims"]
@@ -24,7 +24,7 @@ _GITHUB_COMMIT = re.compile(
 _BRANCH = re.compile(r"\b(?P<branch>release/\d+\.\d+)\b")
 
 
-@record
+@dataclass(frozen=True)
 class CommitClaim:
     source: str
     repo: str
@@ -32,7 +32,7 @@ class CommitClaim:
     branch: str
 
 
-@record
+@dataclass(frozen=True)
 class ProvenanceReport:
     problems: tuple[str, ...]
     checked: tuple[str, ...]

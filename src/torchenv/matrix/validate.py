@@ -63,6 +63,8 @@ _DRIVER_RE = re.compile(r"^\d+(\.\d+){0,2}$")
 _GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
 _PCI_ID_RE = re.compile(r"^[0-9a-f]{4}$")
 _SOURCE_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_CUDA_RE = re.compile(r"^\d+\.\d+$")
+_GLIBC_RE = re.compile(r"^2\.\d+$")
 
 T = TypeVar("T")
 
@@ -295,14 +297,10 @@ def _runtime_tables(ctx: _Ctx, doc: Mapping[str, Any],
     for i, raw in enumerate(ctx.seq(doc.get("runtime_cc_tables") or [], "runtime_cc_tables")):
         path = f"runtime_cc_tables[{i}]"
         entry = ctx.mapping(raw, path)
-        rels = tuple(ctx.string(t, f"{path}.releases[{j}]")
-                     for j, t in enumerate(ctx.seq(entry.get("releases"), f"{path}.releases")))
-        for j, t in enumerate(rels):
-            if t not in by_torch:
-                raise ctx.fail(f"{path}.releases[{j}]", f"torch {t} is not in releases.yaml")
+        rels = _release_list(ctx, entry.get("releases"), f"{path}.releases", by_torch)
         rows: dict[str, dict[str, tuple[str, ...]]] = {}
         for cuda, per_plat in ctx.mapping(entry.get("cuda"), f"{path}.cuda").items():
-            ctx.string(cuda, f"{path}.cuda", re.compile(r"^\d+\.\d+$"), "a CUDA version")
+            ctx.string(cuda, f"{path}.cuda", _CUDA_RE, "a CUDA version")
             lists = ctx.platform_map(per_plat, f"{path}.cuda.{cuda}", ctx.arch_list)
             rows[str(cuda)] = {k: v for k, v in lists.items() if v is not None}
         tables.append(RuntimeTable(releases=rels, rows=rows, synced=bool(entry.get("synced")),
@@ -373,6 +371,50 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
     for required in ("releases.yaml", "variants.yaml", "cuda.yaml", "rocm.yaml", "gpus.yaml"):
         if required not in documents:
             raise MatrixError(f"{origin.get(required, required)}: missing")
+    sources, matrix_version = _all_sources(ctxs, documents)
+
+    ctx = ctxs["releases.yaml"]
+    parsed = _parse_releases(ctx, ctx.mapping(documents["releases.yaml"], ""))
+    _check_release_order(ctx, parsed)
+    by_torch = {p["torch"]: p for p in parsed}
+
+    vctx = ctxs["variants.yaml"]
+    vdoc = vctx.mapping(documents["variants.yaml"], "")
+    _add_variant_sets(vctx, vdoc, by_torch)
+    policies = _ptx_policies(vctx, vdoc, by_torch)
+    releases = _releases(ctx, parsed)
+
+    cctx = ctxs["cuda.yaml"]
+    cdoc = cctx.mapping(documents["cuda.yaml"], "")
+    toolkit = _toolkit_floors(cctx, cdoc)
+    compat = _compat_floors(cctx, cdoc)
+    rctx = ctxs["rocm.yaml"]
+    rocm = _rocm_targets(rctx, rctx.mapping(documents["rocm.yaml"], ""), by_torch)
+    gctx = ctxs["gpus.yaml"]
+    nvidia, amd = _gpus(gctx, gctx.mapping(documents["gpus.yaml"], ""))
+
+    for c in ctxs.values():
+        for path, sid in c.cited:
+            if sid not in sources:
+                raise c.fail(path, f"source {sid!r} is not defined in any file's 'sources' list")
+    _check_primary_sources(vctx, releases, sources)
+    tables = _runtime_tables(vctx, vdoc, by_torch)
+    return Matrix(
+        schema_version=SCHEMA_VERSION,
+        matrix_version=matrix_version,
+        sources=sources,
+        releases=apply_inference(releases, policies, tables),
+        toolkit_floors=tuple(toolkit),
+        compat_floors=tuple(compat),
+        rocm_variants=tuple(rocm),
+        nvidia_gpus=tuple(nvidia),
+        amd_gpus=tuple(amd),
+    )
+
+
+def _all_sources(ctxs: Mapping[str, _Ctx],
+                 documents: Mapping[str, Any]) -> tuple[dict[str, Source], str]:
+    """The sources every file defines (one id, one definition) and the newest matrix_version."""
     sources: dict[str, Source] = {}
     versions = set()
     for name, doc in documents.items():
@@ -383,15 +425,18 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
             if s.id in sources and sources[s.id] != s:
                 raise ctx.fail(f"sources[{i}].id", f"source {s.id!r} is defined twice differently")
             sources[s.id] = s
-    matrix_version = max(versions)
+    return sources, max(versions)
 
-    # releases.yaml
-    ctx = ctxs["releases.yaml"]
-    rdoc = ctx.mapping(documents["releases.yaml"], "")
-    raw_releases = ctx.seq(rdoc.get("releases"), "releases")
+
+# releases.yaml
+
+
+def _parse_releases(ctx: _Ctx, rdoc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The fields of every release, as keyword arguments of :class:`Release` (``variants`` empty
+    until the variant sets are added)."""
     parsed: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
-    for i, raw in enumerate(raw_releases):
+    for i, raw in enumerate(ctx.seq(rdoc.get("releases"), "releases")):
         path = f"releases[{i}]"
         r = ctx.mapping(raw, path)
         torch = ctx.string(r.get("torch"), f"{path}.torch", _VERSION_RE, "a release version")
@@ -400,50 +445,52 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
                 f"{path}.torch", f"{torch} is listed twice (also releases[{seen[torch]}])"
             )
         seen[torch] = i
-        conda = ctx.mapping(r.get("conda") or {}, f"{path}.conda")
-        pypi_default = ctx.platform_map(
-            r.get("pypi_default"), f"{path}.pypi_default", lambda x, p: ctx.string(x, p)
-        )
-        for plat, vname in pypi_default.items():
-            if variant_kind(vname) is None:
-                raise ctx.fail(f"{path}.pypi_default.{plat}", f"{vname!r} is not a variant name")
-        parsed.append(
-            dict(  # noqa: C408 - keyword form mirrors the Release fields
-                torch=torch,
-                released=ctx.string(r.get("released"), f"{path}.released", _DATE_RE, "an ISO date"),
-                torchvision=ctx.opt_string(
-                    r.get("torchvision"), f"{path}.torchvision", _VERSION_RE, "a version"
-                ),
-                torchaudio=ctx.opt_string(
-                    r.get("torchaudio"), f"{path}.torchaudio", _VERSION_RE, "a version"
-                ),
-                python=ctx.platform_map(r.get("python"), f"{path}.python", ctx.python_list),
-                manylinux=ctx.platform_map(
-                    r.get("manylinux"),
-                    f"{path}.manylinux",
-                    lambda x, p: ctx.string(
-                        x, p, re.compile(r"^2\.\d+$"), "a glibc version like '2.28'"
-                    ),
-                ),
-                pypi_default=pypi_default,
-                conda=CondaAvailability(
-                    pytorch_channel=ctx.tribool(
-                        conda.get("pytorch_channel", "unknown"), f"{path}.conda.pytorch_channel"
-                    ),
-                    conda_forge=ctx.tribool(
-                        conda.get("conda_forge", "unknown"), f"{path}.conda.conda_forge"
-                    ),
-                ),
-                sources=ctx.sources(r, path),
-                note=r.get("note"),
-                unconfirmed=tuple(
-                    k for k in ("torchvision", "torchaudio") if r.get(k) == "unknown"
-                ),
-                variants=[],
-            )
-        )
-    # newest first; within a minor, later patches carry later dates; each minor's first
-    # release comes after the previous minor's first release (old-minor patches may ship later)
+        parsed.append(_release_fields(ctx, r, path, torch))
+    return parsed
+
+
+def _release_fields(ctx: _Ctx, r: Mapping[str, Any], path: str, torch: str) -> dict[str, Any]:
+    conda = ctx.mapping(r.get("conda") or {}, f"{path}.conda")
+    pypi_default = ctx.platform_map(
+        r.get("pypi_default"), f"{path}.pypi_default", lambda x, p: ctx.string(x, p)
+    )
+    for plat, vname in pypi_default.items():
+        if variant_kind(vname) is None:
+            raise ctx.fail(f"{path}.pypi_default.{plat}", f"{vname!r} is not a variant name")
+    return dict(  # noqa: C408 - keyword form mirrors the Release fields
+        torch=torch,
+        released=ctx.string(r.get("released"), f"{path}.released", _DATE_RE, "an ISO date"),
+        torchvision=ctx.opt_string(
+            r.get("torchvision"), f"{path}.torchvision", _VERSION_RE, "a version"
+        ),
+        torchaudio=ctx.opt_string(
+            r.get("torchaudio"), f"{path}.torchaudio", _VERSION_RE, "a version"
+        ),
+        python=ctx.platform_map(r.get("python"), f"{path}.python", ctx.python_list),
+        manylinux=ctx.platform_map(
+            r.get("manylinux"),
+            f"{path}.manylinux",
+            lambda x, p: ctx.string(x, p, _GLIBC_RE, "a glibc version like '2.28'"),
+        ),
+        pypi_default=pypi_default,
+        conda=CondaAvailability(
+            pytorch_channel=ctx.tribool(
+                conda.get("pytorch_channel", "unknown"), f"{path}.conda.pytorch_channel"
+            ),
+            conda_forge=ctx.tribool(
+                conda.get("conda_forge", "unknown"), f"{path}.conda.conda_forge"
+            ),
+        ),
+        sources=ctx.sources(r, path),
+        note=r.get("note"),
+        unconfirmed=tuple(k for k in ("torchvision", "torchaudio") if r.get(k) == "unknown"),
+        variants=[],
+    )
+
+
+def _check_release_order(ctx: _Ctx, parsed: list[dict[str, Any]]) -> None:
+    """Newest first; within a minor, later patches carry later dates; each minor's first
+    release comes after the previous minor's first release (old-minor patches may ship later)."""
     for i in range(1, len(parsed)):
         a, b = parsed[i - 1], parsed[i]
         if parse_version_tuple(a["torch"]) <= parse_version_tuple(b["torch"]):
@@ -477,10 +524,38 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
                 f"({d_old})",
             )
 
-    # variants.yaml
-    vctx = ctxs["variants.yaml"]
-    vdoc = vctx.mapping(documents["variants.yaml"], "")
-    by_torch = {p["torch"]: p for p in parsed}
+
+def _releases(ctx: _Ctx, parsed: list[dict[str, Any]]) -> list[Release]:
+    """The releases, each with its variants; a PyPI default must be one of them."""
+    releases = []
+    for i, p in enumerate(parsed):
+        rel = Release(**{**p, "variants": tuple(p["variants"])})
+        for plat, vname in rel.pypi_default.items():
+            if vname != "cpu" and rel.variant(vname) is None and rel.variants:
+                raise ctx.fail(
+                    f"releases[{i}].pypi_default.{plat}",
+                    f"{vname} is not among the variants of torch {rel.torch}",
+                )
+        releases.append(rel)
+    return releases
+
+
+# variants.yaml
+
+
+def _release_list(ctx: _Ctx, value: Any, path: str,
+                  by_torch: Mapping[str, Any]) -> tuple[str, ...]:
+    """A list of torch versions, each one in releases.yaml."""
+    versions = tuple(ctx.string(t, f"{path}[{j}]") for j, t in enumerate(ctx.seq(value, path)))
+    for j, t in enumerate(versions):
+        if t not in by_torch:
+            raise ctx.fail(f"{path}[{j}]", f"torch {t} is not in releases.yaml")
+    return versions
+
+
+def _add_variant_sets(vctx: _Ctx, vdoc: Mapping[str, Any],
+                      by_torch: Mapping[str, dict[str, Any]]) -> None:
+    """Add each variant set's variants to the ``variants`` of the releases it names."""
     for i, raw in enumerate(vctx.seq(vdoc.get("variant_sets"), "variant_sets")):
         path = f"variant_sets[{i}]"
         vs = vctx.mapping(raw, path)
@@ -507,54 +582,41 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
                     )
                 target.append(v)
 
+
+def _ptx_policies(vctx: _Ctx, vdoc: Mapping[str, Any],
+                  by_torch: Mapping[str, Any]) -> list[PtxPolicy]:
     policies = []
     for i, raw in enumerate(vctx.seq(vdoc.get("ptx_policy") or [], "ptx_policy")):
         path = f"ptx_policy[{i}]"
         entry = vctx.mapping(raw, path)
-        rels = tuple(vctx.string(t, f"{path}.releases[{j}]")
-                     for j, t in enumerate(vctx.seq(entry.get("releases"), f"{path}.releases")))
-        for j, t in enumerate(rels):
-            if t not in by_torch:
-                raise vctx.fail(f"{path}.releases[{j}]", f"torch {t} is not in releases.yaml")
+        rels = _release_list(vctx, entry.get("releases"), f"{path}.releases", by_torch)
         plats = tuple(vctx.seq(entry.get("platforms"), f"{path}.platforms"))
         for j, plat in enumerate(plats):
             if plat not in PLATFORMS:
                 raise vctx.fail(f"{path}.platforms[{j}]", f"unknown platform {plat!r}")
         policies.append(PtxPolicy(
             releases=rels,
-            cuda=tuple(vctx.string(c, f"{path}.cuda[{j}]", re.compile(r"^\d+\.\d+$"),
+            cuda=tuple(vctx.string(c, f"{path}.cuda[{j}]", _CUDA_RE,
                                    "a CUDA version like '12.8'")
                        for j, c in enumerate(vctx.seq(entry.get("cuda"), f"{path}.cuda"))),
             platforms=plats,
             sources=vctx.sources(entry, path),
             note=entry.get("note"),
         ))
+    return policies
 
-    releases = []
-    for i, p in enumerate(parsed):
-        rel = Release(**{**p, "variants": tuple(p["variants"])})
-        for plat, vname in rel.pypi_default.items():
-            if vname != "cpu" and rel.variant(vname) is None and rel.variants:
-                raise ctx.fail(
-                    f"releases[{i}].pypi_default.{plat}",
-                    f"{vname} is not among the variants of torch {rel.torch}",
-                )
-        releases.append(rel)
 
-    # cuda.yaml
-    cctx = ctxs["cuda.yaml"]
-    cdoc = cctx.mapping(documents["cuda.yaml"], "")
+# cuda.yaml
+
+
+def _toolkit_floors(cctx: _Ctx, cdoc: Mapping[str, Any]) -> list[ToolkitFloor]:
     toolkit = []
     seen_cuda = set()
     for i, raw in enumerate(cctx.seq(cdoc.get("toolkit_floors"), "toolkit_floors")):
         path = f"toolkit_floors[{i}]"
         entry = cctx.mapping(raw, path)
-        cuda = cctx.string(
-            entry.get("cuda"),
-            f"{path}.cuda",
-            re.compile(r"^\d+\.\d+$"),
-            "a CUDA version like '12.8'",
-        )
+        cuda = cctx.string(entry.get("cuda"), f"{path}.cuda", _CUDA_RE,
+                           "a CUDA version like '12.8'")
         if cuda in seen_cuda:
             raise cctx.fail(f"{path}.cuda", f"CUDA {cuda} is listed twice")
         seen_cuda.add(cuda)
@@ -568,6 +630,10 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
                                             ARCH_ENTRY, "a compute capability like '9.0'"),
             )
         )
+    return toolkit
+
+
+def _compat_floors(cctx: _Ctx, cdoc: Mapping[str, Any]) -> list[CompatFloor]:
     compat = []
     for i, raw in enumerate(cctx.seq(cdoc.get("compat_floors"), "compat_floors")):
         path = f"compat_floors[{i}]"
@@ -576,10 +642,14 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
         if not isinstance(major, int) or isinstance(major, bool):
             raise cctx.fail(f"{path}.major", f"expected a CUDA major version, got {_show(major)}")
         compat.append(CompatFloor(major=major, **_floor_common(cctx, entry, path)))
+    return compat
 
-    # rocm.yaml
-    rctx = ctxs["rocm.yaml"]
-    rocm_doc = rctx.mapping(documents["rocm.yaml"], "")
+
+# rocm.yaml
+
+
+def _rocm_targets(rctx: _Ctx, rocm_doc: Mapping[str, Any],
+                  by_torch: Mapping[str, Any]) -> list[RocmTargets]:
     rocm = []
     for i, raw in enumerate(rctx.seq(rocm_doc.get("rocm_variants"), "rocm_variants")):
         path = f"rocm_variants[{i}]"
@@ -591,80 +661,43 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
             rctx.string(g, f"{path}.gfx[{j}]", _GFX_RE, "a gfx target like 'gfx90a'")
             for j, g in enumerate(rctx.seq(r.get("gfx"), f"{path}.gfx"))
         )
-        torch_list = tuple(
-            rctx.string(t, f"{path}.torch[{j}]")
-            for j, t in enumerate(rctx.seq(r.get("torch") or [], f"{path}.torch"))
-        )
-        for j, t in enumerate(torch_list):
-            if t not in by_torch:
-                raise rctx.fail(f"{path}.torch[{j}]", f"torch {t} is not in releases.yaml")
-        rocm.append(
-            RocmTargets(
-                name=name,
-                gfx=gfx,
-                torch=torch_list,
-                sources=rctx.sources(r, path),
-                note=r.get("note"),
-            )
-        )
+        torch_list = _release_list(rctx, r.get("torch") or [], f"{path}.torch", by_torch)
+        rocm.append(RocmTargets(name=name, gfx=gfx, torch=torch_list,
+                                sources=rctx.sources(r, path), note=r.get("note")))
+    return rocm
 
-    # gpus.yaml
-    gctx = ctxs["gpus.yaml"]
-    gdoc = gctx.mapping(documents["gpus.yaml"], "")
+
+# gpus.yaml
+
+
+def _gpus(gctx: _Ctx, gdoc: Mapping[str, Any]) -> tuple[list[NvidiaGpu], list[AmdGpu]]:
+    """The GPU catalog; a name may appear once across both vendors."""
     nvidia = []
     for i, raw in enumerate(gctx.seq(gdoc.get("nvidia") or [], "nvidia")):
         path = f"nvidia[{i}]"
         g = gctx.mapping(raw, path)
-        cc = gctx.string(
-            g.get("compute_capability"),
-            f"{path}.compute_capability",
-            ARCH_ENTRY,
-            "a compute capability like '8.6'",
-        )
+        cc = gctx.string(g.get("compute_capability"), f"{path}.compute_capability",
+                         ARCH_ENTRY, "a compute capability like '8.6'")
         pci_ids = tuple(
             gctx.string(x, f"{path}.pci_ids[{j}]", _PCI_ID_RE, "a PCI device id like '1b80'")
             for j, x in enumerate(gctx.seq(g.get("pci_ids") or [], f"{path}.pci_ids"))
         )
-        nvidia.append(
-            NvidiaGpu(
-                compute_capability=cc,
-                pci_ids=pci_ids,
-                segment=gctx.string(g.get("segment", "unknown"), f"{path}.segment"),
-                **_gpu_common(gctx, g, path),
-            )
-        )
+        nvidia.append(NvidiaGpu(
+            compute_capability=cc,
+            pci_ids=pci_ids,
+            segment=gctx.string(g.get("segment", "unknown"), f"{path}.segment"),
+            **_gpu_common(gctx, g, path),
+        ))
     amd = []
     for i, raw in enumerate(gctx.seq(gdoc.get("amd") or [], "amd")):
         path = f"amd[{i}]"
         g = gctx.mapping(raw, path)
-        amd.append(
-            AmdGpu(
-                gfx=gctx.string(g.get("gfx"), f"{path}.gfx", _GFX_RE, "a gfx target"),
-                **_gpu_common(gctx, g, path),
-            )
-        )
+        amd.append(AmdGpu(
+            gfx=gctx.string(g.get("gfx"), f"{path}.gfx", _GFX_RE, "a gfx target"),
+            **_gpu_common(gctx, g, path),
+        ))
     names = [g.name.lower() for g in nvidia] + [g.name.lower() for g in amd]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
         raise gctx.fail("", f"GPU listed twice: {sorted(dupes)[0]!r}")
-
-    for c in ctxs.values():
-        for path, sid in c.cited:
-            if sid not in sources:
-                raise c.fail(path, f"source {sid!r} is not defined in any file's 'sources' list")
-
-    _check_primary_sources(vctx, releases, sources)
-    tables = _runtime_tables(vctx, vdoc, by_torch)
-    releases = list(apply_inference(releases, policies, tables))
-
-    return Matrix(
-        schema_version=SCHEMA_VERSION,
-        matrix_version=matrix_version,
-        sources=sources,
-        releases=tuple(releases),
-        toolkit_floors=tuple(toolkit),
-        compat_floors=tuple(compat),
-        rocm_variants=tuple(rocm),
-        nvidia_gpus=tuple(nvidia),
-        amd_gpus=tuple(amd),
-    )
+    return nvidia, amd

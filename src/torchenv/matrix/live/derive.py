@@ -313,68 +313,94 @@ def build_overlay(
     variant set split that set: the untouched variants stay shared, the changed ones move to a
     set of their own per release, so no release gets a variant twice.
     """
-    date, generated_by = live.date, live.generated_by
-    release_docs = {str(r.get("torch")): r for r in
-                    documents["releases.yaml"].get("releases") or []}
-    sets = _sets_of(documents)
-    changed: set[tuple[str, ...]] = set()
-    releases: dict[str, dict[str, Any]] = {}  # torch -> entry written to the overlay
+    draft = _OverlayDraft(documents, torch, live)
+    draft.add_releases(diff.new_releases, facts)
+    draft.apply_pypi_python(diff.python_changes)
+    draft.add_variants(diff.new_variants)
+    draft.add_platforms(diff.new_platforms)
+    draft.reconcile_index_python(diff.python_changes)
+    draft.split_shared_sets()
+    return draft.document(previous)
 
-    for version in diff.new_releases:
-        rel = facts.get(version)
-        if rel is None:
-            continue
-        added = f"Added by {generated_by} on {date} from the live index and PyPI" + (
-            f"; Requires-Python {rel.requires_python}." if rel.requires_python else ".")
-        entry = release_entry(
-            rel, sources=[PYPI_SOURCE_ID, INDEX_SOURCE_ID], extra_notes=[added],
-            conda={"pytorch_channel": False if _vkey(version) > (2, 5) else "unknown",
-                   "conda_forge": "unknown"})
-        releases[version] = entry
-        variants = [_new_variant(name, plats, entry["python"], live)
-                    for name, plats in sorted(torch.builds.get(version, {}).items())]
-        if variants:
-            sets[(version,)] = variants
-            changed.add((version,))
 
-    for change in diff.python_changes:
-        if change.source != "pypi":
-            continue
-        entry = releases.get(change.torch) or copy.deepcopy(release_docs[change.torch])
-        python = dict(entry.get("python") or {})
-        if change.live:
-            python[change.platform] = list(change.live)
-        else:  # no wheel for this platform any more
-            python.pop(change.platform, None)
-            for by_platform in ("manylinux", "pypi_default"):
-                entry[by_platform] = {p: v for p, v in (entry.get(by_platform) or {}).items()
-                                      if p != change.platform}
-        entry["python"] = {p: python[p] for p in _platform_order(python)}
-        _append_note(entry, f"Python tags on PyPI for {change.platform} read by {generated_by} "
-                     f"on {date} ({_change_words(change)}).", PYPI_SOURCE_ID)
-        releases[change.torch] = entry
+class _OverlayDraft:
+    """The overlay of :func:`build_overlay` while it is written: release entries, the variant
+    sets (by their tuple of releases) and which of them changed, and the variant entries
+    changed per release."""
 
-    def release_python(version: str) -> Mapping[str, Any]:
-        doc = releases.get(version) or release_docs.get(version) or {}
+    def __init__(self, documents: Mapping[str, Any], torch: IndexSnapshot,
+                 live: LiveSources) -> None:
+        self.torch = torch
+        self.live = live
+        self.release_docs = {str(r.get("torch")): r for r in
+                             documents["releases.yaml"].get("releases") or []}
+        self.sets = _sets_of(documents)
+        self.changed: set[tuple[str, ...]] = set()
+        self.releases: dict[str, dict[str, Any]] = {}  # torch -> entry written to the overlay
+        self.touched: dict[str, dict[str, dict[str, Any]]] = {}  # torch -> name -> new entry
+
+    def add_releases(self, versions: Iterable[str], facts: Mapping[str, ReleaseFacts]) -> None:
+        """New releases (those PyPI has facts for), each with a variant set of its builds."""
+        live = self.live
+        for version in versions:
+            rel = facts.get(version)
+            if rel is None:
+                continue
+            added = f"Added by {live.generated_by} on {live.date} from the live index and PyPI" + (
+                f"; Requires-Python {rel.requires_python}." if rel.requires_python else ".")
+            entry = release_entry(
+                rel, sources=[PYPI_SOURCE_ID, INDEX_SOURCE_ID], extra_notes=[added],
+                conda={"pytorch_channel": False if _vkey(version) > (2, 5) else "unknown",
+                       "conda_forge": "unknown"})
+            self.releases[version] = entry
+            variants = [_new_variant(name, plats, entry["python"], live)
+                        for name, plats in sorted(self.torch.builds.get(version, {}).items())]
+            if variants:
+                self.sets[(version,)] = variants
+                self.changed.add((version,))
+
+    def apply_pypi_python(self, changes: Iterable[PythonChange]) -> None:
+        """A release's Python tags on PyPI, written into its whole entry."""
+        for change in changes:
+            if change.source != "pypi":
+                continue
+            entry = (self.releases.get(change.torch)
+                     or copy.deepcopy(self.release_docs[change.torch]))
+            python = dict(entry.get("python") or {})
+            if change.live:
+                python[change.platform] = list(change.live)
+            else:  # no wheel for this platform any more
+                python.pop(change.platform, None)
+                for by_platform in ("manylinux", "pypi_default"):
+                    entry[by_platform] = {p: v for p, v in (entry.get(by_platform) or {}).items()
+                                          if p != change.platform}
+            entry["python"] = {p: python[p] for p in _platform_order(python)}
+            _append_note(entry, f"Python tags on PyPI for {change.platform} read by "
+                         f"{self.live.generated_by} on {self.live.date} "
+                         f"({_change_words(change)}).", PYPI_SOURCE_ID)
+            self.releases[change.torch] = entry
+
+    def release_python(self, version: str) -> Mapping[str, Any]:
+        doc = self.releases.get(version) or self.release_docs.get(version) or {}
         return doc.get("python") or {}
 
-    touched: dict[str, dict[str, dict[str, Any]]] = {}  # torch -> variant name -> new entry
-
-    def current(version: str, name: str) -> dict[str, Any] | None:
-        if name in touched.get(version, {}):
-            return touched[version][name]
-        for key, variants in sets.items():
+    def current(self, version: str, name: str) -> dict[str, Any] | None:
+        """The variant entry as the overlay has it so far (a copy of the embedded one)."""
+        if name in self.touched.get(version, {}):
+            return self.touched[version][name]
+        for key, variants in self.sets.items():
             if version in key:
                 for v in variants:
                     if v.get("name") == name:
                         return copy.deepcopy(v)
         return None
 
-    def set_python(entry: dict[str, Any], version: str, platform: str, tags: Iterable[str]
-                   ) -> None:
+    def set_python(self, entry: dict[str, Any], version: str, platform: str,
+                   tags: Iterable[str]) -> None:
+        """A variant's own Python tags on ``platform``: none where its release's match."""
         python = dict(entry.get("python") or {})
         wanted = _tags(tags)
-        if list(release_python(version).get(platform) or ()) == wanted:
+        if list(self.release_python(version).get(platform) or ()) == wanted:
             python.pop(platform, None)
         else:
             python[platform] = wanted
@@ -383,85 +409,97 @@ def build_overlay(
         else:
             entry.pop("python", None)
 
-    for (version, name), plats in diff.new_variants.items():
-        builds = {p: torch.builds[version][name][p] for p in plats}
-        touched.setdefault(version, {})[name] = _new_variant(name, builds,
-                                                             release_python(version), live)
-    for (version, name), plats in diff.new_platforms.items():
-        variant = current(version, name)
-        if variant is None:
-            continue
-        entry = variant
-        entry["platforms"] = _platform_order([*entry.get("platforms", []), *plats])
-        for plat in plats:
-            set_python(entry, version, plat, torch.builds[version][name][plat])
-        sentence = f"Platforms {', '.join(plats)} found on the wheel index on {date}."
-        if variant_kind(name) == "cuda":
-            by_plat = dict(entry.get("arch_list_by_platform") or {})
-            by_plat.update({p: "unknown" for p in plats if p not in by_plat})
-            entry["arch_list_by_platform"] = {p: by_plat[p] for p in _platform_order(by_plat)}
-            sentence += f" Their arch list is unknown: {_ARCH_NOTE.split(': ', 1)[1]}"
-        _append_note(entry, sentence, INDEX_SOURCE_ID)
-        touched.setdefault(version, {})[name] = entry
-    # each variant's tags on the index, where they differ from the matrix or where its release's
-    # PyPI tags (which a variant without its own list inherits) changed
-    reconcile = {(c.torch, c.variant, c.platform) for c in diff.python_changes
-                 if c.source == "index" and c.variant is not None}
-    reconcile |= {(c.torch, name, c.platform) for c in diff.python_changes if c.source == "pypi"
-                  for name, plats in torch.builds.get(c.torch, {}).items() if c.platform in plats}
-    for version, name, plat in sorted(reconcile):
-        variant = current(version, name)
-        if variant is None or plat not in (variant.get("platforms") or ()):
-            continue
-        own = copy.deepcopy(variant.get("python"))
-        before = tuple((own or {}).get(plat)
-                       or (release_docs.get(version, {}).get("python") or {}).get(plat) or ())
-        live_tags = _tags(torch.builds[version][name][plat])
-        set_python(variant, version, plat, live_tags)
-        if variant.get("python") == own:
-            continue
-        change = PythonChange(torch=version, platform=plat, source="index", matrix=before,
-                              live=tuple(live_tags), variant=name)
-        words = _change_words(change)
-        _append_note(variant, f"Python tags on the wheel index for {plat} read on {date}: "
-                     f"{', '.join(live_tags)}" + (f" ({words})." if words else "."),
-                     INDEX_SOURCE_ID)
-        touched.setdefault(version, {})[name] = variant
+    def add_variants(self, new_variants: Mapping[tuple[str, str], list[str]]) -> None:
+        for (version, name), plats in new_variants.items():
+            builds = {p: self.torch.builds[version][name][p] for p in plats}
+            self.touched.setdefault(version, {})[name] = _new_variant(
+                name, builds, self.release_python(version), self.live)
 
-    for version, variants_by_name in touched.items():
-        for shared in [k for k in sets if version in k]:
-            kept = [v for v in sets[shared] if v.get("name") not in variants_by_name]
-            if len(kept) == len(sets[shared]):
+    def add_platforms(self, new_platforms: Mapping[tuple[str, str], list[str]]) -> None:
+        """Platforms a listed variant gained; a CUDA variant's arch list there is unknown."""
+        for (version, name), plats in new_platforms.items():
+            entry = self.current(version, name)
+            if entry is None:
                 continue
-            moved = [v for v in sets[shared] if v.get("name") in variants_by_name]
-            sets[shared] = kept
-            changed.add(shared)
-            for other in shared:  # siblings keep the moved variants unchanged, in their own set
-                if other != version:
-                    sets.setdefault((other,), []).extend(copy.deepcopy(moved))
-                    changed.add((other,))
-        own = sets.setdefault((version,), [])
-        own[:] = [v for v in own if v.get("name") not in variants_by_name]
-        own.extend(variants_by_name[n] for n in sorted(variants_by_name))
-        changed.add((version,))
+            entry["platforms"] = _platform_order([*entry.get("platforms", []), *plats])
+            for plat in plats:
+                self.set_python(entry, version, plat, self.torch.builds[version][name][plat])
+            sentence = f"Platforms {', '.join(plats)} found on the wheel index on {self.live.date}."
+            if variant_kind(name) == "cuda":
+                by_plat = dict(entry.get("arch_list_by_platform") or {})
+                by_plat.update({p: "unknown" for p in plats if p not in by_plat})
+                entry["arch_list_by_platform"] = {p: by_plat[p] for p in _platform_order(by_plat)}
+                sentence += f" Their arch list is unknown: {_ARCH_NOTE.split(': ', 1)[1]}"
+            _append_note(entry, sentence, INDEX_SOURCE_ID)
+            self.touched.setdefault(version, {})[name] = entry
 
-    overlay: dict[str, Any] = {
-        "schema_version": 1,
-        "matrix_version": date,
-        "generated_by": generated_by,
-    }
-    prev = dict(previous or {})
-    overlay["sources"] = _upsert(prev.get("sources"), live.documents(), ("id",))
-    overlay["releases"] = sorted(_upsert(prev.get("releases"), list(releases.values()),
-                                         ("torch",)),
-                                 key=lambda r: _vkey(str(r.get("torch"))), reverse=True)
-    set_entries = [{"releases": list(key), "variants": sets[key]}
-                   for key in sorted(changed, key=lambda k: [_vkey(t) for t in k])]
-    overlay["variant_sets"] = _upsert(prev.get("variant_sets"), set_entries, ("releases",))
-    for top, value in prev.items():
-        if top not in overlay:
-            overlay[top] = value
-    return overlay
+    def reconcile_index_python(self, changes: Sequence[PythonChange]) -> None:
+        """Each variant's tags on the index, where they differ from the matrix or where its
+        release's PyPI tags (which a variant without its own list inherits) changed."""
+        builds = self.torch.builds
+        reconcile = {(c.torch, c.variant, c.platform) for c in changes
+                     if c.source == "index" and c.variant is not None}
+        reconcile |= {(c.torch, name, c.platform) for c in changes if c.source == "pypi"
+                      for name, plats in builds.get(c.torch, {}).items() if c.platform in plats}
+        for version, name, plat in sorted(reconcile):
+            variant = self.current(version, name)
+            if variant is None or plat not in (variant.get("platforms") or ()):
+                continue
+            own = copy.deepcopy(variant.get("python"))
+            before = tuple((own or {}).get(plat)
+                           or (self.release_docs.get(version, {}).get("python") or {}).get(plat)
+                           or ())
+            live_tags = _tags(builds[version][name][plat])
+            self.set_python(variant, version, plat, live_tags)
+            if variant.get("python") == own:
+                continue
+            change = PythonChange(torch=version, platform=plat, source="index", matrix=before,
+                                  live=tuple(live_tags), variant=name)
+            words = _change_words(change)
+            _append_note(variant, f"Python tags on the wheel index for {plat} read on "
+                         f"{self.live.date}: {', '.join(live_tags)}"
+                         + (f" ({words})." if words else "."), INDEX_SOURCE_ID)
+            self.touched.setdefault(version, {})[name] = variant
+
+    def split_shared_sets(self) -> None:
+        """Move the changed variants of each release out of the sets it shares with others."""
+        sets = self.sets
+        for version, variants_by_name in self.touched.items():
+            for shared in [k for k in sets if version in k]:
+                kept = [v for v in sets[shared] if v.get("name") not in variants_by_name]
+                if len(kept) == len(sets[shared]):
+                    continue
+                moved = [v for v in sets[shared] if v.get("name") in variants_by_name]
+                sets[shared] = kept
+                self.changed.add(shared)
+                for other in shared:  # siblings keep the moved variants unchanged, in their own set
+                    if other != version:
+                        sets.setdefault((other,), []).extend(copy.deepcopy(moved))
+                        self.changed.add((other,))
+            own = sets.setdefault((version,), [])
+            own[:] = [v for v in own if v.get("name") not in variants_by_name]
+            own.extend(variants_by_name[n] for n in sorted(variants_by_name))
+            self.changed.add((version,))
+
+    def document(self, previous: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The overlay: ``previous`` with this draft's sources, releases and sets upserted."""
+        overlay: dict[str, Any] = {
+            "schema_version": 1,
+            "matrix_version": self.live.date,
+            "generated_by": self.live.generated_by,
+        }
+        prev = dict(previous or {})
+        overlay["sources"] = _upsert(prev.get("sources"), self.live.documents(), ("id",))
+        overlay["releases"] = sorted(_upsert(prev.get("releases"), list(self.releases.values()),
+                                             ("torch",)),
+                                     key=lambda r: _vkey(str(r.get("torch"))), reverse=True)
+        set_entries = [{"releases": list(key), "variants": self.sets[key]}
+                       for key in sorted(self.changed, key=lambda k: [_vkey(t) for t in k])]
+        overlay["variant_sets"] = _upsert(prev.get("variant_sets"), set_entries, ("releases",))
+        for top, value in prev.items():
+            if top not in overlay:
+                overlay[top] = value
+        return overlay
 
 
 def _change_words(change: PythonChange) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -53,6 +53,7 @@ from torchenv.matrix.live.pypi import (
     python_by_platform,
 )
 from torchenv.matrix.live.wheels import PEP691_ACCEPT, MalformedPage, page_filenames
+from torchenv.matrix.model import Matrix
 
 __all__ = [
     "DEFAULT_INDEX_BASE",
@@ -125,15 +126,8 @@ class _Progress:
 def run_update(options: UpdateOptions, *, progress: ProgressHook | None = None,
                today: str | None = None) -> UpdateResult:
     """Do one update (or ``check``); raises NetworkError/MatrixError/BadInput, writing nothing."""
-    from torchenv.matrix.loader import (
-        default_overlay_path,
-        load_embedded_documents,
-        merge_overlay,
-        read_yaml,
-    )
-    from torchenv.matrix.validate import build_matrix
+    from torchenv.matrix.loader import default_overlay_path, load_embedded_documents
 
-    date = today or _today()
     index_base = options.index_base.rstrip("/")
     pypi_base = options.pypi_base.rstrip("/")
     check_url(index_base + "/", allow_http=options.policy.allow_http, what="--index-base")
@@ -143,98 +137,134 @@ def run_update(options: UpdateOptions, *, progress: ProgressHook | None = None,
 
     documents, _ = load_embedded_documents()
     origin = {name: f"matrix/data/{name} + {path.name}" for name in documents}
-    previous: dict[str, Any] | None = None
-    merged = documents
-    if path.is_file():
-        try:
-            doc = read_yaml(path)
-            if not isinstance(doc, dict):
-                raise MatrixError(f"{path}: expected a mapping at the top level")
-            merged = merge_overlay(documents, doc)
-            matrix = build_matrix(merged, origin=origin)
-            previous = doc
-        except MatrixError as exc:
-            result.warnings.append(f"current overlay ignored ({exc.message}); a new one "
-                                   "replaces it and the old file is kept as .bak")
-            merged = documents
-    matrix = build_matrix(merged, origin=origin)
+    merged, previous, matrix = _current_overlay(path, documents, origin, result)
 
     fetcher = Fetcher(options.policy)
     bar = _Progress(progress, len(PROJECTS) + 1)
-
-    def read(url: str, byte_range: Optional[str]) -> Optional[bytes]:
-        resp = fetcher.get(url, allow_404=True, byte_range=byte_range)
-        bar.step(f"PyPI {url.rsplit('/', 1)[-1][:60]}")
-        return None if resp is None else resp.body
-
     try:
-        snapshots: dict[str, IndexSnapshot] = {}
-        for project in PROJECTS:
-            url = f"{index_base}/{project}/"
-            resp = fetcher.get(url, accept=PEP691_ACCEPT)
-            assert resp is not None
-            names = page_filenames(resp.url, resp.body, resp.content_type)
-            snapshots[project] = snapshot_from_filenames(project, names)
-            result.pages[url] = len(names)
-            if project == "torch" and not snapshots[project].versions:
-                raise MalformedPage(f"{url}: lists no torch wheels",
-                                    hint="is --index-base the root of a PyTorch wheel index?")
-            bar.step(f"{project} index")
-        torch_snap = snapshots["torch"]
-        if torch_snap.invalid:
-            result.warnings.append(f"{len(torch_snap.invalid)} file names on the torch page are "
-                                   f"not valid wheel names (first: {torch_snap.invalid[0]})")
+        torch_snap = _index_snapshots(fetcher, index_base, result, bar)["torch"]
         torch_files = _project(fetcher, pypi_base, "torch")
         bar.step("PyPI torch")
-        pypi_python = {r.torch: python_by_platform(torch_files.get(r.torch, ()))
-                       for r in matrix.releases}
-        missing = [t for t, tags in pypi_python.items()
-                   if not tags and (options.since is None or Version(t) >= options.since)]
-        if missing:
-            result.warnings.append("in the matrix but with no wheel on PyPI (their Python tags "
-                                   "were not compared): " + ", ".join(missing))
-        pypi_python = {t: tags for t, tags in pypi_python.items() if tags}
+        pypi_python = _pypi_python(matrix, torch_files, options.since, result)
         result.diff = diff_matrix(matrix, torch_snap, pypi_python=pypi_python,
                                   since=options.since)
         if options.check or result.diff.empty:
             return result
-
-        facts: dict[str, ReleaseFacts] = {}
-        on_pypi = [v for v in result.diff.new_releases
-                   if any(not f.yanked for f in torch_files.get(v, ()))]
-        result.not_on_pypi = [v for v in result.diff.new_releases if v not in on_pypi]
-        if on_pypi:
-            bar.total += 4 * len(on_pypi)  # two wheels' metadata per Linux platform
-            companions = _companions(fetcher, pypi_base, read, result, bar)
-            for version in on_pypi:
-                try:
-                    found = derive_release(version, torch_files[version], read, companions)
-                except UnexpectedMetadata as exc:
-                    raise MalformedPage(f"PyPI torch {version}: {exc}") from exc
-                if found is not None:
-                    facts[version] = found
-        if result.not_on_pypi:
-            result.warnings.append("on the index but not on PyPI yet (left out of the overlay): "
-                                   + ", ".join(result.not_on_pypi))
+        facts = _new_release_facts(fetcher, pypi_base, torch_files, result, bar)
     finally:
         result.requests = fetcher.requests_made
         fetcher.close()
 
     live = LiveSources(index_base=index_base, pypi_base=pypi_base,
                        index_primary=index_base == DEFAULT_INDEX_BASE,
-                       pypi_primary=pypi_base == DEFAULT_PYPI_BASE, date=date,
+                       pypi_primary=pypi_base == DEFAULT_PYPI_BASE, date=today or _today(),
                        generated_by=f"torchenv {__version__} matrix update")
     overlay = build_overlay(documents=merged, previous=previous, diff=result.diff,
-                            torch=snapshots["torch"], facts=facts, live=live)
+                            torch=torch_snap, facts=facts, live=live)
+    _check_updated(documents, overlay, origin)
+    write_overlay(path, overlay)
+    result.written = True
+    return result
+
+
+def _current_overlay(path: Path, documents: dict[str, Any], origin: dict[str, str],
+                     result: UpdateResult) -> tuple[dict[str, Any], dict[str, Any] | None, Matrix]:
+    """The embedded documents merged with the overlay at ``path`` (when there is a usable one),
+    that overlay, and the matrix they build; a broken overlay is a warning, and replaced."""
+    from torchenv.matrix.loader import merge_overlay, read_yaml
+    from torchenv.matrix.validate import build_matrix
+
+    if path.is_file():
+        try:
+            doc = read_yaml(path)
+            if not isinstance(doc, dict):
+                raise MatrixError(f"{path}: expected a mapping at the top level")
+            merged = merge_overlay(documents, doc)
+            return merged, doc, build_matrix(merged, origin=origin)
+        except MatrixError as exc:
+            result.warnings.append(f"current overlay ignored ({exc.message}); a new one "
+                                   "replaces it and the old file is kept as .bak")
+    return documents, None, build_matrix(documents, origin=origin)
+
+
+def _index_snapshots(fetcher: Fetcher, index_base: str, result: UpdateResult,
+                     bar: _Progress) -> dict[str, IndexSnapshot]:
+    """What the wheel index lists for each project; a torch page without wheels is an error."""
+    snapshots: dict[str, IndexSnapshot] = {}
+    for project in PROJECTS:
+        url = f"{index_base}/{project}/"
+        resp = fetcher.get(url, accept=PEP691_ACCEPT)
+        assert resp is not None
+        names = page_filenames(resp.url, resp.body, resp.content_type)
+        snapshots[project] = snapshot_from_filenames(project, names)
+        result.pages[url] = len(names)
+        if project == "torch" and not snapshots[project].versions:
+            raise MalformedPage(f"{url}: lists no torch wheels",
+                                hint="is --index-base the root of a PyTorch wheel index?")
+        bar.step(f"{project} index")
+    invalid = snapshots["torch"].invalid
+    if invalid:
+        result.warnings.append(f"{len(invalid)} file names on the torch page are "
+                               f"not valid wheel names (first: {invalid[0]})")
+    return snapshots
+
+
+def _pypi_python(matrix: Matrix, torch_files: Mapping[str, Sequence[PypiFile]],
+                 since: Version | None,
+                 result: UpdateResult) -> dict[str, dict[str, tuple[str, ...]]]:
+    """The Python tags per platform of each release of ``matrix`` with wheels on PyPI."""
+    pypi_python = {r.torch: python_by_platform(torch_files.get(r.torch, ()))
+                   for r in matrix.releases}
+    missing = [t for t, tags in pypi_python.items()
+               if not tags and (since is None or Version(t) >= since)]
+    if missing:
+        result.warnings.append("in the matrix but with no wheel on PyPI (their Python tags "
+                               "were not compared): " + ", ".join(missing))
+    return {t: tags for t, tags in pypi_python.items() if tags}
+
+
+def _new_release_facts(fetcher: Fetcher, pypi_base: str,
+                       torch_files: Mapping[str, Sequence[PypiFile]], result: UpdateResult,
+                       bar: _Progress) -> dict[str, ReleaseFacts]:
+    """The PyPI facts of each new release already on PyPI; the others are listed in
+    ``result.not_on_pypi``."""
+
+    def read(url: str, byte_range: Optional[str]) -> Optional[bytes]:
+        resp = fetcher.get(url, allow_404=True, byte_range=byte_range)
+        bar.step(f"PyPI {url.rsplit('/', 1)[-1][:60]}")
+        return None if resp is None else resp.body
+
+    facts: dict[str, ReleaseFacts] = {}
+    on_pypi = [v for v in result.diff.new_releases
+               if any(not f.yanked for f in torch_files.get(v, ()))]
+    result.not_on_pypi = [v for v in result.diff.new_releases if v not in on_pypi]
+    if on_pypi:
+        bar.total += 4 * len(on_pypi)  # two wheels' metadata per Linux platform
+        companions = _companions(fetcher, pypi_base, read, result, bar)
+        for version in on_pypi:
+            try:
+                found = derive_release(version, torch_files[version], read, companions)
+            except UnexpectedMetadata as exc:
+                raise MalformedPage(f"PyPI torch {version}: {exc}") from exc
+            if found is not None:
+                facts[version] = found
+    if result.not_on_pypi:
+        result.warnings.append("on the index but not on PyPI yet (left out of the overlay): "
+                               + ", ".join(result.not_on_pypi))
+    return facts
+
+
+def _check_updated(documents: dict[str, Any], overlay: dict[str, Any],
+                   origin: dict[str, str]) -> None:
+    from torchenv.matrix.loader import merge_overlay
+    from torchenv.matrix.validate import build_matrix
+
     try:
         build_matrix(merge_overlay(documents, overlay), origin=origin)
     except MatrixError as exc:
         raise MatrixError(f"the updated matrix does not validate, overlay not written: "
                           f"{exc.message}", hint="report this; the live index may have "
                           "changed shape") from exc
-    write_overlay(path, overlay)
-    result.written = True
-    return result
 
 
 def _project(fetcher: Fetcher, pypi_base: str, project: str) -> dict[str, list[PypiFile]]:
