@@ -26,18 +26,11 @@ if TYPE_CHECKING:
 
     StrPath: TypeAlias = "str | os.PathLike[str]"
 
-__all__ = ["MAX_READ_BYTES", "path_str", "private_folder", "read_bytes_capped", "read_private",
-           "read_text_capped", "user_cache_dir", "write_atomic", "write_private"]
+__all__ = ["MAX_READ_BYTES", "read_bytes_capped", "read_text_capped", "user_cache_dir",
+           "write_atomic"]
 
 MAX_READ_BYTES = 8 * 1024 * 1024
 """The most torchenv reads of a file a user names; the largest real overlay is far below it."""
-
-
-def path_str(*parts: StrPath) -> str:
-    """``str(pathlib.PurePath(*parts))``: the parts joined and normalised as pathlib writes them."""
-    from pathlib import PurePath
-
-    return str(PurePath(*parts))
 
 
 def read_bytes_capped(path: StrPath, *, limit: int = MAX_READ_BYTES,
@@ -153,91 +146,3 @@ def user_cache_dir(environ: Mapping[str, str] | None = None) -> str:
         local = env.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
         return os.path.join(local, "torchenv", "Cache")
     return os.path.join(home, ".cache", "torchenv")
-
-
-def _mine(st: os.stat_result) -> bool:
-    """Owned by this user (the effective one) and writable by nobody else; on Windows, where
-    st_mode knows no owners, the ACL of the user's profile folder decides and this is True."""
-    geteuid = getattr(os, "geteuid", None)
-    if geteuid is None:
-        return True
-    return st.st_uid == geteuid() and not st.st_mode & 0o022
-
-
-def read_private(path: str) -> bytes | None:
-    """The bytes of a cache file only this user can have written, else None.
-
-    A cache may hold what only torchenv should produce (a pickle is code): the file must be a
-    regular file, not a link, owned by this user and writable by nobody else (checked on the
-    open file, so a swap after the check changes nothing). A relative path, a missing or
-    unreadable file, and anything else at the path (a FIFO is opened without waiting for a
-    writer) are None.
-    """
-    if not os.path.isabs(path):
-        return None
-    flags = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-             | getattr(os, "O_BINARY", 0))
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or not _mine(st):
-            return None
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def private_folder(folder: str) -> bool:
-    """Whether cache files can be written in ``folder``, made (0700) when missing: an absolute
-    folder of this user's. Nothing is made where the nearest existing folder belongs to someone
-    else (``sudo`` with the user's HOME would leave a cache folder the user cannot write)."""
-    if not os.path.isabs(folder):
-        return False
-    try:
-        st = os.stat(folder)
-    except FileNotFoundError:
-        parent = os.path.dirname(folder)
-        while parent != os.path.dirname(parent) and not os.path.exists(parent):
-            parent = os.path.dirname(parent)
-        geteuid = getattr(os, "geteuid", None)
-        try:
-            if geteuid is not None and os.stat(parent).st_uid != geteuid():
-                return False
-            os.makedirs(folder, mode=0o700, exist_ok=True)
-            st = os.stat(folder)
-        except OSError:
-            return False
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and _mine(st)
-
-
-def write_private(path: str, data: bytes) -> bool:
-    """Write a cache file readable by this user alone in a :func:`private_folder`, whole or not
-    at all; False when it cannot be written (a cache is never worth failing for). A process
-    killed mid-write can leave a ``.tmp-*`` file beside it."""
-    import tempfile
-
-    folder = os.path.dirname(path)
-    if not private_folder(folder):
-        return False
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)  # 0600
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        return False
-    return True
