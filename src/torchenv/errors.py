@@ -12,14 +12,23 @@ __all__ = [
 
 
 class TorchenvError(Exception):
-    """Base class; ``hint`` says what to do next, ``exit_code`` is the CLI's status."""
+    """Base class; ``hint`` says what to do next, ``exit_code`` is the CLI's status.
+
+    ``field`` names the request's field the error is about in the library's own terms
+    (``"variant"``, ``"driver"``, ``"gpus"``), never a flag: the command line knows whether the
+    value came from a flag, an environment variable or ``[tool.torchenv]`` and says which.
+    ``value`` is the text that was refused.
+    """
 
     exit_code = 1
 
-    def __init__(self, message: str, hint: str | None = None) -> None:
+    def __init__(self, message: str, hint: str | None = None, *, field: str | None = None,
+                 value: object = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.field = field
+        self.value = value
 
 
 class BadInput(TorchenvError, ValueError):
