@@ -210,13 +210,18 @@ def test_resolution_table(
             assert any(r.category == rule for r in info.value.rejected)
         return
     plan = resolve(Request(**request_args), host, matrix)
-    assert (plan.torch, plan.variant, plan.level, plan.extras["evidence"]["arch"]) == expected
+    assert plan.evidence is not None
+    assert (plan.torch, plan.variant, plan.level, plan.evidence.arch) == expected
     if rule == "evidence" and expected[3] == "unknown":
         # the pick may not run: it says so, and names the best evidence-backed build
-        assert any("nothing proves" in w for w in plan.warnings)
-        assert "evidence_alternative" in plan.extras
+        [warning] = [w for w in plan.warnings if "nothing proves" in w]
+        alternative = plan.evidence_alternative
+        if alternative is None:
+            assert "no build in the matrix has confirmed support" in warning
+        else:
+            assert f"is torch {alternative.torch} {alternative.variant}" in warning
     if rule == "evidence" and expected[3] != "unknown":
-        assert plan.extras.get("newer_unverified"), "a newer unknown build must be named"
+        assert plan.newer_unverified, "a newer unknown build must be named"
 
 
 def test_the_table_is_big_enough_and_names_its_rules() -> None:
@@ -403,7 +408,7 @@ def test_the_pci_id_names_the_gpu_and_the_flag_to_pass(matrix: Matrix) -> None:
 def test_a_gpu_named_in_the_catalog_gets_its_capability(matrix: Matrix) -> None:
     host = HOSTS["driver read, GPU names only (K80 on 470)"]
     plan = resolve(Request(), host, matrix)
-    assert plan.extras["evidence"]["arch"] == "confirmed"
+    assert plan.evidence is not None and plan.evidence.arch == "confirmed"
     assert "3.7" in " ".join(plan.reasons)  # every visible GPU (3.7, 3.7) is in its arch list
 
 

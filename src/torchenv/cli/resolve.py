@@ -209,7 +209,7 @@ def _decide(
     if warning:
         print(f"torchenv: warning: {warning}", file=sys.stderr)
         if args.json:  # the JSON document carries it too
-            from torchenv._record import replace
+            from dataclasses import replace
 
             plan = replace(plan, warnings=(*plan.warnings, warning))
     return plan, host, matrix

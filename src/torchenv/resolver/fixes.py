@@ -11,10 +11,9 @@ from dataclasses import replace
 from torchenv.detection.profile import HostProfile
 from torchenv.errors import Unsatisfiable
 from torchenv.matrix.model import Matrix, parse_version_tuple
-from torchenv.resolver.plan import Rejection
+from torchenv.resolver.plan import EvidenceAlternative, NoMatch, Rejection
 from torchenv.resolver.request import Request
 from torchenv.resolver.resolve import (
-    NoMatch,
     Trials,
     _variants_for,
     evaluate,
@@ -24,16 +23,12 @@ from torchenv.resolver.resolve import (
 )
 from torchenv.resolver.rules import check_driver, driver_floors
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
 __all__ = ["evidence_alternative", "no_match"]
 
 
 def evidence_alternative(
     request: Request, host: HostProfile, matrix: Matrix
-) -> dict[str, Any] | None:
+) -> EvidenceAlternative | None:
     """The best GPU build whose support for the visible GPUs is confirmed or inferred.
 
     Looked for without the user's torch, variant and CUDA constraints (they may be what rules
@@ -46,8 +41,8 @@ def evidence_alternative(
     if not backed:
         return None
     top = min(backed, key=lambda c: rank_key(c, True, True))
-    return {"torch": top.release.torch, "variant": top.variant.name,
-            "evidence": top.arch_evidence, "rule": top.arch_rule}
+    return EvidenceAlternative(top.release.torch, top.variant.name, top.arch_evidence,
+                               top.arch_rule)
 
 
 def no_match(

@@ -1,24 +1,37 @@
-"""The decision: one chosen build, why, what was rejected and what to watch out for."""
+"""The two outcomes of a decision, as data: a :class:`Plan` (one chosen build, why, what was
+rejected and what to watch out for), or :class:`NoMatch` (nothing fits, and what would fix it)."""
 
 from __future__ import annotations
 
-from torchenv._record import field, record
+from dataclasses import dataclass
+
+from torchenv.errors import Unsatisfiable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Literal, Optional
+    from typing import Any, Literal
 
-    Level = Literal["full", "compat"]
+    PlanLevel = Literal["full", "compat"]
+    CondaAnswer = bool | Literal["unknown"]
 
-__all__ = ["Alternative", "Plan", "Rejection"]
+__all__ = [
+    "Alternative",
+    "Build",
+    "BuildEvidence",
+    "EvidenceAlternative",
+    "NoMatch",
+    "Plan",
+    "Rejection",
+]
 
 
-@record
+@dataclass(frozen=True)
 class Rejection:
-    """A candidate that does not fit, with a one-line reason."""
+    """A candidate that does not fit, with a one-line reason and the kind of rule that said so
+    (``python``, ``platform``, ``glibc``, ``no-gpu``, ``driver``, ``arch``, ``cpu-on-gpu-host``)."""
 
     torch: str
-    variant: str
+    variant: str  # "*" when the release has no wheels for the platform at all
     reason: str
     category: str = "other"
 
@@ -31,39 +44,93 @@ class Rejection:
         }
 
 
-@record
+@dataclass(frozen=True)
 class Alternative:
+    """A compatible build ranked below the choice."""
+
     torch: str
     variant: str
-    level: Level
+    level: PlanLevel
     warnings: tuple[str, ...] = ()
     evidence: str = "n/a"  # arch support for the visible GPUs: confirmed / inferred / unknown
 
 
-@record
+@dataclass(frozen=True)
+class Build:
+    """A build named beside the choice; ``--torch ==TORCH --variant VARIANT`` selects it."""
+
+    torch: str
+    variant: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"torch": self.torch, "variant": self.variant}
+
+
+@dataclass(frozen=True)
+class EvidenceAlternative:
+    """The best GPU build whose support for the visible GPUs is confirmed or inferred, offered
+    when the choice's support is unknown."""
+
+    torch: str
+    variant: str
+    evidence: str  # confirmed or inferred
+    rule: str | None  # the inference rule behind an ``inferred`` arch list
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"torch": self.torch, "variant": self.variant, "evidence": self.evidence,
+                "rule": self.rule}
+
+
+@dataclass(frozen=True)
+class BuildEvidence:
+    """How the chosen build is known to fit: its arch list and its index entry."""
+
+    arch: str  # confirmed / inferred / unknown, or n/a when no GPU decides
+    arch_rule: str | None
+    arch_sources: tuple[str, ...]
+    index: str  # confirmed / inferred / unknown
+    index_sources: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "arch": self.arch,
+            "arch_rule": self.arch_rule,
+            "arch_sources": list(self.arch_sources),
+            "index": self.index,
+            "index_sources": list(self.index_sources),
+        }
+
+
+@dataclass(frozen=True)
 class Plan:
     """What to install. ``index_url`` is None when the plain PyPI package is the chosen build."""
 
     torch: str
-    torchvision: Optional[str]
-    torchaudio: Optional[str]
+    torchvision: str | None
+    torchaudio: str | None
     variant: str
-    index_url: Optional[str]
+    index_url: str | None
     python: str
     platform: str
     accelerator: str
-    level: Level
+    level: PlanLevel
     matrix_version: str
-    local_tag: Optional[str] = None
+    local_tag: str | None = None
     reasons: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     rejected: tuple[Rejection, ...] = ()
     alternatives: tuple[Alternative, ...] = ()
-    cuda: Optional[str] = None
-    glibc_floor: Optional[str] = None
-    conda_forge: Any = "unknown"
-    pytorch_channel: Any = "unknown"
-    extras: dict[str, Any] = field(default_factory=dict)
+    cuda: str | None = None
+    glibc_floor: str | None = None
+    conda_forge: CondaAnswer = "unknown"
+    pytorch_channel: CondaAnswer = "unknown"
+    evidence: BuildEvidence | None = None
+    # the best build that fits without warnings, when the choice fits only with them
+    confirmed_alternative: Build | None = None
+    # when the choice's support for the GPUs is unknown: the best one whose support is not
+    evidence_alternative: EvidenceAlternative | None = None
+    # a newer build whose support for the GPUs is unknown, passed over for the choice
+    newer_unverified: Build | None = None
     host_warnings: tuple[str, ...] = ()  # what detection could not read
 
     @property
@@ -105,14 +172,60 @@ class Plan:
             "cuda": self.cuda,
             "requirements": self.requirements(),
             "reasons": list(self.reasons),
-            "confirmed_alternative": self.extras.get("confirmed_alternative"),
+            "confirmed_alternative": _json(self.confirmed_alternative),
             "alternatives": [
                 {"torch": a.torch, "variant": a.variant, "level": a.level,
                  "evidence": a.evidence}
                 for a in self.alternatives
             ],
-            "evidence": self.extras.get("evidence"),
-            "evidence_alternative": self.extras.get("evidence_alternative"),
-            "newer_unverified": self.extras.get("newer_unverified"),
+            "evidence": _json(self.evidence),
+            "evidence_alternative": _json(self.evidence_alternative),
+            "newer_unverified": _json(self.newer_unverified),
+            "host_warnings": list(self.host_warnings),
+        }
+
+
+def _json(part: Build | BuildEvidence | EvidenceAlternative | None) -> dict[str, Any] | None:
+    return part.to_json() if part is not None else None
+
+
+class NoMatch(Unsatisfiable):
+    """Raised when nothing fits the request on the host (exit 3): every rejection and the fixes,
+    nearest first."""
+
+    def __init__(
+        self,
+        message: str,
+        hint: str | None,
+        rejected: tuple[Rejection, ...],
+        fixes: tuple[str, ...],
+        matrix_version: str,
+        python: str,
+        platform: str,
+        host_warnings: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message, hint)
+        self.rejected = rejected
+        self.fixes = fixes
+        self.matrix_version = matrix_version
+        self.python = python
+        self.platform = platform
+        self.host_warnings = host_warnings
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "torch": None,
+            "torchvision": None,
+            "torchaudio": None,
+            "variant": None,
+            "index_url": None,
+            "python": self.python,
+            "platform": self.platform,
+            "commands": {},
+            "warnings": [],
+            "error": self.message,
+            "fixes": list(self.fixes),
+            "rejected": [r.to_json() for r in self.rejected],
+            "matrix_version": self.matrix_version,
             "host_warnings": list(self.host_warnings),
         }

@@ -60,11 +60,11 @@ def render_plan(
         for w in plan.warnings:
             out.print(f"  ! {escape(w)}", soft_wrap=True)
     _render_host_warnings(out, plan.host_warnings)
-    alt = plan.extras.get("confirmed_alternative")
-    if alt:
+    alt = plan.confirmed_alternative
+    if alt is not None:
         out.print(escape(
-            f"  newest build that fits without warnings: torch {alt['torch']} {alt['variant']} "
-            f"(--torch =={alt['torch']} --variant {alt['variant']})"
+            f"  newest build that fits without warnings: torch {alt.torch} {alt.variant} "
+            f"(--torch =={alt.torch} --variant {alt.variant})"
         ), soft_wrap=True)
     out.print("[bold]Install[/bold]")
     width = max(len(k) for k in commands)
@@ -107,7 +107,7 @@ def render_no_match(exc: object, *, explain: bool) -> None:
     import sys
 
     from torchenv.cli._common import console
-    from torchenv.resolver.resolve import NoMatch
+    from torchenv.resolver.plan import NoMatch
 
     assert isinstance(exc, NoMatch)
     err = console(stderr=True)

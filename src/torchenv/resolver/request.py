@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from torchenv._record import record
+from dataclasses import dataclass
+
 from torchenv.errors import BadInput
 from torchenv.matrix.model import variant_kind
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Optional
+    from packaging.specifiers import SpecifierSet
 
-__all__ = ["Request"]
+__all__ = ["Request", "torch_specifier"]
 
 _CUDA_RE = r"^(\d{2})\.(\d)$"
 
@@ -21,16 +22,16 @@ def _cuda_version_ok(text: str) -> bool:
     return re.match(_CUDA_RE, text) is not None
 
 
-@record
+@dataclass(frozen=True)
 class Request:
     """What the user asked for. ``variant="auto"`` lets the resolver decide."""
 
-    torch: Optional[str] = None
+    torch: str | None = None
     variant: str = "auto"
-    cuda: Optional[str] = None
+    cuda: str | None = None
     with_torchvision: bool = True
     with_torchaudio: bool = True
-    index_base: Optional[str] = None
+    index_base: str | None = None
 
     def __post_init__(self) -> None:
         if self.torch is not None:
@@ -60,7 +61,7 @@ class Request:
         return self.variant != "auto"
 
 
-def _parse_specifier(text: str) -> object:
+def _parse_specifier(text: str) -> SpecifierSet:
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     spec = text.strip()
@@ -75,7 +76,7 @@ def _parse_specifier(text: str) -> object:
         ) from exc
 
 
-def torch_specifier(text: str | None) -> object | None:
+def torch_specifier(text: str | None) -> SpecifierSet | None:
     """The parsed SpecifierSet for ``--torch`` (a bare ``2.7`` means ``==2.7.*``)."""
     if text is None:
         return None

@@ -24,10 +24,17 @@ from dataclasses import replace
 
 from torchenv._record import record
 from torchenv.detection.profile import HostProfile
-from torchenv.errors import Unsatisfiable
 from torchenv.installers.commands import index_url_for
 from torchenv.matrix.model import Matrix, Release, Variant, cuda_version_of, parse_version_tuple
-from torchenv.resolver.plan import Alternative, Plan, Rejection
+from torchenv.resolver.plan import (
+    Alternative,
+    Build,
+    BuildEvidence,
+    EvidenceAlternative,
+    NoMatch,
+    Plan,
+    Rejection,
+)
 from torchenv.resolver.request import Request, torch_specifier
 from torchenv.resolver.rules import (
     DriverVerdict,
@@ -65,56 +72,9 @@ class Candidate:
     def arch_known(self) -> bool:
         return self.arch_evidence != "unknown"
 
-    def evidence_json(self) -> dict[str, Any]:
-        return {
-            "arch": self.arch_evidence,
-            "arch_rule": self.arch_rule,
-            "arch_sources": list(self.arch_sources),
-            "index": self.index,
-            "index_sources": list(self.release.sources if self.from_pypi
-                                  else self.variant.sources),
-        }
-
-
-class NoMatch(Unsatisfiable):
-    """Unsatisfiable with the evidence: every rejection and the suggested fixes."""
-
-    def __init__(
-        self,
-        message: str,
-        hint: str | None,
-        rejected: tuple[Rejection, ...],
-        fixes: tuple[str, ...],
-        matrix_version: str,
-        python: str,
-        platform: str,
-        host_warnings: tuple[str, ...] = (),
-    ) -> None:
-        super().__init__(message, hint)
-        self.rejected = rejected
-        self.fixes = fixes
-        self.matrix_version = matrix_version
-        self.python = python
-        self.platform = platform
-        self.host_warnings = host_warnings
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "torch": None,
-            "torchvision": None,
-            "torchaudio": None,
-            "variant": None,
-            "index_url": None,
-            "python": self.python,
-            "platform": self.platform,
-            "commands": {},
-            "warnings": [],
-            "error": self.message,
-            "fixes": list(self.fixes),
-            "rejected": [r.to_json() for r in self.rejected],
-            "matrix_version": self.matrix_version,
-            "host_warnings": list(self.host_warnings),
-        }
+    def evidence(self) -> BuildEvidence:
+        return BuildEvidence(self.arch_evidence, self.arch_rule, self.arch_sources, self.index,
+                             self.release.sources if self.from_pypi else self.variant.sources)
 
 
 def gpu_kinds(host: HostProfile) -> set[str]:
@@ -598,17 +558,18 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
     rel, variant = best.release, best.variant
     warnings = list(best.warnings)
     reasons = _reasons(best, host, request)
-    extras: dict[str, Any] = {"evidence": best.evidence_json()}
+    alt: EvidenceAlternative | None = None
+    newer_unverified: Build | None = None
+    confirmed_alternative: Build | None = None
     if best.arch_evidence == "unknown" and best.gpu_build:
         from torchenv.resolver.fixes import evidence_alternative
 
         alt = evidence_alternative(request, host, matrix)
-        extras["evidence_alternative"] = alt
         if alt is not None:
             warnings.append(
                 f"nothing proves torch {rel.torch} {variant.name} runs on this GPU; the newest "
-                f"build whose support is {alt['evidence']} is torch {alt['torch']} "
-                f"{alt['variant']} (--torch =={alt['torch']} --variant {alt['variant']})")
+                f"build whose support is {alt.evidence} is torch {alt.torch} "
+                f"{alt.variant} (--torch =={alt.torch} --variant {alt.variant})")
         else:
             warnings.append(
                 f"nothing proves torch {rel.torch} {variant.name} runs on this GPU, and no "
@@ -619,8 +580,7 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
                  and c.release.key > rel.key]
         if newer:
             top = newer[0]  # already ranked: the newest of them
-            extras["newer_unverified"] = {"torch": top.release.torch,
-                                          "variant": top.variant.name}
+            newer_unverified = Build(top.release.torch, top.variant.name)
             reasons.append(
                 f"newer builds exist whose support for this GPU is unknown, e.g. torch "
                 f"{top.release.torch} {top.variant.name} (arch list on {host.platform} not "
@@ -670,8 +630,7 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
         # choice is the user's
         fit = next((c for c in compatible if c.full and c.gpu_build == best.gpu_build), None)
         if fit is not None:
-            extras["confirmed_alternative"] = {"torch": fit.release.torch,
-                                               "variant": fit.variant.name}
+            confirmed_alternative = Build(fit.release.torch, fit.variant.name)
     alternatives = tuple(
         Alternative(c.release.torch, c.variant.name, "full" if c.full else "compat", c.warnings,
                     c.arch_evidence)
@@ -697,7 +656,10 @@ def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
         glibc_floor=rel.manylinux.get(host.platform),
         conda_forge=rel.conda.conda_forge,
         pytorch_channel=rel.conda.pytorch_channel,
-        extras=extras,
+        evidence=best.evidence(),
+        confirmed_alternative=confirmed_alternative,
+        evidence_alternative=alt,
+        newer_unverified=newer_unverified,
         host_warnings=host.warnings,
     )
 
