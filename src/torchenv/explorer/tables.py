@@ -122,8 +122,8 @@ def cell_verdicts(matrix: Matrix, job: Job) -> dict[tuple[str, str], Verdict | N
     ok, rejected = evaluate(request, host, matrix)
     out: dict[tuple[str, str], Verdict | None] = {}
     for c in ok:
-        status = "ok" if c.full and not c.warnings else "warn"
-        evidence = c.arch_evidence if c.arch_evidence != "n/a" else c.index
+        status = "ok" if c.fully_compatible and not c.warnings else "warn"
+        evidence = c.arch_evidence.value if c.arch_evidence is not None else c.index.value
         text = "; ".join(c.warnings) if c.warnings else "runs"
         out[(c.release.torch, c.variant.name)] = (status, evidence, _templated(text, job))
     for r in rejected:

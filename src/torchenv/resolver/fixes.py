@@ -1,6 +1,6 @@
 """What would make an unsatisfiable request work, and the evidence-backed alternative.
 
-Kept apart from the rules: these functions re-run the resolver on changed requests or hosts
+Kept apart from the rules: these functions rank candidates again on changed requests or hosts
 (a newer driver, no constraints) to say what the nearest fix is.
 """
 
@@ -9,78 +9,126 @@ from __future__ import annotations
 from dataclasses import replace
 
 from torchenv.detection.profile import HostProfile
-from torchenv.errors import Unsatisfiable
 from torchenv.matrix.model import Matrix, parse_version_tuple
+from torchenv.resolver.candidate import Candidate, evaluate, offered
+from torchenv.resolver.gpu_facts import gpu_kinds
 from torchenv.resolver.plan import EvidenceAlternative, NoMatch, Rejection
+from torchenv.resolver.rank import rank_key, ranked
 from torchenv.resolver.request import Request
-from torchenv.resolver.resolve import (
-    Trials,
-    _variants_for,
-    evaluate,
-    gpu_kinds,
-    rank_key,
-    resolve,
-)
-from torchenv.resolver.rules import check_driver, driver_floors
+from torchenv.resolver.rules import Evidence, check_driver, driver_floors
 
-__all__ = ["evidence_alternative", "no_match"]
+__all__ = ["evidence_alternative", "gap_no_match", "gpu_facts_gap", "no_match"]
 
 
-def evidence_alternative(
-    request: Request, host: HostProfile, matrix: Matrix
-) -> EvidenceAlternative | None:
+def gpu_facts_gap(host: HostProfile, matrix: Matrix) -> tuple[str, list[str]] | None:
+    """(reason, fixes) when there is evidence of an NVIDIA GPU whose facts could not be read.
+
+    A failed probe is "unknown", never "absent": without the driver version no CUDA build can be
+    chosen, and without a GPU's compute capability no arch list can be checked.
+    """
+    nv = host.nvidia
+    if nv is None or (nv.driver_version is None and nv.cuda_driver_version is None):
+        return _driver_gap(host, matrix)
+    if nv.source.startswith("override") and not nv.gpus:
+        return None  # --driver alone: the GPUs were left out on purpose (evidence is unknown)
+    if not nv.gpus and nv.visible is None:
+        return ("the NVIDIA driver " + (nv.driver_version or "") + " answered but the facts "
+                "of its GPUs could not be read", [
+                    f"pass the GPUs' compute capabilities: {_gpu_flag(host, matrix)} (repeat "
+                    "for each)",
+                    "or choose the CPU build knowingly: --variant cpu"])
+    unknown = [g for g in nv.visible_gpus() if not g.compute_capability]
+    if unknown:
+        names = ", ".join(f"GPU {g.index}" + (f" ({g.name})" if g.name else "")
+                          for g in unknown)
+        return (f"the compute capability of {names} could not be read and the GPU catalog "
+                "does not know it", [
+                    "pass it: --gpu CC (e.g. --gpu 8.6; repeat for each GPU)",
+                    "or choose the CPU build knowingly: --variant cpu"])
+    return None
+
+
+def _driver_gap(host: HostProfile, matrix: Matrix) -> tuple[str, list[str]] | None:
+    """The gap when no driver version was read: a GPU the evidence shows, or none at all."""
+    nv = host.nvidia
+    evidence = host.nvidia_evidence
+    if not evidence and nv is None:
+        return None
+    hw = _hardware_hint(host, matrix)
+    what = f" ({hw[0]})" if hw else ""
+    describe = f"or describe the machine: --driver VERSION {_gpu_flag(host, matrix)}"
+    if host.container and nv is None and all(e.startswith("PCI ") for e in evidence):
+        return (f"an NVIDIA GPU is on the PCI bus{what}, but this container has no "
+                "/dev/nvidia* device: the GPU is not passed in", [
+                    "run the container with the GPU (docker run --gpus all …, or the "
+                    "NVIDIA Container Toolkit's runtime), then run this again",
+                    describe, "or choose the CPU build knowingly: --variant cpu"])
+    seen = evidence[0] if evidence else f"{len(nv.gpus) if nv else 0} GPU(s) listed"
+    return (f"an NVIDIA GPU is present{what} but its driver version could not be read "
+            f"(evidence: {seen})", [
+                "load or repair the NVIDIA driver (nvidia-smi must answer), then run this again",
+                describe, "or choose the CPU build knowingly: --variant cpu"])
+
+
+def _gpu_flag(host: HostProfile, matrix: Matrix) -> str:
+    hw = _hardware_hint(host, matrix)
+    return f"--gpu {hw[1]}" if hw and hw[1] else "--gpu CC"
+
+
+def _hardware_hint(host: HostProfile, matrix: Matrix) -> tuple[str, str | None] | None:
+    """("PCI 10de:1b80, GeForce GTX 1080 per the catalog", "6.1") for the first NVIDIA device."""
+    for dev in host.pci:
+        if dev.vendor != "10de":
+            continue
+        entry = matrix.nvidia_gpu_by_pci(dev.device)
+        if entry is None:
+            return f"PCI {dev.vendor}:{dev.device} at {dev.address}", None
+        cc = entry.compute_capability.rstrip("af")
+        return (f"PCI {dev.vendor}:{dev.device}, {entry.name} per the GPU catalog, "
+                f"compute capability {cc}"), cc
+    return None
+
+
+def gap_no_match(host: HostProfile, matrix: Matrix, reason: str, fixes: list[str]) -> NoMatch:
+    """:class:`NoMatch` for a GPU whose facts could not be read (:func:`gpu_facts_gap`)."""
+    return NoMatch(reason, fixes[0], (), tuple(fixes), matrix.matrix_version,
+                   host.python.version, host.platform, host.warnings)
+
+
+def _unconstrained(request: Request) -> Request:
+    """``request`` without its torch, variant and CUDA constraints."""
+    return Request(with_torchvision=request.with_torchvision,
+                   with_torchaudio=request.with_torchaudio, index_base=request.index_base)
+
+
+def evidence_alternative(request: Request, host: HostProfile,
+                         matrix: Matrix) -> EvidenceAlternative | None:
     """The best GPU build whose support for the visible GPUs is confirmed or inferred.
 
     Looked for without the user's torch, variant and CUDA constraints (they may be what rules
     every evidence-backed build out); None when no build in the matrix has such support.
     """
-    free = Request(with_torchvision=request.with_torchvision,
-                   with_torchaudio=request.with_torchaudio, index_base=request.index_base)
-    fits, _ = evaluate(free, host, matrix, with_rejected=False)
-    backed = [c for c in fits if c.gpu_build and c.arch_evidence in ("confirmed", "inferred")]
+    fits, _ = evaluate(_unconstrained(request), host, matrix)
+    backed = [c for c in fits if c.gpu_build
+              and c.arch_evidence in (Evidence.CONFIRMED, Evidence.INFERRED)]
     if not backed:
         return None
-    top = min(backed, key=lambda c: rank_key(c, True, True))
-    return EvidenceAlternative(top.release.torch, top.variant.name, top.arch_evidence,
+    top = min(backed, key=lambda c: rank_key(c, True))
+    assert top.arch_evidence is not None
+    return EvidenceAlternative(top.release.torch, top.variant.name, top.arch_evidence.value,
                                top.arch_rule)
 
 
-def no_match(
-    request: Request, host: HostProfile, matrix: Matrix, rejected: list[Rejection], *,
-    trials: Trials | None = None,
-) -> NoMatch:
-    """Unsatisfiable, with the nearest fixes; ``trials``: those of the evaluation that found
-    nothing (the fixes try the same request on hosts that differ only in the driver)."""
-    fixes: list[str] = []
-    kinds = gpu_kinds(host)
-    nv = host.nvidia
-    if nv is not None and nv.driver_version is None and nv.cuda_driver_version is None:
-        fixes.append("no NVIDIA driver version is known: pass --driver VERSION (as nvidia-smi "
-                     "prints it), or install the NVIDIA driver")
-    elif any(r.category == "driver" for r in rejected) and nv is not None:
-        lowest, newest = _driver_upgrades(request, host, matrix, trials or Trials())
-        if newest is not None:
-            fixes.append(f"upgrade the NVIDIA driver to ≥ {newest[0]} for torch {newest[1]} "
-                         f"{newest[2]}")
-        if lowest is not None and lowest != newest:
-            fixes.append(f"the smallest driver upgrade that gives a GPU build: ≥ {lowest[0]} "
-                         f"(torch {lowest[1]} {lowest[2]})")
+def no_match(request: Request, host: HostProfile, matrix: Matrix,
+             rejected: list[Rejection]) -> NoMatch:
+    """Unsatisfiable, with the nearest fixes first."""
+    fixes = _driver_fixes(request, host, matrix, rejected)
     if request.torch or request.explicit_variant or request.cuda:
-        try:
-            alt = resolve(
-                Request(
-                    with_torchvision=request.with_torchvision,
-                    with_torchaudio=request.with_torchaudio,
-                    index_base=request.index_base,
-                ),
-                host,
-                matrix,
-            )
-            fixes.append(
-                f"without the constraints, torch {alt.torch} {alt.variant} fits this machine"
-            )
-        except Unsatisfiable:
-            pass
+        best = _best_without_constraints(request, host, matrix)
+        if best is not None:
+            fixes.append(f"without the constraints, torch {best.release.torch} "
+                         f"{best.variant.name} fits this machine")
+    kinds = gpu_kinds(host)
     if kinds & {"cuda", "rocm"} and any(r.category == "arch" for r in rejected):
         first_rel = matrix.releases[-1].torch if matrix.releases else "?"
         last_rel = matrix.releases[0].torch if matrix.releases else "?"
@@ -92,103 +140,114 @@ def no_match(
         )
     if request.variant != "cpu" and kinds:
         fixes.append("--variant cpu installs the CPU build explicitly")
-    py_rej = [r for r in rejected if r.category in ("python", "platform")]
-    if py_rej and len(py_rej) == len(rejected):
-        have = sorted(
-            {t for r in matrix.releases for t in r.python.get(host.platform, ())},
-            key=lambda t: (parse_version_tuple(t.rstrip("t")), t.endswith("t")),
-        )
-        if have:
-            fixes.append(
-                f"no release has a wheel for Python {host.python.version} on {host.platform}; "
-                f"Pythons with wheels there: {', '.join(have)}"
-            )
-        else:
-            fixes.append(f"no release has wheels for {host.platform}")
+    fixes += _python_fixes(host, matrix, rejected)
     what = "GPU build" if kinds & {"cuda", "rocm"} and request.variant != "cpu" else "build"
     constraint = f" matching {request.torch!r}" if request.torch else ""
-    message = (
-        f"no {what} of torch{constraint} fits this machine ({host.platform}, "
-        f"Python {host.python.version}"
-        + (
-            f", driver {host.nvidia.driver_version}"
-            if host.nvidia and host.nvidia.driver_version
-            else ""
-        )
-        + ")"
+    driver = (f", driver {host.nvidia.driver_version}"
+              if host.nvidia and host.nvidia.driver_version else "")
+    message = (f"no {what} of torch{constraint} fits this machine ({host.platform}, "
+               f"Python {host.python.version}{driver})")
+    return NoMatch(message, fixes[0] if fixes else None, tuple(rejected), tuple(fixes),
+                   matrix.matrix_version, host.python.version, host.platform, host.warnings)
+
+
+def _best_without_constraints(request: Request, host: HostProfile,
+                              matrix: Matrix) -> Candidate | None:
+    """What resolve() would choose without the constraints; None where it would find nothing."""
+    if gpu_facts_gap(host, matrix) is not None:
+        return None
+    compatible, _ = ranked(_unconstrained(request), host, matrix)
+    return compatible[0] if compatible else None
+
+
+def _driver_fixes(request: Request, host: HostProfile, matrix: Matrix,
+                  rejected: list[Rejection]) -> list[str]:
+    """The driver to install or upgrade to, when the driver is what refused."""
+    nv = host.nvidia
+    if nv is not None and nv.driver_version is None and nv.cuda_driver_version is None:
+        return ["no NVIDIA driver version is known: pass --driver VERSION (as nvidia-smi "
+                "prints it), or install the NVIDIA driver"]
+    if nv is None or not any(r.category == "driver" for r in rejected):
+        return []
+    fixes = []
+    lowest, newest = _driver_upgrades(request, host, matrix)
+    if newest is not None:
+        fixes.append(f"upgrade the NVIDIA driver to ≥ {newest[0]} for torch {newest[1]} "
+                     f"{newest[2]}")
+    if lowest is not None and lowest != newest:
+        fixes.append(f"the smallest driver upgrade that gives a GPU build: ≥ {lowest[0]} "
+                     f"(torch {lowest[1]} {lowest[2]})")
+    return fixes
+
+
+def _python_fixes(host: HostProfile, matrix: Matrix, rejected: list[Rejection]) -> list[str]:
+    """The Pythons with wheels, when the interpreter or the platform is all that refused."""
+    py_rej = [r for r in rejected if r.category in ("python", "platform")]
+    if not py_rej or len(py_rej) != len(rejected):
+        return []
+    have = sorted(
+        {t for r in matrix.releases for t in r.python.get(host.platform, ())},
+        key=lambda t: (parse_version_tuple(t.rstrip("t")), t.endswith("t")),
     )
-    return NoMatch(
-        message,
-        fixes[0] if fixes else None,
-        tuple(rejected),
-        tuple(fixes),
-        matrix.matrix_version,
-        host.python.version,
-        host.platform,
-        host.warnings,
-    )
+    if not have:
+        return [f"no release has wheels for {host.platform}"]
+    return [f"no release has a wheel for Python {host.python.version} on {host.platform}; "
+            f"Pythons with wheels there: {', '.join(have)}"]
 
 
 def _driver_upgrades(
-    request: Request, host: HostProfile, matrix: Matrix, trials: Trials
+    request: Request, host: HostProfile, matrix: Matrix
 ) -> tuple[tuple[str, str, str] | None, tuple[str, str, str] | None]:
     """(lowest, best): the smallest known driver floor that gives some CUDA build, and the
     smallest one that gives the newest torch reachable by any driver; each (driver, torch,
-    variant). Only the CUDA candidates are re-checked, at each floor above the current driver.
+    variant), found by trying the CUDA builds at the floors above the current driver.
     """
     assert host.nvidia is not None
     windows = host.platform == "win-amd64" or host.wsl
-    cudas = {
-        v.cuda_version
-        for r in matrix.releases
-        for v in r.variants
-        if v.cuda_version and host.platform in v.platforms
-    }
-    floors: set[str] = set()
-    for cuda in cudas:
-        for floor in driver_floors(matrix, cuda, windows=windows):
-            if floor:
-                floors.add(floor)
+    cudas = {v.cuda_version for r in matrix.releases for v in r.variants
+             if v.cuda_version and host.platform in v.platforms}
+    floors = {f for cuda in cudas for f in driver_floors(matrix, cuda, windows=windows) if f}
     current = host.nvidia.driver_version
-    ordered = sorted(floors, key=parse_version_tuple)
-    if current:
-        ordered = [f for f in ordered if parse_version_tuple(f) > parse_version_tuple(current)]
-    if not ordered:
-        return None, None
-
-    def trial_host(floor: str) -> HostProfile:
-        assert host.nvidia is not None
-        return host.with_changes(
-            nvidia=replace(host.nvidia, driver_version=floor, cuda_driver_version=None)
-        )
-
-    def best_at(floor: str) -> tuple[str, str, str] | None:
-        fits, _ = evaluate(request, trial_host(floor), matrix, only_kind="cuda", trials=trials,
-                           with_rejected=False)
-        if not fits:
-            return None
-        top = min(fits, key=lambda c: rank_key(c, True, True))
-        return floor, top.release.torch, top.variant.name
-
-    ceiling = best_at(ordered[-1])  # the newest torch any known driver reaches
+    above = sorted((f for f in floors
+                    if not current or parse_version_tuple(f) > parse_version_tuple(current)),
+                   key=parse_version_tuple)
+    # a newer driver never loses a build: nothing at the highest floor, nothing at any
+    ceiling = _best_cuda_build(request, host, matrix, above[-1]) if above else None
     if ceiling is None:
         return None, None
+    # the ceiling's torch can be the best only at a floor that runs one of its CUDA builds
     release = matrix.release(ceiling[1])
     assert release is not None
-    # every CUDA build of that torch needs its driver floor met: at a floor meeting none of them
-    # it cannot be the best, so once the lowest fitting floor is known such floors are skipped
-    needs = {v.cuda_version for v, _ in _variants_for(release, host.platform) if v.cuda_version}
-    lowest: tuple[str, str, str] | None = None
-    for floor in ordered:
-        if lowest is not None and floor != ordered[-1]:
-            trial = trial_host(floor)
-            if not any(check_driver(trial, matrix, cuda).ok for cuda in needs):
-                continue
-        found = best_at(floor) if floor != ordered[-1] else ceiling
+    needs = {v.cuda_version for v, _ in offered(release, host.platform) if v.cuda_version}
+    lowest = None
+    for floor in above:
+        if floor == above[-1]:
+            found: tuple[str, str, str] | None = ceiling
+        elif lowest is not None and not any(
+                check_driver(_with_driver(host, floor), matrix, cuda).ok for cuda in needs):
+            continue
+        else:
+            found = _best_cuda_build(request, host, matrix, floor)
         if found is None:
             continue
-        if lowest is None:
-            lowest = found
+        lowest = lowest or found
         if found[1] == ceiling[1]:
             return lowest, found
     return lowest, ceiling
+
+
+def _with_driver(host: HostProfile, driver: str) -> HostProfile:
+    """``host`` with ``driver`` in place of its NVIDIA driver."""
+    assert host.nvidia is not None
+    return host.with_changes(nvidia=replace(host.nvidia, driver_version=driver,
+                                            cuda_driver_version=None))
+
+
+def _best_cuda_build(request: Request, host: HostProfile, matrix: Matrix,
+                     driver: str) -> tuple[str, str, str] | None:
+    """(driver, torch, variant) of the best CUDA build with ``driver`` in place of the host's."""
+    fits, _ = evaluate(request, _with_driver(host, driver), matrix, only_kind="cuda")
+    if not fits:
+        return None
+    top = min(fits, key=lambda c: rank_key(c, True))
+    return driver, top.release.torch, top.variant.name

@@ -1,15 +1,13 @@
-"""Evaluations that share a Trials give what fresh evaluations give, on every driver floor."""
+"""The nearest driver upgrades a NoMatch names are those trying every driver floor would give."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
-
 from torchenv.detection.profile import Gpu, HostProfile, NvidiaInfo, PythonInfo
 from torchenv.matrix.model import Matrix
+from torchenv.resolver.candidate import evaluate
 from torchenv.resolver.request import Request
-from torchenv.resolver.resolve import Trials, evaluate
 from torchenv.resolver.rules import driver_floors
 
 HOSTS = {
@@ -33,26 +31,10 @@ def _floors(matrix: Matrix) -> list[str]:
                   key=lambda f: tuple(int(x) for x in f.split(".")))
 
 
-@pytest.mark.parametrize("name", list(HOSTS))
-def test_shared_trials_change_no_answer(matrix: Matrix, name: str) -> None:
-    driver, ccs = HOSTS[name]
-    host = _host(driver, ccs)
-    assert host.nvidia is not None
-    for request in (Request(), Request(torch="2.8.*")):
-        trials = Trials()
-        evaluate(request, host, matrix, trials=trials)  # as resolve() does first
-        for floor in _floors(matrix):
-            trial = host.with_changes(nvidia=replace(host.nvidia, driver_version=floor))
-            for only_kind in (None, "cuda"):
-                shared = evaluate(request, trial, matrix, only_kind=only_kind, trials=trials)
-                fresh = evaluate(request, trial, matrix, only_kind=only_kind)
-                assert shared == fresh, (name, floor, only_kind)
-
-
 def _upgrades_by_every_floor(request: Request, host: HostProfile, matrix: Matrix,
                              floors: list[str]) -> tuple[object, object]:
     """The nearest driver upgrades found by trying every floor above the driver in turn."""
-    from torchenv.resolver.resolve import rank_key
+    from torchenv.resolver.rank import rank_key
 
     assert host.nvidia is not None
     current = tuple(int(x) for x in (host.nvidia.driver_version or "0").split("."))
@@ -62,10 +44,10 @@ def _upgrades_by_every_floor(request: Request, host: HostProfile, matrix: Matrix
         assert host.nvidia is not None
         trial = host.with_changes(nvidia=replace(host.nvidia, driver_version=floor,
                                                  cuda_driver_version=None))
-        fits, _ = evaluate(request, trial, matrix, only_kind="cuda")
+        fits = [c for c in evaluate(request, trial, matrix)[0] if c.variant.kind == "cuda"]
         if not fits:
             return None
-        top = min(fits, key=lambda c: rank_key(c, True, True))
+        top = min(fits, key=lambda c: rank_key(c, True))
         return floor, top.release.torch, top.variant.name
 
     if not above:
@@ -95,7 +77,7 @@ def test_the_nearest_upgrades_are_those_every_floor_would_give(matrix: Matrix) -
             host = _host(driver, ccs)
             for request in (Request(), Request(torch="2.6.*")):
                 expected = _upgrades_by_every_floor(request, host, matrix, floors)
-                assert _driver_upgrades(request, host, matrix, Trials()) == expected, (
+                assert _driver_upgrades(request, host, matrix) == expected, (
                     driver, ccs, request.torch)
                 newest = expected[1]
                 if newest is not None and newest[0] not in (floors[-1], expected[0][0]):

@@ -1,0 +1,164 @@
+"""Candidates and their verdicts: a candidate is a (release, variant) pair; :func:`judge` puts one
+through the rules of :mod:`torchenv.resolver.rules` in order and assembles what they said into a
+:class:`Candidate` (it fits) or a :class:`Rejection`; :func:`evaluate` does so for every
+candidate of a request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torchenv.detection.profile import HostProfile
+from torchenv.matrix.model import Matrix, Release, Variant
+from torchenv.resolver.gpu_facts import gpu_kinds
+from torchenv.resolver.plan import Rejection
+from torchenv.resolver.request import Request, torch_specifier
+from torchenv.resolver.rules import (
+    ArchVerdict,
+    DriverVerdict,
+    Evidence,
+    check_cuda_arch,
+    check_driver,
+    check_gpu_present,
+    check_index,
+    check_rocm,
+    check_wheels,
+    torch_wanted,
+    variant_wanted,
+)
+
+__all__ = ["Candidate", "evaluate", "judge", "offered"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A (release, variant) pair that passes every rule, with what each rule said of it."""
+
+    release: Release
+    variant: Variant
+    from_pypi: bool  # PyTorch's own build on PyPI for this platform: no extra index
+    gpu_build: bool  # uses a GPU (the macOS arm64 build through MPS counts)
+    warnings: tuple[str, ...] = ()
+    # asked for by name on a host without the GPU it is built for: it runs on the CPU
+    without_its_gpu: bool = False
+    # rule 2: the driver is at the toolkit floor (False: minor-version compatibility only)
+    driver_at_toolkit_floor: bool = True
+    # rule 3: some visible GPU runs it only by JIT-compiling PTX
+    ptx_jit_only: bool = False
+    # rule 3: how its arch (gfx) list is known for the visible GPUs; None when no GPU decides
+    arch_evidence: Evidence | None = None
+    arch_rule: str | None = None  # the inference rule behind an inferred arch list
+    arch_sources: tuple[str, ...] = ()
+    index: Evidence = Evidence.CONFIRMED  # how its entry on the PyTorch index is known
+
+    @property
+    def fully_compatible(self) -> bool:
+        """It fits with nothing to warn of: its GPU present, the driver at the toolkit floor,
+        every GPU run natively, the arch list and the index entry known (plan level ``full``)."""
+        return (not self.without_its_gpu and self.driver_at_toolkit_floor
+                and not self.ptx_jit_only and self.arch_evidence is not Evidence.UNKNOWN
+                and self.index is Evidence.CONFIRMED)
+
+    @property
+    def arch_evidence_name(self) -> str:
+        """``confirmed``, ``inferred``, ``unknown`` or ``n/a`` (no GPU decides), as in JSON."""
+        return self.arch_evidence.value if self.arch_evidence is not None else "n/a"
+
+
+def offered(release: Release, platform: str) -> list[tuple[Variant, bool]]:
+    """(variant, served by PyPI) for each build of ``release`` on ``platform``."""
+    out: list[tuple[Variant, bool]] = []
+    default = release.pypi_default.get(platform)
+    seen = set()
+    for v in release.variants:
+        if platform in v.platforms:
+            out.append((v, v.name == default))
+            seen.add(v.name)
+    if default is not None and default not in seen and platform in release.python:
+        listed = release.variant(default)
+        if default == "cpu" or listed is None:
+            # the PyPI build itself: its wheels are facts of releases.yaml; only a CUDA
+            # build's arch list can be missing
+            listed = Variant(name=default, platforms=(platform,), index="confirmed",
+                             sources=release.sources)
+        out.append((listed, True))
+    return out
+
+
+def evaluate(request: Request, host: HostProfile, matrix: Matrix, *,
+             only_kind: str | None = None) -> tuple[list[Candidate], list[Rejection]]:
+    """Every candidate the request's constraints allow (rule 4), checked against the other rules:
+    (compatible, rejected), both in the matrix's release order. ``only_kind`` (``"cuda"``, ...)
+    limits the candidates to one accelerator family."""
+    kinds = gpu_kinds(host)
+    spec = torch_specifier(request.torch)
+    compatible: list[Candidate] = []
+    rejected: list[Rejection] = []
+    for release in matrix.releases:
+        if not torch_wanted(spec, release):
+            continue
+        variants = offered(release, host.platform)
+        if not variants:
+            rejected.append(Rejection(release.torch, "*", f"no wheels for {host.platform}",
+                                      "platform"))
+        for variant, from_pypi in variants:
+            if variant_wanted(request, variant) and only_kind in (None, variant.kind):
+                verdict = judge(request, host, matrix, kinds, release, variant, from_pypi)
+                if isinstance(verdict, Candidate):
+                    compatible.append(verdict)
+                else:
+                    rejected.append(verdict)
+    return compatible, rejected
+
+
+def judge(request: Request, host: HostProfile, matrix: Matrix, kinds: set[str],
+          release: Release, variant: Variant, from_pypi: bool) -> Candidate | Rejection:
+    """Rules 1 to 3 in order for one candidate (``kinds``: :func:`gpu_kinds` of ``host``)."""
+    rejection = check_wheels(host, release, variant, from_pypi)
+    if rejection is not None:
+        return rejection
+    absent = check_gpu_present(release, variant, kinds, asked_for=request.explicit_variant)
+    if isinstance(absent, Rejection):
+        return absent
+    if absent is not None:  # asked for without its GPU: there is nothing to check it against
+        return _assemble(release, variant, from_pypi, host.platform, absent=absent)
+    driver: DriverVerdict | None = None
+    arch: ArchVerdict | None = None
+    if variant.kind == "cuda":
+        assert variant.cuda_version is not None
+        driver = check_driver(host, matrix, variant.cuda_version)
+        if not driver.ok:
+            return Rejection(release.torch, variant.name, driver.reason or "driver too old",
+                             "driver")
+        arch = check_cuda_arch(host, matrix, release, variant, jit_ok=driver.full)
+    elif variant.kind == "rocm":
+        arch = check_rocm(host, matrix, release, variant)
+    if arch is not None and arch.reason is not None:
+        return Rejection(release.torch, variant.name, arch.reason, "arch")
+    return _assemble(release, variant, from_pypi, host.platform, driver=driver, arch=arch)
+
+
+def _assemble(release: Release, variant: Variant, from_pypi: bool, platform: str, *,
+              absent: str | None = None, driver: DriverVerdict | None = None,
+              arch: ArchVerdict | None = None) -> Candidate:
+    """The verdicts of a candidate that passes, as one :class:`Candidate` (``absent``: the
+    warning of a variant asked for without its GPU)."""
+    index, index_warning = check_index(release, variant, from_pypi)
+    warnings = (
+        *((absent,) if absent else ()),
+        *(driver.warnings if driver else ()),
+        *(arch.warnings if arch else ()),
+        *((index_warning,) if index_warning else ()),
+    )
+    return Candidate(
+        release, variant, from_pypi,
+        gpu_build=variant.kind != "cpu" or platform == "macos-arm64",
+        warnings=warnings,
+        without_its_gpu=absent is not None,
+        driver_at_toolkit_floor=driver.full if driver else True,
+        ptx_jit_only=arch.ptx_jit_only if arch else False,
+        arch_evidence=arch.evidence if arch else None,
+        arch_rule=arch.rule if arch else None,
+        arch_sources=arch.sources if arch else (),
+        index=index,
+    )

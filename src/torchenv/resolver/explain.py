@@ -1,0 +1,139 @@
+"""Why a build was chosen and what to watch out for, as data: the reasons and warnings of a
+:class:`~torchenv.resolver.plan.Plan`, each a sentence the CLI prints as it is."""
+
+from __future__ import annotations
+
+from torchenv.detection.profile import HostProfile
+from torchenv.matrix.model import Release
+from torchenv.resolver.candidate import Candidate
+from torchenv.resolver.gpu_facts import gpu_kinds
+from torchenv.resolver.plan import EvidenceAlternative
+from torchenv.resolver.request import Request
+from torchenv.resolver.rules import Evidence, arch_range
+
+__all__ = [
+    "companions",
+    "evidence_warning",
+    "host_warnings",
+    "newer_unverified",
+    "newer_unverified_reason",
+    "reasons",
+]
+
+
+def reasons(c: Candidate, host: HostProfile, request: Request) -> list[str]:
+    """Why ``c`` is the choice: what was asked, what the GPUs and driver allow, the release."""
+    out = []
+    v = c.variant
+    if request.explicit_variant:
+        out.append(f"variant {v.name} was asked for")
+    if v.kind == "cuda" and host.nvidia is not None:
+        out += _cuda_reasons(c, host)
+    elif v.kind == "rocm" and host.rocm is not None:
+        out.append(f"{v.name} is built for {', '.join(host.rocm.gfx_targets)}")
+    elif v.kind == "cpu":
+        if host.platform == "macos-arm64":
+            out.append("the macOS arm64 build uses the GPU through MPS")
+        elif not gpu_kinds(host):
+            out.append("no NVIDIA, AMD or Intel GPU was found, so the CPU build is the right one")
+    newest = ("the newest release" if c.arch_evidence is not Evidence.UNKNOWN
+              else "the newest release (no build with known support fits)")
+    out.append(
+        f"torch {c.release.torch} is {newest} with a wheel for Python "
+        f"{host.python.version} on {host.platform} that fits"
+        if not request.torch
+        else f"torch {c.release.torch} is {newest} matching {request.torch!r} that fits"
+    )
+    if c.from_pypi:
+        out.append(f"PyPI's own {host.platform} build is {v.name}, so no extra index is needed")
+    return out
+
+
+def _cuda_reasons(c: Candidate, host: HostProfile) -> list[str]:
+    """The driver and the arch list of a CUDA choice."""
+    nv = host.nvidia
+    assert nv is not None
+    v = c.variant
+    drv = nv.driver_version or f"CUDA {nv.cuda_driver_version}"
+    out = [f"driver {drv} supports CUDA {v.cuda_version}"
+           + ("" if c.driver_at_toolkit_floor else " through minor-version compatibility")]
+    arch = v.arch_list_for(host.platform)
+    gpus = nv.visible_gpus()
+    how = (f"inferred: {c.arch_rule}" if c.arch_evidence is Evidence.INFERRED
+           else c.arch_evidence_name)
+    if arch and gpus and c.ptx_jit_only:
+        out.append(f"its arch list {arch_range(arch)} ({how}) reaches every visible GPU, "
+                   "some only through PTX JIT")
+    elif arch and gpus:
+        out.append(
+            f"every visible GPU ({', '.join(g.compute_capability or '?' for g in gpus)}"
+            f") is in its arch list {arch_range(arch)} ({how})"
+        )
+    return out
+
+
+def evidence_warning(c: Candidate, alternative: EvidenceAlternative | None) -> str:
+    """The warning of a choice whose support for the GPUs is unknown."""
+    torch, variant = c.release.torch, c.variant.name
+    if alternative is None:
+        return (f"nothing proves torch {torch} {variant} runs on this GPU, and no build in the "
+                "matrix has confirmed support for it; run 'torchenv validate' after installing")
+    alt = alternative
+    return (f"nothing proves torch {torch} {variant} runs on this GPU; the newest build whose "
+            f"support is {alt.evidence} is torch {alt.torch} {alt.variant} "
+            f"(--torch =={alt.torch} --variant {alt.variant})")
+
+
+def newer_unverified(best: Candidate, ranked: list[Candidate]) -> Candidate | None:
+    """The newest GPU build, newer than ``best``, passed over because its support for the GPUs
+    is unknown (``ranked``: best first, so the first such one is the newest)."""
+    return next((c for c in ranked if c.arch_evidence is Evidence.UNKNOWN and c.gpu_build
+                 and c.release.key > best.release.key), None)
+
+
+def newer_unverified_reason(newer: Candidate, platform: str) -> str:
+    torch, variant = newer.release.torch, newer.variant.name
+    return (f"newer builds exist whose support for this GPU is unknown, e.g. torch {torch} "
+            f"{variant} (arch list on {platform} not known; --torch =={torch} --variant "
+            f"{variant} takes the risk)")
+
+
+def host_warnings(c: Candidate, host: HostProfile, request: Request) -> list[str]:
+    """What about the host stands between the choice and its GPU."""
+    out = []
+    kind = c.variant.kind
+    nv = host.nvidia
+    if "xpu" in gpu_kinds(host) and kind == "cpu" and not request.explicit_variant:
+        out.append("an Intel GPU is present but no xpu build fits; using the CPU build")
+    if nv is not None and nv.visible == () and kind == "cuda":
+        out.append("CUDA_VISIBLE_DEVICES hides every GPU: torch will see none until it is "
+                   "unset or lists a GPU")
+    if kind == "cuda" and nv is not None and not nv.gpus and nv.source.startswith("override"):
+        out.append("no GPU was described (only the driver): the arch list was not checked; "
+                   "give the GPUs with --gpu")
+    return out
+
+
+def companions(release: Release,
+               request: Request) -> tuple[str | None, str | None, list[str]]:
+    """(torchvision, torchaudio, warnings): the releases paired with ``release`` that the
+    request wants, and why one is left out."""
+    warnings = []
+    torchvision = release.torchvision if request.with_torchvision else None
+    if request.with_torchvision and torchvision is None:
+        if "torchvision" in release.unconfirmed:
+            warnings.append(f"which torchvision pairs with torch {release.torch} is not "
+                            f"confirmed; left out (see 'torchenv matrix show --release "
+                            f"{release.torch}')")
+        else:
+            warnings.append(f"no torchvision release pairs with torch {release.torch}; left "
+                            "out (--torch with an older release brings it, --no-torchvision "
+                            "silences this)")
+    torchaudio = release.torchaudio if request.with_torchaudio else None
+    if request.with_torchaudio and torchaudio is None:
+        if "torchaudio" in release.unconfirmed:
+            warnings.append(f"which torchaudio pairs with torch {release.torch} is not "
+                            "confirmed; left out")
+        else:
+            warnings.append(f"no torchaudio release pairs with torch {release.torch}; left out")
+    return torchvision, torchaudio, warnings

@@ -1,0 +1,110 @@
+"""The ranking of docs/resolution.md: one :class:`RankKey` per compatible candidate, whose fields
+are the ranking's sentences in order; :func:`ranked` sorts by it.
+
+Each fact counts once: the arch evidence only in sentence 2, the index entry only in its own
+field, so neither decides the :class:`Level` within a release.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+from torchenv.detection.profile import HostProfile
+from torchenv.matrix.model import Matrix, cuda_version_of, parse_version_tuple
+from torchenv.resolver.candidate import Candidate, evaluate
+from torchenv.resolver.gpu_facts import gpu_kinds
+from torchenv.resolver.plan import Rejection
+from torchenv.resolver.request import Request
+from torchenv.resolver.rules import Evidence
+
+__all__ = ["Level", "RankKey", "rank_key", "ranked"]
+
+
+class Level(IntEnum):
+    """Where a candidate stands within its release, best first (sentence 4)."""
+
+    PYPI = 0  # PyTorch's PyPI build, fully compatible: the simplest command
+    FULL = 1  # another fully compatible variant
+    WITHOUT_ITS_GPU = 2  # asked for by name on a host without its GPU
+    PTX_JIT = 3  # a visible GPU is reached only by JIT-compiling PTX
+    MINOR_VERSION_COMPAT = 4  # the driver is below the variant's toolkit floor
+
+
+@dataclass(frozen=True, order=True)
+class RankKey:
+    """Smaller ranks first; compared field by field, in the order of the ranking's sentences."""
+
+    # 1. on a host with a GPU, every GPU build above every CPU build
+    cpu_build_on_gpu_host: bool
+    # 2. evidence before recency: support for every visible GPU confirmed or inferred first
+    arch_support_unknown: bool
+    # 3. newest torch first (the release's version negated)
+    older_torch: tuple[int, ...]
+    # 4. within a release: the level, then a confirmed index entry before one that is not
+    level: Level
+    index_unconfirmed: bool
+    # within a level, newest CUDA (ROCm) first; at minor-version compatibility the CUDA closest
+    # to the driver first, which is the oldest
+    variant_order: tuple[int, ...]
+    variant: str
+
+
+def level(c: Candidate) -> Level:
+    """The candidate's :class:`Level`: the driver, how the GPUs are reached, PyPI or not."""
+    if c.without_its_gpu:
+        return Level.WITHOUT_ITS_GPU
+    if not c.driver_at_toolkit_floor:
+        return Level.MINOR_VERSION_COMPAT
+    if c.ptx_jit_only:
+        return Level.PTX_JIT
+    return Level.PYPI if c.from_pypi else Level.FULL
+
+
+def rank_key(c: Candidate, gpu_host: bool) -> RankKey:
+    """``c``'s place in the ranking; ``gpu_host``: the host has a GPU that steers the choice."""
+    where = level(c)
+    version = _variant_version(c.variant.name)
+    return RankKey(
+        cpu_build_on_gpu_host=gpu_host and not c.gpu_build,
+        arch_support_unknown=c.arch_evidence is Evidence.UNKNOWN,
+        older_torch=tuple(-x for x in parse_version_tuple(c.release.torch)),
+        level=where,
+        index_unconfirmed=c.index is not Evidence.CONFIRMED,
+        variant_order=(version if where is Level.MINOR_VERSION_COMPAT
+                       else tuple(-x for x in version)),
+        variant=c.variant.name,
+    )
+
+
+def _variant_version(name: str) -> tuple[int, ...]:
+    """``cu128`` -> (12, 8), ``rocm6.2.4`` -> (6, 2, 4), anything else -> (0,)."""
+    cuda = cuda_version_of(name)
+    if cuda:
+        return parse_version_tuple(cuda)
+    if name.startswith("rocm"):
+        try:
+            return parse_version_tuple(name[4:])
+        except ValueError:
+            return (0,)
+    return (0,)
+
+
+def ranked(request: Request, host: HostProfile,
+           matrix: Matrix) -> tuple[list[Candidate], list[Rejection]]:
+    """The compatible candidates best first, and the rejected ones.
+
+    On a host with an NVIDIA or AMD GPU a CPU build is never chosen silently: when no GPU build
+    fits, the CPU builds are rejected too (unless a variant was asked for by name).
+    """
+    compatible, rejected = evaluate(request, host, matrix)
+    kinds = gpu_kinds(host)
+    if (kinds & {"cuda", "rocm"} and not request.explicit_variant
+            and not any(c.gpu_build for c in compatible)):
+        rejected += [Rejection(c.release.torch, c.variant.name,
+                               "CPU build: not chosen on a GPU host without --variant cpu",
+                               "cpu-on-gpu-host") for c in compatible]
+        compatible = []
+    gpu_host = bool(kinds) or host.mps
+    compatible.sort(key=lambda c: rank_key(c, gpu_host))
+    return compatible, rejected
