@@ -5,7 +5,7 @@ Usage: python bench/bench_resolve.py [--runs N] [--sweep-runs N] [--rss-runs N]
 
 Targets
   * ``python -m torchenv resolve --json`` and ``torchenv resolve --json`` (detection included):
-    median wall <= 1.5x the median of ``python -c "import packaging.version, yaml"``, measured
+    median wall <= 2x the median of ``python -c "import packaging.version, yaml"``, measured
     alternately in the same run.
   * every platform x every Python version the matrix knows x 6 hardware profiles, resolved
     in-process (Overrides.from_sources + apply_overrides + resolve; NoMatch counts as a result):
@@ -45,7 +45,7 @@ from _timing import (
     set_options,
 )
 
-RATIO_TARGET = 1.5
+RATIO_TARGET = 2.0
 SWEEP_TARGET_MS = 1000.0
 RSS_TARGET_MB = 60.0
 BASELINE_SRC = "import packaging.version, yaml"
