@@ -89,18 +89,23 @@ def _fact(matrix: Matrix, torch: str, variant: str, platform: str) -> ArchFact:
     return v.arch_fact(platform)
 
 
-@pytest.mark.parametrize(("torch", "variant", "platform", "rule", "arch"), [
-    ("2.12.0", "cu126", "linux-x86_64", "adjacent-releases-agree",
+@pytest.mark.parametrize(("torch", "variant", "platform", "classes", "rule", "arch"), [
+    # 2.7.1 (wheel) and 2.9 (RELEASE.md table, SASS only) confirm the same SASS list
+    ("2.8.0", "cu126", "linux-x86_64", ("inferred", "unknown"), "adjacent-releases-agree",
      ("5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0")),
-    ("2.14.1", "cu126", "linux-aarch64", "runtime-table-in-sync + release-ptx-policy",
+    ("2.15.0", "cu130", "linux-aarch64", ("inferred", "inferred"),
+     "runtime-table-in-sync + release-ptx-policy", ("8.0", "9.0", "10.0", "11.0", "12.0")),
+    ("2.15.0", "cu134", "linux-x86_64", ("inferred", "inferred"),
+     "runtime-table-in-sync + release-ptx-policy", LIST),
+    # SASS from the RELEASE.md table for 2.14; the table's PTX is the build configuration
+    ("2.14.1", "cu126", "linux-aarch64", ("confirmed", "inferred"), "release-ptx-policy",
      ("8.0", "9.0")),
-    ("2.15.0", "cu134", "linux-x86_64", "runtime-table-in-sync + release-ptx-policy", LIST),
 ], ids=lambda v: str(v))
 def test_what_the_rules_derive_from_the_embedded_data(
-        matrix: Matrix, torch: str, variant: str, platform: str, rule: str,
-        arch: tuple[str, ...]) -> None:
+        matrix: Matrix, torch: str, variant: str, platform: str, classes: tuple[str, str],
+        rule: str, arch: tuple[str, ...]) -> None:
     fact = _fact(matrix, torch, variant, platform)
-    assert (fact.sass, fact.ptx, fact.rule, fact.arch_list) == ("inferred", "inferred", rule, arch)
+    assert (fact.sass, fact.ptx, fact.rule, fact.arch_list) == (*classes, rule, arch)
 
 
 def test_the_runtime_table_agrees_with_every_confirmed_list_it_covers(matrix: Matrix) -> None:

@@ -282,8 +282,13 @@ def test_a_written_list_is_confirmed_by_the_variants_sources(matrix: Matrix) -> 
     fact = rel.variant("cu126").arch_fact("linux-x86_64")  # type: ignore[union-attr]
     assert (fact.sass, fact.ptx, fact.rule) == ("confirmed", "confirmed", None)
     assert "pytorch-build-env-setup-v2-13-0" in fact.sources
+    # arch_evidence gives the Windows list its own sources (the RELEASE.md table)
     windows = rel.variant("cu126").arch_fact("win-amd64")  # type: ignore[union-attr]
-    assert (windows.arch_list, windows.sass, windows.ptx) == (None, "unknown", "unknown")
+    assert (windows.sass, windows.ptx) == ("confirmed", "confirmed")
+    assert "pytorch-pr-187075" in windows.sources
+    assert "pytorch-build-env-setup-v2-13-0" not in windows.sources
+    unknown = matrix.release("2.8.0").variant("cu129").arch_fact("win-amd64")  # type: ignore[union-attr]
+    assert (unknown.arch_list, unknown.sass, unknown.ptx) == (None, "unknown", "unknown")
 
 
 def test_arch_evidence_can_confirm_sass_and_leave_ptx_unknown(documents: dict[str, Any]) -> None:
@@ -337,5 +342,7 @@ def test_coverage_counts_every_fact_once(matrix: Matrix) -> None:
     report = coverage(matrix)
     facts = sum(len(v.arch_facts) for r in matrix.releases for v in r.variants)
     assert sum(report["totals"]["sass"].values()) == facts
-    assert report["totals"]["sass"]["inferred"] >= 10
-    assert "2.8.0 cu126 linux-x86_64: arch list" in report["open"]
+    assert report["totals"]["sass"]["inferred"] >= 5
+    assert report["totals"]["ptx"]["inferred"] >= 10
+    assert "2.8.0 cu129 linux-x86_64: arch list" in report["open"]
+    assert "2.9.0 cu126 linux-x86_64: PTX entry" in report["open"]

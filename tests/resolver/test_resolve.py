@@ -81,14 +81,16 @@ TABLE: list[tuple[str, Any, dict[str, Any], Any, str]] = [
      ("2.2.2", "cpu", "full", "n/a"), "platform"),
     ("windows cpu 3.12", {"platform": "win-amd64"}, {}, ("2.15.0", "cpu", "full", "n/a"),
      "pypi"),
-    # every Windows CUDA list from 2.6 on is unknown: the newest confirmed one is 2.5's
+    # the Windows lists of 2.9-2.14 are confirmed by the release's RELEASE.md CUDA support
+    # matrix table (Linux x86 and Windows builds); a 560 driver reaches CUDA 12.6, a 576 one 12.8
+    # (2.11 is the last release with cu128)
     ("windows rtx4090 560", {"platform": "win-amd64", "driver": "560.94", "gpus": ["8.9"]}, {},
-     ("2.5.1", "cu124", "full", "confirmed"), "evidence"),
+     ("2.14.1", "cu126", "full", "confirmed"), "driver"),
     ("windows rtx5090 576", {"platform": "win-amd64", "driver": "576.02", "gpus": ["12.0"]}, {},
-     ("2.5.1", "cu118", "compat", "confirmed"), "evidence"),
+     ("2.11.0", "cu128", "full", "confirmed"), "driver"),
     ("windows rtx5090 576 torch>=2.6", {"platform": "win-amd64", "driver": "576.02",
                                         "gpus": ["12.0"]}, {"torch": ">=2.6"},
-     ("2.11.0", "cu128", "compat", "unknown"), "evidence"),
+     ("2.11.0", "cu128", "full", "confirmed"), "driver"),
     ("aarch64 cpu", {"platform": "linux-aarch64"}, {}, ("2.15.0", "cpu", "compat", "n/a"),
      "index"),
     ("aarch64 gh200 580", {"platform": "linux-aarch64", "driver": "580.65.06", "gpus": ["9.0"]},
@@ -97,24 +99,26 @@ TABLE: list[tuple[str, Any, dict[str, Any], Any, str]] = [
      ("2.15.0", "cu130", "compat", "inferred"), "driver"),
     ("h200 595 cuda13.2", {"driver": "595.45.04", "gpus": ["9.0"]}, {},
      ("2.15.0", "cu132", "full", "confirmed"), "pypi"),
-    # 2.15.0 has no cu126 (removed before the branch cut); cu126 of 2.14 is inferred
+    # 2.15.0 has no cu126 (removed before the branch cut); the SASS of cu126 of 2.14 is
+    # confirmed by the RELEASE.md table for 2.14 (its PTX entry is inferred)
     ("h100 550", {"driver": "550.54.15", "gpus": ["9.0"]}, {},
-     ("2.14.1", "cu126", "compat", "inferred"), "driver"),
+     ("2.14.1", "cu126", "compat", "confirmed"), "driver"),
     ("a100x8 535", {"driver": "535.104.05", "gpus": ["8.0"] * 8}, {},
-     ("2.14.1", "cu126", "compat", "inferred"), "driver"),
+     ("2.14.1", "cu126", "compat", "confirmed"), "driver"),
     ("rtx3090 525.60.13", {"driver": "525.60.13", "gpus": ["8.6"]}, {},
-     ("2.14.1", "cu126", "compat", "inferred"), "driver"),
+     ("2.14.1", "cu126", "compat", "confirmed"), "driver"),
     ("rtx3090 520", {"driver": "520.61.05", "gpus": ["8.6"]}, {},
      ("2.5.1", "cu118", "full", "confirmed"), "evidence"),
     ("gtx1080 535", {"driver": "535.104.05", "gpus": ["6.1"]}, {},
-     ("2.14.1", "cu126", "compat", "inferred"), "arch"),
+     ("2.14.1", "cu126", "compat", "confirmed"), "arch"),
     ("gtx1080+rtx3090 570", {"driver": "570.86.15", "gpus": ["6.1", "8.6"]}, {},
-     ("2.14.1", "cu126", "full", "inferred"), "arch"),
-    # the 2.8 builds that could run sm_61 have unknown lists; the confirmed cu128 has no sm_61
+     ("2.14.1", "cu126", "full", "confirmed"), "arch"),
+    # the confirmed 2.8 cu128 has no sm_61; 2.8 cu126 is inferred (2.7.1 and 2.9 confirm the
+    # same SASS list), so it beats cu129, whose list is unknown
     ("gtx1080 580 torch==2.8.*", {"driver": "580.65.06", "gpus": ["6.1"]},
-     {"torch": "==2.8.*"}, ("2.8.0", "cu129", "compat", "unknown"), "evidence"),
+     {"torch": "==2.8.*"}, ("2.8.0", "cu126", "full", "inferred"), "arch"),
     ("gtx1080 580 torch>=2.12", {"driver": "580.65.06", "gpus": ["6.1"]}, {"torch": ">=2.12"},
-     ("2.14.1", "cu126", "full", "inferred"), "arch"),
+     ("2.14.1", "cu126", "full", "confirmed"), "arch"),
     ("rtx5090 570", {"driver": "570.86.15", "gpus": ["12.0"]}, {},
      ("2.13.0", "cu129", "compat", "confirmed"), "driver"),
     ("rtx5090 550", {"driver": "550.54.15", "gpus": ["12.0"]}, {},
@@ -127,9 +131,9 @@ TABLE: list[tuple[str, Any, dict[str, Any], Any, str]] = [
     ("k80 450", {"driver": "450.80.02", "gpus": ["3.7"]}, {},
      ("2.5.1", "cu118", "compat", "confirmed"), "evidence"),
     ("maxwell 5.2 580", {"driver": "580.65.06", "gpus": ["5.2"]}, {},
-     ("2.14.1", "cu126", "full", "inferred"), "arch"),
+     ("2.14.1", "cu126", "full", "confirmed"), "arch"),
     ("volta 7.0 580", {"driver": "580.65.06", "gpus": ["7.0"]}, {},
-     ("2.14.1", "cu126", "full", "inferred"), "arch"),
+     ("2.14.1", "cu126", "full", "confirmed"), "arch"),
     # no confirmed list holds sm_35 (cu118 has SASS 3.7, PTX 3.7 on Windows only): the newest
     # build whose list is unknown and whose toolkit still compiles for 3.5, said plainly
     ("kepler 3.5 580", {"driver": "580.65.06", "gpus": ["3.5"]}, {},
@@ -175,7 +179,7 @@ TABLE: list[tuple[str, Any, dict[str, Any], Any, str]] = [
     ("CVD: only the 3090 counts", "CVD hides the GTX 1080 of 1080+3090", {},
      ("2.15.0", "cu130", "compat", "inferred"), "cvd"),
     ("CVD: only the 1080 counts", "CVD shows the GTX 1080 of 1080+5090", {},
-     ("2.14.1", "cu126", "full", "inferred"), "cvd"),
+     ("2.14.1", "cu126", "full", "confirmed"), "cvd"),
     ("CVD hides every GPU", "CVD hides every GPU", {}, ("2.15.0", "cu130", "compat", "n/a"),
      "cvd"),
 ]
@@ -367,10 +371,10 @@ def test_an_arch_rejection_names_the_gpu_and_the_list(matrix: Matrix) -> None:
 @pytest.mark.parametrize(
     ("cc", "torch", "variant", "words"),
     [
-        ("12.0", "2.8.0", "cu126", "newer than anything CUDA 12.6 compiles for (newest sm_90)"),
-        ("3.5", "2.10.0", "cu130", "older than anything CUDA 13.0 compiles for (oldest sm_75)"),
+        ("12.0", "2.6.0", "cu126", "newer than anything CUDA 12.6 compiles for (newest sm_90)"),
+        ("3.5", "2.9.0", "cu129", "older than anything CUDA 12.9 compiles for (oldest sm_50)"),
     ],
-    ids=["blackwell-on-12.6", "kepler-on-13.0"],
+    ids=["blackwell-on-12.6", "kepler-on-12.9"],
 )
 def test_unknown_arch_lists_are_still_bounded_by_the_toolkit(
     matrix: Matrix, cc: str, torch: str, variant: str, words: str
@@ -419,12 +423,12 @@ def test_the_cvd_warning_and_json_keys_of_an_unknown_pick(matrix: Matrix) -> Non
     doc = plan.to_json()
     assert {"evidence", "evidence_alternative", "newer_unverified", "host_warnings",
             "confirmed_alternative", "alternatives"} <= set(doc)
-    unknown = resolve(Request(torch="==2.8.*"), _host("580.65.06", "6.1"), matrix).to_json()
+    # the 2.8 Windows lists are unknown; 2.14's Windows cu126 list is confirmed
+    unknown = resolve(Request(torch="==2.8.*"), _host("580.88", "6.1", platform="win-amd64"),
+                      matrix).to_json()
     assert unknown["evidence"]["arch"] == "unknown"
     assert unknown["evidence_alternative"] == {"torch": "2.14.1", "variant": "cu126",
-                                               "evidence": "inferred",
-                                               "rule": "runtime-table-in-sync + "
-                                                       "release-ptx-policy"}
+                                               "evidence": "confirmed", "rule": None}
     assert unknown["alternatives"] and all(a["evidence"] for a in unknown["alternatives"])
 
 
