@@ -291,3 +291,53 @@ def test_rocm_devices_are_judged_by_their_gfx_target(gcn: str, archs: list[str],
     result = _probe.run_one(torch, {"name": "cuda_arch", "check": "cuda_arch",
                                     "device": "cuda:0", "required": True}, True)
     assert result["status"] == status, result
+
+class _FakeCudaTorch:
+    """A CUDA build as the probe sees it, on a GPU of the given compute capability."""
+
+    def __init__(self, version: str, capability: tuple[int, int]) -> None:
+        self.__version__ = version
+        self.version = type("V", (), {"hip": None, "cuda": "12.6"})()
+        self.cuda = type("C", (), {
+            "get_device_capability": staticmethod(lambda i: capability),
+            "get_device_name": staticmethod(lambda i: "NVIDIA Tesla P100-PCIE-16GB")})()
+
+
+@pytest.mark.parametrize(("version", "capability", "reason"), [
+    ("2.5.1+cu121", (6, 0), "needs compute capability 7.0 or later; cuda:0 is 6.0 (torch.compile "
+                            "arrived in torch 2.0; Triton"),
+    ("1.13.1+cu117", (8, 0), "needs torch 2.0 or later; this is 1.13.1+cu117"),
+], ids=["p100", "torch-1.13"])
+def test_torch_compile_is_a_skip_where_the_platform_cannot_compile(
+        version: str, capability: tuple[int, int], reason: str) -> None:
+    torch = _FakeCudaTorch(version, capability)
+    result = _probe.run_one(torch, {"name": "torch_compile", "check": "torch_compile",
+                                    "device": "cuda:0", "required": True}, True)
+    assert result["status"] == "skip", result
+    assert result["reason"].startswith(reason)
+
+
+@pytest.mark.parametrize(("needs", "version", "capability", "unmet"), [
+    (_probe.Needs(capability=(7, 0)), "2.7.1", (7, 0), None),
+    (_probe.Needs(capability=(7, 0)), "2.7.1", (6, 1), "needs compute capability 7.0"),
+    (_probe.Needs(capability=(7, 0)), "2.7.1", None, None),  # the CPU, ROCm: not judged
+    (_probe.Needs(torch=(2, 3)), "2.3.0a0+gitabc", None, None),
+    (_probe.Needs(torch=(2, 3)), "2.2.2", None, "needs torch 2.3 or later; this is 2.2.2"),
+    (_probe.Needs(torch=(2, 3)), "weird", None, "needs torch 2.3 or later; this is weird"),
+], ids=["cc-equal", "cc-below", "cc-unknown", "torch-prerelease", "torch-below",
+        "torch-unreadable"])
+def test_unmet_needs(needs: _probe.Needs, version: str, capability: tuple[int, int] | None,
+                     unmet: str | None) -> None:
+    got = _probe.unmet_need(needs, torch_version=version, device="cuda:0",
+                            capability=capability)
+    assert got == unmet if unmet is None else (got or "").startswith(unmet)
+
+
+@pytest.mark.parametrize("version", ["2.7.1", "2.7.1+cu128", "2.8.0.dev20250512+cpu",
+                                     "2.6.0a0+ecf3bae40a.nv25.01", "1.13.1+cu117", "2.10.0rc1",
+                                     "10.2"])
+def test_the_probes_torch_release_is_torchenvs(version: str) -> None:
+    from torchenv.values import TorchVersion
+
+    release = TorchVersion(version).release
+    assert _probe.torch_release(version) == (*release, 0, 0, 0)[:3]

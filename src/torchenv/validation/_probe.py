@@ -27,6 +27,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import time
@@ -68,29 +69,77 @@ class Ctx:
 CheckFn = Callable[[Ctx], Optional[str]]
 
 
+class Needs:
+    """What a check needs of the platform; where a need is unmet the check is a skip saying
+    which, never a failure. ``torch``: the oldest torch release (major, minor) that has what the
+    check uses. ``capability``: the lowest NVIDIA compute capability it can run on (judged on
+    CUDA devices only). ``why`` says where the limit comes from."""
+
+    def __init__(self, *, torch: Optional[tuple[int, int]] = None,
+                 capability: Optional[tuple[int, int]] = None, why: str = "") -> None:
+        self.torch = torch
+        self.capability = capability
+        self.why = why
+
+
 class Spec:
     """A registered check. ``scope`` is ``gpu`` (one per GPU, skipped without one), ``gpu_or_cpu``
     (one per GPU, or once on the CPU) or ``any`` (once, on the first GPU or the CPU)."""
 
     def __init__(self, name: str, fn: CheckFn, level: str, scope: str, required: bool,
-                 timeout: float) -> None:
+                 timeout: float, needs: Optional[Needs] = None) -> None:
         self.name = name
         self.fn = fn
         self.level = level
         self.scope = scope
         self.required = required
         self.timeout = timeout
+        self.needs = needs or Needs()
 
 
 SPECS: list[Spec] = []
 
 
 def check(name: str, *, level: str = "quick", scope: str = "any", required: bool = True,
-          timeout: float = 60.0) -> Callable[[CheckFn], CheckFn]:
+          timeout: float = 60.0, needs: Optional[Needs] = None) -> Callable[[CheckFn], CheckFn]:
     def register(fn: CheckFn) -> CheckFn:
-        SPECS.append(Spec(name, fn, level, scope, required, timeout))
+        SPECS.append(Spec(name, fn, level, scope, required, timeout, needs))
         return fn
     return register
+
+
+_RELEASE = re.compile(r"\s*([0-9]+)\.([0-9]+)(?:\.([0-9]+))?", re.ASCII)
+
+
+def torch_release(version: str) -> tuple[int, int, int]:
+    """``2.7.0+cu126`` → ``(2, 7, 0)``; ``2.6.0a0+ecf3bae40a.nv25.01`` → ``(2, 6, 0)``.
+
+    The probe cannot import torchenv; a test compares this with ``TorchVersion.release``.
+    An unreadable version is ``(0, 0, 0)``: older than every need, so the check is skipped
+    with the version named rather than run against an API that may not be there.
+    """
+    m = _RELEASE.match(version)
+    if m is None:
+        return (0, 0, 0)
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+
+
+def unmet_need(needs: Needs, *, torch_version: str, device: str,
+               capability: Optional[tuple[int, int]]) -> Optional[str]:
+    """Why this platform cannot run a check with ``needs``; None when it can.
+
+    ``capability`` is the CUDA device's (None on the CPU and on ROCm, where NVIDIA's compute
+    capabilities mean nothing).
+    """
+    why = f" ({needs.why})" if needs.why else ""
+    if needs.torch is not None and torch_release(torch_version)[:2] < needs.torch:
+        return (f"needs torch {needs.torch[0]}.{needs.torch[1]} or later; this is "
+                f"{torch_version}{why}")
+    if needs.capability is not None and capability is not None \
+            and tuple(capability) < needs.capability:
+        return (f"needs compute capability {needs.capability[0]}.{needs.capability[1]} or "
+                f"later; {device} is {capability[0]}.{capability[1]}{why}")
+    return None
 
 
 # ---------------------------------------------------------------------------------- helpers
@@ -144,7 +193,7 @@ def matmul_violations(torch: Any, out: Any, a: Any, b: Any, tol: float
     ratio = (out.detach().to("cpu", torch.float64) - ref).abs() / scale
     ratio = torch.nan_to_num(ratio, nan=float("inf"))
     worst = int(ratio.argmax())
-    where = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), ratio.shape))
+    where = divmod(worst, int(ratio.shape[1]))  # torch.unravel_index needs torch 2.2
     return int((ratio > tol).sum()), float(ratio.max()), where
 
 
@@ -272,6 +321,14 @@ def arch_runs(arch: str, major: int, minor: int) -> bool:
 
 def _cuda_index(ctx: Ctx) -> int:
     return int(ctx.device.split(":")[1]) if ":" in ctx.device else 0
+
+
+def cuda_capability(torch: Any, ctx: Ctx) -> Optional[tuple[int, int]]:
+    """The NVIDIA compute capability of the device under test; None on the CPU and on ROCm."""
+    if not ctx.cuda or getattr(torch.version, "hip", None) or not torch.version.cuda:
+        return None
+    major, minor = torch.cuda.get_device_capability(_cuda_index(ctx))
+    return int(major), int(minor)
 
 
 # ----------------------------------------------------------------------------- quick level
@@ -410,6 +467,14 @@ def check_matmul(ctx: Ctx) -> str:
     return (f"{len(shapes)} shapes, element-wise vs float64 of the same inputs: {shown}{note}")
 
 
+def grad_scaler(torch: Any, device_type: str, *, enabled: bool) -> Any:
+    """``torch.amp.GradScaler`` (torch 2.3 and later), else ``torch.cuda.amp.GradScaler``."""
+    amp = getattr(torch, "amp", None)
+    if hasattr(amp, "GradScaler"):
+        return torch.amp.GradScaler(device_type, enabled=enabled)
+    return torch.cuda.amp.GradScaler(enabled=enabled)
+
+
 def _mlp(torch: Any) -> Any:
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
@@ -519,7 +584,7 @@ def check_amp(ctx: Ctx) -> str:
     for dtype in dtypes:
         device_type = "cuda" if ctx.cuda else "cpu"
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        scaler = torch.amp.GradScaler(device_type, enabled=dtype == torch.float16)
+        scaler = grad_scaler(torch, device_type, enabled=dtype == torch.float16)
         first = None
         last = 0.0
         for _ in range(10):
@@ -593,13 +658,22 @@ def check_cudnn_conv(ctx: Ctx) -> str:
     return f"cuDNN {torch.backends.cudnn.version()}: forward {fwd:.1e}, backward {bwd:.1e}"
 
 
-@check("torch_compile", level="full", timeout=600.0)
+@check("torch_compile", level="full", timeout=600.0, needs=Needs(
+    torch=(2, 0), capability=(7, 0),
+    why="torch.compile arrived in torch 2.0; Triton, its GPU compiler, runs on compute "
+        "capability 7.0 and later only"))
 def check_torch_compile(ctx: Ctx) -> str:
     torch = ctx.torch
+    unsupported = dynamo_unsupported()
+    if unsupported:
+        raise Skip(f"this torch cannot compile on this Python: {unsupported}")
     if not ctx.cuda and not _compiler():
         raise Skip("no C++ compiler for inductor's CPU backend (set CXX or install g++)")
     if ctx.cuda:
         missing = triton_missing()
+        if missing and sys.platform == "win32":
+            raise Skip("Triton, torch.compile's GPU compiler, has no official Windows build "
+                       "(missing: " + "; ".join(missing) + ")")
         if missing:
             raise Fail("torch.compile on a GPU needs Triton, which needs " + "; ".join(missing),
                        hint="install what is missing (Triton comes with Linux CUDA wheels of "
@@ -716,6 +790,23 @@ def check_profiler(ctx: Ctx) -> str:
 
 def _compiler() -> Optional[str]:
     return shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++")
+
+
+def dynamo_unsupported() -> Optional[str]:
+    """torch's own word on whether torch.compile works on this Python (3.12 on torch before
+    2.4, a free-threaded build before 3.13.3, ...): its message, or None."""
+    try:
+        eval_frame = importlib.import_module("torch._dynamo.eval_frame")
+    except ImportError:
+        return None  # torch.compile itself will say what is wrong
+    check_supported = getattr(eval_frame, "check_if_dynamo_supported", None)
+    if check_supported is None:
+        return None
+    try:
+        check_supported()
+    except RuntimeError as exc:
+        return str(exc) or "torch._dynamo says this platform is unsupported"
+    return None
 
 
 def triton_missing() -> list[str]:
@@ -911,6 +1002,11 @@ def run_one(torch: Any, entry: dict[str, Any], gpu: bool) -> dict[str, Any]:
     try:
         if spec.scope == "gpu" and entry["device"] == "cuda":
             raise Skip(NO_CUDA)
+        if spec.needs.torch is not None or spec.needs.capability is not None:
+            unmet = unmet_need(spec.needs, torch_version=str(torch.__version__),
+                               device=ctx.device, capability=cuda_capability(torch, ctx))
+            if unmet:
+                raise Skip(unmet)
         detail = spec.fn(ctx)
         result["status"] = "pass"
         if detail:
@@ -949,6 +1045,17 @@ def poisons_context(message: str) -> bool:
     """Whether an error leaves the CUDA context unusable for the rest of the process."""
     text = message.lower()
     return any(e in text for e in _STICKY_ERRORS)
+
+
+def device_names(torch: Any, n_cuda: int) -> list[str]:
+    """Each CUDA device's name: a MIG instance's says so (``NVIDIA A100-SXM4-40GB MIG 1g.5gb``)."""
+    names = []
+    for i in range(n_cuda):
+        try:
+            names.append(str(torch.cuda.get_device_name(i)))
+        except Exception as exc:  # a device that cannot answer is named by its error
+            names.append(f"cuda:{i} (name unreadable: {type(exc).__name__})")
+    return names
 
 
 def gpu_identity(torch: Any, index: int) -> dict[str, Any]:
@@ -1008,7 +1115,8 @@ def main() -> int:
     except Exception as exc:
         hello["extra_checks_error"] = f"{type(exc).__name__}: {exc}"
     hello.update({"torch": torch.__version__, "cuda": torch.version.cuda, "gpu_host": gpu,
-                  "cuda_devices": n_cuda, "checks": plan(torch, n_cuda)})
+                  "cuda_devices": n_cuda, "cuda_device_names": device_names(torch, n_cuda),
+                  "checks": plan(torch, n_cuda)})
     send(hello)
     entries = {e["name"]: e for e in hello["checks"]}
     for line in sys.stdin:
