@@ -3,7 +3,6 @@ process and no temporary directory behind. Real children, real torchrun, real si
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -135,7 +134,7 @@ def test_sigterm_during_detect_ends_a_hung_nvidia_smi(tmp_path: Path) -> None:
 
 def test_one_rank_proves_no_collective_and_says_so(tmp_path: Path) -> None:
     """A world of one rank: every collective is a skip saying why, never a pass."""
-    from torchenv.validation.runner import DIST_WORKER
+    from torchenv.validation.collectives import DIST_WORKER, read_journal
 
     out = tmp_path / "out"
     out.mkdir()
@@ -144,9 +143,50 @@ def test_one_rank_proves_no_collective_and_says_so(tmp_path: Path) -> None:
                            "--nproc-per-node", "1", str(DIST_WORKER), str(out), "gloo", "30"],
                           capture_output=True, text=True, env=env, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    results = json.loads((out / "rank0.json").read_text())
+    journal = read_journal(out / "rank0.jsonl")
+    assert journal.done and journal.crash is None
+    results = journal.results
     assert {r["name"] for r in results} >= {"gloo_allreduce", "gloo_broadcast",
                                             "gloo_allgather", "ddp_step"}
     for r in results:
         assert r["status"] == "skip", r
         assert "world size 1" in r["reason"] and "needs at least 2 ranks" in r["reason"]
+
+
+_GLOO = ("gloo_allreduce", "gloo_broadcast", "gloo_allgather", "ddp_step")
+
+
+def _collectives_with(tmp_path: Path, plant: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    mark = uuid.uuid4().hex
+    env = _env(tmp_path, mark, TORCHENV_VALIDATE_EXTRA_CHECKS=str(HERE / plant))
+    proc = subprocess.run([sys.executable, "-m", "torchenv", "validate", "--level", "full",
+                           "--only", ",".join((*_GLOO, *extra)), "--json", "--timeout", "20"],
+                          capture_output=True, text=True, env=env, timeout=240, check=False)
+    assert _settle(mark) == [], "a rank is still alive"
+    assert listing(tmp_path / "tmp") == []
+    return proc
+
+
+def test_a_rank_dying_late_keeps_every_earlier_pass(tmp_path: Path) -> None:
+    proc = _collectives_with(tmp_path, "_planted_rank_crash.py", "planted_crash")
+    assert proc.returncode == 1, proc.stderr
+    checks = by_name(load(proc.stdout))
+    for name in _GLOO:
+        assert checks[name]["status"] == "pass", checks[name]
+    crash = checks["planted_crash"]
+    assert crash["status"] == "fail"
+    assert "rank 1 died during this check" in crash["error"], crash
+    assert "SIGABRT" in crash["error"] or "Signal 6" in crash["error"], crash
+
+
+def test_a_start_up_crash_on_one_rank_reports_its_own_exception(tmp_path: Path) -> None:
+    proc = _collectives_with(tmp_path, "_planted_startup_crash.py")
+    assert proc.returncode == 1, proc.stderr
+    checks = by_name(load(proc.stdout))
+    for name in _GLOO:
+        error = checks[name]["error"]
+        assert checks[name]["status"] == "fail"
+        assert ("rank 1 raised RuntimeError: planted: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+                "unhandled system error") in error, error
+        assert "during init_process_group" in error
+

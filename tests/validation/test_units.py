@@ -1,4 +1,4 @@
-"""Pure pieces of validation: the arch rule, reports, rank merging, peak comparison."""
+"""Pure pieces of validation: the arch rule, reports, peak comparison, the probe's helpers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from torchenv.validation import _probe
 from torchenv.validation.perf import compare_with_peak
-from torchenv.validation.report import CheckResult, Report, merge_rank_results, write_junit
+from torchenv.validation.report import CheckResult, Report, write_junit
 
 
 @pytest.mark.parametrize(("arch", "cc", "runs"), [
@@ -77,15 +77,6 @@ def test_junit_written_atomically(tmp_path: Path) -> None:
     assert suite is not None
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "1")
     assert [p.name for p in tmp_path.iterdir()] == ["r.xml"]
-
-
-def test_rank_results_merge_fails_when_one_rank_fails() -> None:
-    ok = {"name": "gloo_allreduce", "status": "pass", "seconds": 0.1, "device": "cpu",
-          "detail": "sum", "rank": 0}
-    bad = {**ok, "status": "fail", "error": "wrong sum", "rank": 1}
-    [merged] = merge_rank_results([[ok], [bad]])
-    assert merged.status == "fail"
-    assert merged.error == "rank 1: wrong sum"
 
 
 def test_peak_comparison_flags_below_half() -> None:
@@ -224,50 +215,6 @@ def test_a_stale_extension_lock_is_cleared_only_when_no_build_holds_the_director
     assert fcntl is not None
 
 
-def test_collective_launches_never_run_a_single_rank_alone() -> None:
-    from torchenv.validation.runner import collective_launches
-
-    def plan(**kw: object) -> list[tuple[str, int, int]]:
-        args = {"cuda_devices": 0, "nccl_available": True, "nnodes": 1, "nproc_per_node": None}
-        args.update(kw)
-        return [(la.backend, la.nproc, la.nnodes)
-                for la in collective_launches(**args)]  # type: ignore[arg-type]
-
-    assert plan() == [("gloo", 2, 1)]
-    assert plan(cuda_devices=8) == [("nccl", 8, 1)]
-    # one GPU: NCCL is initialised alone (its checks skip) and gloo gets two ranks of its own
-    assert plan(cuda_devices=1) == [("nccl", 1, 1), ("gloo", 2, 1)]
-    assert plan(cuda_devices=1, nnodes=2) == [("nccl", 1, 2)]
-    # Windows builds have no NCCL
-    assert plan(cuda_devices=2, nccl_available=False) == [("gloo", 2, 1)]
-
-
-def test_rank_merge_skips_a_world_of_one_and_fails_a_missing_rank() -> None:
-    skip = {"name": "nccl_allreduce", "status": "skip", "rank": 0, "device": "cuda:0",
-            "reason": "world size 1: NCCL initialised on cuda:0; a collective needs at least 2 "
-                      "ranks", "seconds": 0.0}
-    [merged] = merge_rank_results([[skip]], expected_ranks=1)
-    assert merged.status == "skip" and "world size 1" in (merged.reason or "")
-    ok = {"name": "gloo_allreduce", "status": "pass", "rank": 0, "detail": "sum",
-          "seconds": 0.1}
-    [partial] = merge_rank_results([[ok]], expected_ranks=2)
-    assert partial.status == "fail"
-    assert partial.error == "1 of 2 local ranks reported no result (they hung or died)"
-
-
-def test_nccl_transports_are_read_from_its_debug_logs(tmp_path: Path) -> None:
-    from torchenv.validation.runner import nccl_transports
-
-    (tmp_path / "nccl.node1.4001.log").write_text(
-        "node1:4001:4100 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
-        "node1:4001:4100 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via SHM/direct/direct\n")
-    (tmp_path / "nccl.node1.4002.log").write_text(
-        "node1:4002:4101 [1] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/IB/0\n")
-    (tmp_path / "other.log").write_text("via NET/Socket/0\n")
-    assert nccl_transports(tmp_path) == ["NET/IB", "P2P/CUMEM", "SHM"]
-    assert nccl_transports(tmp_path / "missing") == []
-
-
 class _FakeRocmTorch:
     """Only the attributes a ROCm build's arch check reads; no ROCm GPU runs here."""
 
@@ -291,6 +238,7 @@ def test_rocm_devices_are_judged_by_their_gfx_target(gcn: str, archs: list[str],
     result = _probe.run_one(torch, {"name": "cuda_arch", "check": "cuda_arch",
                                     "device": "cuda:0", "required": True}, True)
     assert result["status"] == status, result
+
 
 class _FakeCudaTorch:
     """A CUDA build as the probe sees it, on a GPU of the given compute capability."""

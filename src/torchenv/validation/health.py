@@ -21,7 +21,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TypeVar, Union
 
@@ -172,6 +172,7 @@ class GpuHealth:
     mig_mode: Reading[tuple[bool, bool]]  # (current, pending after the next GPU reset)
     processes: Reading[tuple[GpuProcess, ...]]
     memory: Reading[MemoryUse]
+    virtualization_mode: Reading[int]  # nvmlGpuVirtualizationMode_t; 2 is a vGPU in a VM
 
     @property
     def label(self) -> str:
@@ -671,6 +672,7 @@ def _read_gpu(pynvml: Any, index: int) -> GpuHealth:
             GpuProcess(int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory))
             for p in procs)),
         memory=_convert(memory, lambda m: MemoryUse(int(m.total), int(m.free))),
+        virtualization_mode=_convert(ask("nvmlDeviceGetVirtualizationMode"), int),
     )
 
 
@@ -727,16 +729,29 @@ def read_gpus(environ: Optional[Mapping[str, str]] = None, *,
                      else "no GPU was read"))
 
 
+NVML_GPU_VIRTUALIZATION_MODE_VGPU = 2  # nvml.h: "Device is associated with vGPU inside VM"
+
+
+def vgpus(gpus: Sequence[GpuHealth]) -> list[str]:
+    """Each GPU that NVML says is a vGPU (a virtual machine's share of a GPU), described."""
+    return [f"{g.label} is a vGPU (NVML virtualization mode VGPU)" for g in gpus
+            if g.virtualization_mode == NVML_GPU_VIRTUALIZATION_MODE_VGPU]
+
+
 def node_health(environ: Optional[Mapping[str, str]] = None, *, shm_path: str = "/dev/shm",
-                timeout: float = DEFAULT_TIMEOUT) -> list[CheckResult]:
+                timeout: float = DEFAULT_TIMEOUT,
+                readings: Optional[tuple[list[GpuHealth], Optional[str]]] = None
+                ) -> list[CheckResult]:
     """The node health checks: each of :data:`CHECKS` for every GPU NVML lists, then /dev/shm.
 
-    When NVML cannot be used (no driver library, a failed ``nvmlInit``, no answer within
-    ``timeout`` seconds) a ``health_nvml`` skip says why, and the GPUs' checks are absent rather
-    than passed. Raises only for a bug, never for what the driver answers.
+    ``readings`` are what :func:`read_gpus` returned, when the caller read them already (the
+    validation run reads the GPUs before its workload); else they are read now. When NVML
+    cannot be used (no driver library, a failed ``nvmlInit``, no answer within ``timeout``
+    seconds) a ``health_nvml`` skip says why, and the GPUs' checks are absent rather than
+    passed. Raises only for a bug, never for what the driver answers.
     """
     started = time.monotonic()
-    gpus, problem = read_gpus(environ, timeout=timeout)
+    gpus, problem = readings if readings is not None else read_gpus(environ, timeout=timeout)
     results: list[CheckResult] = []
     if problem is not None:
         results.append(CheckResult(name="health_nvml", status="skip", device="gpu",
