@@ -45,7 +45,8 @@ def check_contract(doc: Any) -> None:
         if c["status"] == "fail":
             assert c["error"]
     required_failed = any(c["status"] == "fail" and c["required"] for c in doc["checks"])
-    assert doc["ok"] is (not required_failed)
+    assert doc.get("interrupted", False) in (False, True)
+    assert doc["ok"] is (not required_failed and not doc.get("interrupted", False))
 
 
 def by_name(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -49,7 +49,7 @@ def register(sub: Subcommands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchenv.validation.runner import ValidationOptions, validate
+    from torchenv.validation.runner import Interrupted, ValidationOptions, validate
 
     if args.timeout is not None and not (0 < args.timeout <= _MAX_TIMEOUT):
         raise BadInput(f"--timeout: must be a number of seconds above 0 and at most "
@@ -74,7 +74,15 @@ def run(args: argparse.Namespace) -> int:
         nproc_per_node=args.nproc_per_node, host=host, only=_only(args.only),
         peak_lookup=_catalog_peak if args.level == "full" else None)
     with _Progress() as progress:
-        report = validate(options, progress=progress.update)
+        try:
+            report = validate(options, progress=progress.update)
+        except Interrupted as stopped:
+            # every process of the run has ended; what finished is still worth a document
+            if args.json:
+                from torchenv.cli._common import emit_json
+
+                emit_json(stopped.report.to_json())
+            raise stopped.cause from None
     if args.junit:
         from torchenv.validation.report import write_junit
 

@@ -286,7 +286,7 @@ def die_with_parent() -> None:
     except (OSError, AttributeError):
         return
     if os.getppid() == 1:  # the parent was already gone before the request took effect
-        os._exit(1)
+        sys.exit(1)
 
 
 def rel_err(torch: Any, out: Any, ref: Any) -> float:
@@ -826,13 +826,15 @@ def triton_missing() -> list[str]:
     return missing
 
 
-def clear_stale_lock(build_dir: str) -> Optional[Any]:
+def clear_stale_lock(build_dir: str, *, wait: bool = True) -> Optional[Any]:
     """Hold torchenv's advisory lock on ``build_dir`` and remove torch's lock file if a killed
-    build left it there; returns the open lock file (close it to release), None without flock.
+    build left it there; returns the open lock file (close it to release), None without flock
+    or, with ``wait=False``, when a live build holds the directory.
 
     torch's extension builder waits for as long as ``build_dir/lock`` exists. The advisory lock
     is released by the kernel when its holder dies, so once it is ours no other torchenv build
-    is using the directory and a ``lock`` file there is stale.
+    is using the directory and a ``lock`` file there is stale. The validation parent calls this
+    (without waiting) after it killed a child in the middle of a build.
     """
     try:
         import fcntl
@@ -840,7 +842,7 @@ def clear_stale_lock(build_dir: str) -> Optional[Any]:
         return None
     handle = open(os.path.join(build_dir, ".torchenv.lock"), "a+b")  # noqa: SIM115
     try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         handle.close()
         return None
@@ -1130,8 +1132,7 @@ def main() -> int:
         send({"event": "start", "name": entry["name"]})
         send({"event": "result", **run_one(torch, entry, gpu)})
     proto.flush()
-    sys.stderr.flush()
-    os._exit(0)  # skip torch's interpreter teardown: nothing is left to write
+    return 0
 
 
 if __name__ == "__main__":

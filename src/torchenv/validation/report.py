@@ -67,25 +67,34 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class Report:
-    """A whole run: the interpreter, its torch (None when it could not be imported), the checks."""
+    """A whole run: the interpreter, its torch (None when it could not be imported), the checks.
+
+    ``interrupted``: the run was stopped (Ctrl-C, SIGTERM) and ``checks`` are those that
+    finished; such a report is never ``ok``, since what did not run proved nothing.
+    """
 
     python: str
     torch: Optional[str]
     level: str
     checks: tuple[CheckResult, ...]
     seconds: float = 0.0
+    interrupted: bool = False
 
     @property
     def ok(self) -> bool:
-        return not any(c.status == "fail" and c.required for c in self.checks)
+        return not self.interrupted and not any(c.status == "fail" and c.required
+                                                for c in self.checks)
 
     def counts(self) -> dict[str, int]:
         return {s: sum(1 for c in self.checks if c.status == s) for s in STATUSES}
 
     def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "python": self.python, "torch": self.torch, "level": self.level,
-                "seconds": round(self.seconds, 3),
-                "checks": [c.to_json() for c in self.checks]}
+        doc: dict[str, Any] = {"ok": self.ok, "python": self.python, "torch": self.torch,
+                               "level": self.level, "seconds": round(self.seconds, 3)}
+        if self.interrupted:
+            doc["interrupted"] = True
+        doc["checks"] = [c.to_json() for c in self.checks]
+        return doc
 
     def to_junit(self) -> ET.Element:
         counts = self.counts()

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import IO, Any, Callable, Literal, Optional, Union
 
 from torchenv._subprocess import (
+    RUN_TOKEN_ENV,
+    kill_token,
     reap_children,
     start_process,
     stop_process,
@@ -39,6 +41,7 @@ from torchenv.validation.report import CheckResult, Report
 __all__ = [
     "EXTRA_CHECKS_ENV",
     "GPU_HOST_ENV",
+    "Interrupted",
     "Level",
     "ProgressEvent",
     "ValidationOptions",
@@ -97,6 +100,8 @@ class _Child:
 
     def __init__(self, python: str, env: Mapping[str, str], workdir: str, stderr_path: str):
         self.stderr_path = stderr_path
+        self.token = env.get(RUN_TOKEN_ENV, "")
+        self.extensions = env.get("TORCHENV_EXTENSIONS_CACHE")
         self.proc = start_process([python, "-u", str(PROBE)], env=env, cwd=workdir,
                                   stderr_path=stderr_path)
         self.messages: queue.Queue[Optional[dict[str, Any]]] = queue.Queue()
@@ -169,6 +174,13 @@ class _Child:
 
     def stop(self, *, kill: bool = False) -> None:
         stop_process(self.proc, grace=0.0 if kill else 5.0)
+        if kill:
+            # a check killed mid-way may have started processes outside the child's group (ninja
+            # runs each compiler in a group of its own); they carry the run's token. Only this
+            # child of the run is alive now, so everything with the token belongs to it.
+            kill_token(self.token)
+            if self.extensions:
+                clear_stale_build_locks(Path(self.extensions))
         self._reader.join(timeout=5)
         if self.proc.stdout is not None and not self._reader.is_alive():
             self.proc.stdout.close()
@@ -180,7 +192,8 @@ def _cache_root(env: Mapping[str, str]) -> Path:
     return Path(user_cache_dir(env))
 
 
-def _child_env(options: ValidationOptions, scratch: Path) -> dict[str, str]:
+def _child_env(options: ValidationOptions, scratch: Path, token: str,
+               extensions: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update(options.env)
     if options.host is not None and not env.get(GPU_HOST_ENV):
@@ -193,24 +206,50 @@ def _child_env(options: ValidationOptions, scratch: Path) -> dict[str, str]:
         "TORCHINDUCTOR_CACHE_DIR": str(scratch / "inductor"),
         "TRITON_CACHE_DIR": str(scratch / "triton"),
         "TORCH_EXTENSIONS_DIR": str(scratch / "extensions"),
-        "TORCHENV_EXTENSIONS_CACHE": str(_cache_root(env) / "torch_extensions"),
+        "TORCHENV_EXTENSIONS_CACHE": str(extensions),
+        RUN_TOKEN_ENV: token,
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
     })
     return env
 
 
+class Interrupted(BaseException):
+    """The run was interrupted (Ctrl-C, SIGTERM) and every process of it has ended.
+
+    ``report`` holds the checks that finished, with ``interrupted`` set; ``cause`` is the
+    interruption itself, for the caller to re-raise once it has shown the report.
+    """
+
+    def __init__(self, report: Report, cause: BaseException) -> None:
+        super().__init__("validation interrupted")
+        self.report = report
+        self.cause = cause
+
+
 def validate(options: ValidationOptions,
              progress: Optional[Callable[[ProgressEvent], None]] = None) -> Report:
-    """Run the suite for ``options.python``; never raises for what happens in the children."""
+    """Run the suite for ``options.python``; never raises for what happens in the children.
+
+    Raises :class:`Interrupted` (with the partial report) when a KeyboardInterrupt or another
+    BaseException that is not an error (the CLI's SIGTERM) arrives mid-run.
+    """
     started = time.monotonic()
-    notify = progress or (lambda event: None)
+    finished: list[CheckResult] = []
+
+    def notify(event: ProgressEvent) -> None:
+        if event[0] == "result":
+            finished.append(event[1])
+        if progress is not None:
+            progress(event)
 
     options = replace(options, python=_interpreter_path(options.python))
     scratch = Path(tempfile.mkdtemp(prefix="torchenv-validate-"))
     token = uuid.uuid4().hex
+    extensions = _cache_root({**os.environ, **options.env}) / "torch_extensions"
+    torch_version: Optional[str] = None
     try:
-        env = _child_env(options, scratch)
+        env = _child_env(options, scratch, token, extensions)
         # the GPUs as the driver sees them before any workload: node health judges them, and
         # they say which are vGPUs
         gpus = read_gpus(env) if options.level == "full" else ([], None)
@@ -233,11 +272,48 @@ def validate(options: ValidationOptions,
                     notify(("result", r))
         results += _unmatched(options, results)
         results = [_with_peak(r, options.peak_lookup) for r in results]
+    except Exception:
+        raise
+    except BaseException as exc:  # interrupted: what finished is still a report
+        partial = Report(python=options.python, torch=torch_version or _torch_of(finished),
+                         level=options.level, checks=tuple(finished),
+                         seconds=time.monotonic() - started, interrupted=True)
+        raise Interrupted(partial, exc) from exc
     finally:
-        reap_children()  # nothing of this run may outlive it, even when it is interrupted
+        # nothing of this run may outlive it: its children's process groups, then whatever
+        # left them but carries the run's token (ninja starts each compiler in a group of its own)
+        reap_children()
+        kill_token(token)
+        clear_stale_build_locks(extensions)
         shutil.rmtree(scratch, ignore_errors=True)
     return Report(python=options.python, torch=torch_version, level=options.level,
                   checks=tuple(results), seconds=time.monotonic() - started)
+
+
+def clear_stale_build_locks(cache: Path) -> list[Path]:
+    """Remove the lock file of each C++ extension build in ``cache`` that a killed build left
+    (one no live build holds); returns the locks removed. The probe's own rule decides."""
+    from torchenv.validation._probe import clear_stale_lock
+
+    removed = []
+    try:
+        folders = [p for p in cache.iterdir() if (p / "lock").exists()]
+    except OSError:
+        return []
+    for folder in folders:
+        held = clear_stale_lock(str(folder), wait=False)
+        if held is not None:
+            held.close()
+            removed.append(folder / "lock")
+    return removed
+
+
+def _torch_of(results: Sequence[CheckResult]) -> Optional[str]:
+    for r in results:
+        if r.name == "import_torch" and r.status == "pass":
+            version = r.metrics.get("torch")
+            return str(version) if version else None
+    return None
 
 
 def _interpreter_path(python: str) -> str:
