@@ -54,10 +54,16 @@ def by_name(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def has_cuda_gpu() -> bool:
+    """An NVIDIA GPU on this host: the Linux driver's list, WSL2's GPU bridge with NVIDIA's
+    user-space driver, or a device node (containers that hide /proc/driver)."""
     try:
-        return bool(os.listdir("/proc/driver/nvidia/gpus"))
+        if os.listdir("/proc/driver/nvidia/gpus"):
+            return True
     except OSError:
-        return False
+        pass
+    if os.path.exists("/dev/dxg") and os.path.exists("/usr/lib/wsl/lib/libcuda.so.1"):
+        return True
+    return os.path.exists("/dev/nvidia0")
 
 
 def load(stdout: str) -> dict[str, Any]:

@@ -175,7 +175,8 @@ def test_missing_torch_table(bare_venv: Path) -> None:
     (["--python", "/nonexistent/python"], "cannot run /nonexistent/python"),
     (["--timeout", "0"], "--timeout"),
     (["--nnodes", "2"], "--rdzv-endpoint"),
-], ids=["missing-interpreter", "zero-timeout", "nnodes-without-endpoint"])
+    (["--level", "full", "--nproc-per-node", "100000"], "--nproc-per-node 100000: this node has"),
+], ids=["missing-interpreter", "zero-timeout", "nnodes-without-endpoint", "nproc-above-cpus"])
 def test_bad_input_exits_2(args: list[str], message: str) -> None:
     proc = run_cli("validate", *args)
     assert proc.returncode == 2
