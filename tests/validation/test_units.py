@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -289,3 +290,33 @@ def test_the_probes_torch_release_is_torchenvs(version: str) -> None:
 
     release = TorchVersion(version).release
     assert _probe.torch_release(version) == (*release, 0, 0, 0)[:3]
+
+
+def test_a_factory_overclocked_card_above_its_catalogued_peak_passes_within_its_own_clocks(
+        ) -> None:
+    """An overclocked RTX 4090 beats the catalogue's rated-boost figure; its own maximum clock
+    (NVML) says how far it can go, so a figure within that is a pass, not a broken timing."""
+    result = CheckResult(name="perf", status="pass", device="cuda:0", required=False,
+                         metrics={"gpu_name": "NVIDIA GeForce RTX 4090", "capability": "8.9",
+                                  "sm_count": 128, "tflops": {"fp16": 178.0, "bf16": 176.0}})
+    peaks = {"fp16_tflops": 165.2, "bf16_tflops": 165.2, "memory_bandwidth_gbs": None}
+    judged = compare_with_peak(result, lambda name: peaks, max_sm_clock_mhz=3105)
+    assert judged.status == "pass", judged.error
+    assert judged.metrics["tensor_ceiling_tflops"] == pytest.approx(128 * 3105e6 * 1024 / 1e12,
+                                                                    abs=0.1)
+    # the same card timed wrongly: above what 128 SMs at 3105 MHz can do
+    wrong = replace(result, metrics={**result.metrics, "tflops": {"fp16": 600.0}})
+    judged = compare_with_peak(wrong, lambda name: peaks, max_sm_clock_mhz=3105)
+    assert judged.status == "fail" and "more than the GPU can do" in (judged.error or "")
+    assert "128 SMs at 3105 MHz" in (judged.error or "")
+
+
+def test_every_expected_figure_names_a_known_source() -> None:
+    from torchenv.validation.expected import load_expected, tensor_ceiling_tflops
+
+    expected = load_expected()
+    assert expected.tensor_flops_per_clock_per_sm["9.0"] == 4096
+    # the table's own check: H100 SXM5, 132 SMs at 1830 MHz, is NVIDIA's 989.4 TFLOP/s
+    assert tensor_ceiling_tflops("9.0", 132, 1830) == pytest.approx(989.4, abs=0.1)
+    assert tensor_ceiling_tflops("6.1", 28, 1900) is None
+    assert all(url.startswith("https://") for url in expected.sources.values())

@@ -122,6 +122,47 @@ def extra_collectives() -> tuple[dict[str, Callable[[dict[str, Any]], str]],
     return found, before_init
 
 
+SWEEP_BYTES = (1 << 20, 8 << 20, 64 << 20, 256 << 20)
+
+
+def bus_bandwidth_sweep(torch: Any, dist: Any, device: str, local_rank: int, world: int
+                        ) -> tuple[str, dict[str, Any]]:
+    """all_reduce over a sweep of message sizes, timed as nccl-tests times it.
+
+    For each size the first all_reduce of ones is verified exactly (every element must be the
+    world size: exact in float32 for any real world), then ``reps`` are timed. nccl-tests'
+    definitions (doc/PERFORMANCE.md): algbw = bytes / time; busbw = algbw * 2(n-1)/n, the
+    figure comparable with the hardware's link bandwidth whatever the rank count.
+    """
+    rows: list[dict[str, Any]] = []
+    for nbytes in SWEEP_BYTES:
+        n = nbytes // 4
+        t = torch.ones(n, device=device)
+        dist.all_reduce(t)
+        torch.cuda.synchronize(device)
+        wrong = int((t != float(world)).sum())
+        if wrong:
+            raise AssertionError(f"all_reduce of {nbytes >> 20} MiB: {wrong} of {n} elements "
+                                 f"differ from {world}")
+        reps = 20 if nbytes < (64 << 20) else 5
+        dist.barrier(device_ids=[local_rank])
+        start = time.perf_counter()
+        for _ in range(reps):
+            dist.all_reduce(t)  # the values grow (to inf for large worlds): speed does not care
+        torch.cuda.synchronize(device)
+        seconds = (time.perf_counter() - start) / reps
+        algbw = nbytes / seconds / 1e9
+        rows.append({"bytes": nbytes, "seconds": seconds, "algbw_gbs": round(algbw, 2),
+                     "busbw_gbs": round(algbw * 2 * (world - 1) / world, 2)})
+        del t
+    top = rows[-1]
+    shown = ", ".join(f"{int(r['bytes']) >> 20} MiB {r['busbw_gbs']:.1f}" for r in rows)
+    return (f"all_reduce sweep, each size verified; busbw GB/s {shown}; at "
+            f"{int(top['bytes']) >> 20} MiB algbw {top['algbw_gbs']:.1f}, busbw "
+            f"{top['busbw_gbs']:.1f} GB/s",
+            {"sweep": rows, "algbw_gbs": top["algbw_gbs"], "busbw_gbs": top["busbw_gbs"]})
+
+
 def main() -> int:
     probe = _probe()
     probe.die_with_parent()
@@ -169,7 +210,9 @@ def run(probe: Any, journal: Journal, out_dir: str, backend: str, timeout: float
     alone = (f"world size 1: {'NCCL' if backend == 'nccl' else 'the process group'} "
              f"initialised on {device}; a collective needs at least 2 ranks")
 
-    def check(name: str, dev: str, fn: Callable[[], str]) -> None:
+    def check(name: str, dev: str, fn: Callable[[], Any]) -> None:
+        """Run one check and journal its result; ``fn`` returns its detail, or (detail,
+        metrics)."""
         journal.start(name)
         start = time.monotonic()
         entry: dict[str, Any] = {"name": name, "device": dev}
@@ -178,7 +221,10 @@ def run(probe: Any, journal: Journal, out_dir: str, backend: str, timeout: float
             journal.result(entry)
             return
         try:
-            entry["detail"] = fn()
+            out = fn()
+            entry["detail"], metrics = out if isinstance(out, tuple) else (out, None)
+            if metrics:
+                entry["metrics"] = metrics
             entry["status"] = "pass"
         except Exception as exc:
             entry["status"] = "fail"
@@ -251,29 +297,8 @@ def run(probe: Any, journal: Journal, out_dir: str, backend: str, timeout: float
             {"torch": torch, "dist": dist, "rank": rank, "world": world, "device": device}))
 
     if backend == "nccl":
-        def bus_bandwidth() -> str:
-            n = 64 << 20  # 256 MiB of float32
-            t = torch.ones(n, device=device)
-            dist.all_reduce(t)
-            torch.cuda.synchronize(device)
-            reps = 5
-            dist.barrier()
-            start = time.perf_counter()
-            for _ in range(reps):
-                dist.all_reduce(t)
-            torch.cuda.synchronize(device)
-            seconds = (time.perf_counter() - start) / reps
-            # every element is world ** (reps + 1), exact in float32 for any real world size:
-            # a large message must arrive whole, not only fast
-            want = float(world) ** (reps + 1)
-            wrong = int((t != want).sum())
-            if wrong:
-                raise AssertionError(f"all_reduce of 256 MiB: {wrong} of {n} elements differ "
-                                     f"from {want:g}")
-            algbw = n * 4 / seconds / 1e9
-            busbw = algbw * 2 * (world - 1) / world
-            return (f"all_reduce 256 MiB, result verified: algbw {algbw:.1f} GB/s, "
-                    f"busbw {busbw:.1f} GB/s")
+        def bus_bandwidth() -> tuple[str, dict[str, Any]]:
+            return bus_bandwidth_sweep(torch, dist, device, local_rank, world)
         check("nccl_bus_bandwidth", device, bus_bandwidth)
 
     journal.start("destroy_process_group")

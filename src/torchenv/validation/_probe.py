@@ -950,7 +950,10 @@ def check_perf(ctx: Ctx) -> str:
         d2h = size / time_on_stream(torch, stream,
                                     lambda: host.copy_(dbuf, non_blocking=True)) / 1e9
         d2d = 2 * size / time_on_stream(torch, stream, lambda: dbuf2.copy_(dbuf)) / 1e9
+    props = torch.cuda.get_device_properties(i)
     ctx.metrics.update({"gpu_name": torch.cuda.get_device_name(i), "tflops": tflops,
+                        "capability": f"{props.major}.{props.minor}",
+                        "sm_count": int(props.multi_processor_count),
                         "h2d_gbs": round(h2d, 1), "d2h_gbs": round(d2h, 1),
                         "d2d_gbs": round(d2d, 1)})
     return ("matmul TFLOP/s " + ", ".join(f"{k} {v}" for k, v in tflops.items())

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from torchenv._subprocess import ProcessResult, run_to_files
+from torchenv.validation.expected import FabricPath
 from torchenv.validation.report import CheckResult
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ __all__ = [
     "Launch",
     "RankJournal",
     "collective_launches",
+    "judge_bus_bandwidth",
     "merge_rank_results",
     "nccl_transports",
     "nccl_unavailable",
@@ -294,6 +296,7 @@ class _Outcome:
     proc: ProcessResult
     merged: dict[str, CheckResult]
     warnings: list[str] = field(default_factory=list)
+    transports: list[str] = field(default_factory=list)
 
 
 def _torchrun_argv(options: ValidationOptions, nproc: int, out_dir: Path, backend: str,
@@ -318,12 +321,44 @@ def _launch_checks(launch: Launch) -> list[str]:
             if (c.nccl if alone else launch.backend == "nccl" or not c.nccl)]
 
 
+def judge_bus_bandwidth(result: CheckResult, transports: Sequence[str],
+                        paths: Sequence[FabricPath]) -> CheckResult:
+    """The bus bandwidth against what the path NCCL used is rated for: below the stated
+    fraction (``busbw_floor_fraction`` in expected.yaml) it is a required failure; a path that
+    cannot be judged (several nodes, links NVML did not describe) leaves the result optional."""
+    from torchenv.validation.expected import expected_busbw, load_expected
+
+    busbw = result.metrics.get("busbw_gbs")
+    if result.status != "pass" or busbw is None:
+        return result
+    want, path = expected_busbw(transports, paths)
+    metrics = {**result.metrics, "path": path, "expected_busbw_gbs": want,
+               "nccl_transports": list(transports)}
+    if want is None:
+        return replace(result, metrics=metrics,
+                       detail=f"{result.detail}; not judged: {path}")
+    fraction = load_expected().busbw_floor_fraction
+    floor = want * fraction
+    metrics["floor_busbw_gbs"] = round(floor, 2)
+    said = (f"busbw {float(busbw):.1f} GB/s is {float(busbw) / want:.0%} of the {want:g} GB/s "
+            f"one direction of {path} is rated for")
+    if float(busbw) >= floor:
+        return replace(result, metrics=metrics, required=True, detail=f"{result.detail}; {said}")
+    return replace(result, status="fail", required=True, metrics=metrics,
+                   error=f"{said}: below {fraction:.0%}",
+                   hint="check the links: nvidia-smi topo -m (the path between the GPUs), "
+                        "nvidia-smi nvlink -s (links down), the PCIe width and generation "
+                        "(health_pcie), and NCCL_P2P_DISABLE/NCCL_SHM_DISABLE in the "
+                        "environment; NCCL_DEBUG=INFO shows the transport chosen")
+
+
 def run_collectives(options: ValidationOptions, env: Mapping[str, str], scratch: Path,
                     notify: Callable[[ProgressEvent], None], *, cuda_devices: int,
-                    nccl_available: bool, slices: Sequence[str], token: str
-                    ) -> list[CheckResult]:
+                    nccl_available: bool, slices: Sequence[str], token: str,
+                    fabric: Sequence[FabricPath] = ()) -> list[CheckResult]:
     """Launch the collective checks with torchrun and judge them; ``token`` marks every process
-    of the launches so that none outlives them."""
+    of the launches so that none outlives them; ``fabric`` describes the GPUs' links (NVML), to
+    judge the bus bandwidth by."""
     timeout = options.timeout if options.timeout is not None else DEFAULT_TIMEOUT
     nccl_blocked = nccl_unavailable(cuda_devices=cuda_devices, nccl_available=nccl_available,
                                     slices=slices)
@@ -362,7 +397,7 @@ def run_collectives(options: ValidationOptions, env: Mapping[str, str], scratch:
                 metrics={**r.metrics, "nccl_transports": transports})
         extra_names = list(dict.fromkeys(
             [*extra_names, *(n for n in merged if n not in COLLECTIVE_NAMES)]))
-        outcomes.append(_Outcome(launch, proc, merged, nccl_warnings(out_dir)))
+        outcomes.append(_Outcome(launch, proc, merged, nccl_warnings(out_dir), transports))
 
     results: list[CheckResult] = []
     required = {c.name: c.required for c in COLLECTIVE_CHECKS}
@@ -371,6 +406,9 @@ def run_collectives(options: ValidationOptions, env: Mapping[str, str], scratch:
             c.nccl for c in COLLECTIVE_CHECKS if c.name == name)
         result = _collective_result(name, needs_nccl, required.get(name, True), outcomes,
                                     nccl_blocked)
+        if name == "nccl_bus_bandwidth":
+            used = next((o.transports for o in outcomes if o.launch.backend == "nccl"), [])
+            result = judge_bus_bandwidth(result, used, fabric)
         results.append(result)
         notify(("result", result))
     return results

@@ -34,7 +34,16 @@ from torchenv._subprocess import (
     stop_process,
 )
 from torchenv.validation.collectives import COLLECTIVE_CHECKS, COLLECTIVE_NAMES, run_collectives
-from torchenv.validation.health import node_health, read_gpus, vgpus
+from torchenv.validation.health import (
+    GpuHealth,
+    LoadSampler,
+    XidWatch,
+    fabric_path,
+    node_health,
+    nvml_gpu_of,
+    read_gpus,
+    vgpus,
+)
 from torchenv.validation.host import GpuHost, device_count_result, gpu_slices
 from torchenv.validation.report import CheckResult, Report
 
@@ -253,25 +262,37 @@ def validate(options: ValidationOptions,
         # the GPUs as the driver sees them before any workload: node health judges them, and
         # they say which are vGPUs
         gpus = read_gpus(env) if options.level == "full" else ([], None)
-        torch_version, results = _run_probe(options, env, scratch, notify)
+        sampler = LoadSampler(env) if gpus[0] else None  # throttling while perf runs
+        xid = XidWatch(env) if gpus[0] else None  # the driver's critical errors meanwhile
+        if xid is not None:
+            xid.start()
+        torch_version, results = _run_probe(options, env, scratch, notify, sampler)
         probe_names = {r.name.split("[", 1)[0] for r in results}
         if options.level == "full" and torch_version is not None and _wants_collectives(
                 options, probe_names):
             hello = _hello_metrics(results)
             slices = gpu_slices(hello.get("cuda_device_names") or (), vgpus(gpus[0]))
+            used = [g for g in gpus[0] if any(
+                nvml_gpu_of(r.metrics.get("gpu") or {}, [g]) for r in results)] or gpus[0]
             results += [r for r in run_collectives(
                 options, env, scratch, notify, cuda_devices=int(hello.get("cuda_devices", 0)),
                 nccl_available=bool(hello.get("nccl_available", True)), slices=slices,
-                token=token) if options.selects(r.name)]
+                token=token, fabric=[fabric_path(g) for g in used])
+                if options.selects(r.name)]
         if options.level == "full" and (options.only is None or any(
                 n == "health" or n.startswith("health_") for n in options.only)):
             notify(("start", "node health"))  # the node's health needs NVML, not torch
-            for r in node_health(env, readings=gpus):
+            after = read_gpus(env)[0] if gpus[0] else None  # the counters after the workload
+            if xid is not None:
+                xid.collect()
+            under_load = sampler.seen if sampler is not None and sampler.used else None
+            for r in node_health(env, readings=gpus, after=after, under_load=under_load,
+                                 xid=xid):
                 if options.selects(r.name):
                     results.append(r)
                     notify(("result", r))
         results += _unmatched(options, results)
-        results = [_with_peak(r, options.peak_lookup) for r in results]
+        results = [_with_peak(r, options.peak_lookup, gpus[0]) for r in results]
     except Exception:
         raise
     except BaseException as exc:  # interrupted: what finished is still a report
@@ -387,7 +408,8 @@ def _import_failure(options: ValidationOptions, error: str, seconds: float) -> C
 
 
 def _run_probe(options: ValidationOptions, env: Mapping[str, str], scratch: Path,
-               notify: Callable[[ProgressEvent], None]) -> tuple[Optional[str], list[CheckResult]]:
+               notify: Callable[[ProgressEvent], None], sampler: Optional[LoadSampler] = None
+               ) -> tuple[Optional[str], list[CheckResult]]:
     start = time.monotonic()
     restarts = 0
     try:
@@ -478,7 +500,11 @@ def _run_probe(options: ValidationOptions, env: Mapping[str, str], scratch: Path
                 results.append(result)
                 notify(("result", result))
                 continue
-        result, alive = _run_entry(alive, entry, options.timeout)
+        if sampler is not None and name.split("[", 1)[0] == "perf":
+            with sampler.sampling():  # the GPUs' throttle reasons while they work hardest
+                result, alive = _run_entry(alive, entry, options.timeout)
+        else:
+            result, alive = _run_entry(alive, entry, options.timeout)
         results.append(result)
         notify(("result", result))
     if alive is not None:
@@ -531,11 +557,14 @@ def _run_entry(child: _Child, entry: Mapping[str, Any], timeout: Optional[float]
             log=tail or None, **common), None
 
 
-def _with_peak(result: CheckResult, lookup: Optional[Callable[[str], Optional[Peak]]]
-               ) -> CheckResult:
-    """Compare a perf result with the GPU's catalogued peak; below 50 % is flagged (fail)."""
+def _with_peak(result: CheckResult, lookup: Optional[Callable[[str], Optional[Peak]]],
+               gpus: Sequence[GpuHealth]) -> CheckResult:
+    """Judge a perf result: against the GPU's catalogued peak (below 50 % fails) and against
+    what it can do at its own maximum SM clock, which NVML reports (above fails)."""
     if not result.name.startswith("perf") or result.status != "pass" or lookup is None:
         return result
     from torchenv.validation.perf import compare_with_peak
 
-    return compare_with_peak(result, lookup)
+    gpu = nvml_gpu_of(result.metrics.get("gpu") or {}, gpus)
+    clock = gpu.sm_clock_max_mhz if gpu is not None else None
+    return compare_with_peak(result, lookup, clock if isinstance(clock, int) else None)
