@@ -320,3 +320,45 @@ def test_every_expected_figure_names_a_known_source() -> None:
     assert tensor_ceiling_tflops("9.0", 132, 1830) == pytest.approx(989.4, abs=0.1)
     assert tensor_ceiling_tflops("6.1", 28, 1900) is None
     assert all(url.startswith("https://") for url in expected.sources.values())
+
+
+@pytest.mark.parametrize(("loaded", "wanted", "problem"), [
+    ((9, 1, 0), (9, 1, 0, 70), None),
+    ((2, 21, 5), (2, 21, 5), None),
+    ((8, 9, 2), (9, 1, 0, 70), "cuDNN 8.9.2 is loaded, but pip's nvidia-cudnn-cu12 is 9.1.0.70"),
+    ((2, 18, 1), (2, 21, 5), "cuDNN 2.18.1 is loaded, but pip's nvidia-cudnn-cu12 is 2.21.5"),
+], ids=["cudnn-same", "nccl-same", "cudnn-shadowed", "older"])
+def test_a_loaded_library_is_judged_against_the_wheel(
+        loaded: tuple[int, ...], wanted: tuple[int, ...], problem: str | None) -> None:
+    assert _probe.library_mismatch("cuDNN", loaded, wanted,
+                                   "pip's nvidia-cudnn-cu12") == problem
+
+
+@pytest.mark.parametrize(("text", "numbers"), [("9.1.0.70", (9, 1, 0, 70)),
+                                                ("2.21.5", (2, 21, 5)), ("12.8.61rc1", (12, 8, 61)),
+                                                ("x", ())])
+def test_version_numbers_of_a_distribution(text: str, numbers: tuple[int, ...]) -> None:
+    assert _probe.version_tuple(text) == numbers
+
+
+class _CudnnTorch:
+    """A CUDA build whose loaded cuDNN is not the one it was built with."""
+
+    def __init__(self, runtime: tuple[int, int, int], compiled: tuple[int, int, int]) -> None:
+        self.__version__ = "2.7.1+cu126"
+        self.version = type("V", (), {"hip": None, "cuda": "12.6"})()
+        cudnn = type("D", (), {"getRuntimeVersion": staticmethod(lambda: runtime),
+                               "getCompileVersion": staticmethod(lambda: compiled)})()
+        self._C = type("C", (), {"_cudnn": cudnn})()
+        self.cuda = type("Cu", (), {"nccl": type("N", (), {
+            "version": staticmethod(lambda: (2, 21, 5))})()})()
+
+
+def test_a_cudnn_other_than_the_builds_fails_the_library_check() -> None:
+    entry = {"name": "cuda_libraries", "check": "cuda_libraries", "device": "cpu",
+             "required": True}
+    bad = _probe.run_one(_CudnnTorch((8, 9, 7), (9, 1, 0)), entry, True)
+    assert bad["status"] == "fail", bad
+    assert "cuDNN 8.9.7 is loaded, but torch was built with 9.1.0" in bad["error"]
+    good = _probe.run_one(_CudnnTorch((9, 1, 0), (9, 1, 0)), entry, True)
+    assert good["status"] == "pass" and "cuDNN 9.1.0 (built with 9.1.0)" in good["detail"]

@@ -66,7 +66,7 @@ def test_gpu_checks_pass_on_a_gpu(quick: dict[str, Any]) -> None:
     if not has_cuda_gpu():
         pytest.skip("no NVIDIA GPU on this host")
     checks = by_name(quick["doc"])
-    for name in (*GPU_CHECKS, "matmul", "amp", "build"):
+    for name in (*GPU_CHECKS, "matmul", "amp", "build", "cuda_libraries"):
         assert checks[name]["status"] == "pass", checks[name]
     assert "tf32" in checks["matmul"]["detail"]
 

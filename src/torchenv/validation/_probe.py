@@ -60,6 +60,7 @@ class Ctx:
         self.device = device
         self.gpu_host = gpu_host
         self.metrics: dict[str, Any] = {}
+        self.poisoned = False  # set by a check that leaves the CUDA context unusable on purpose
 
     @property
     def cuda(self) -> bool:
@@ -364,6 +365,83 @@ def check_build(ctx: Ctx) -> str:
         raise Fail(f"{torch.__version__} is a CUDA build but torch.cuda.is_available() is False"
                    + (f": {reason}" if reason else ""), hint=cuda_init_hint(reason))
     return detail
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """``9.1.0.70`` → ``(9, 1, 0, 70)``; the leading numbers of a distribution's version."""
+    parts = []
+    for piece in text.split("."):
+        digits = re.match(r"[0-9]+", piece)
+        if digits is None:
+            break
+        parts.append(int(digits.group()))
+    return tuple(parts)
+
+
+def library_mismatch(name: str, loaded: tuple[int, ...], wanted: tuple[int, ...],
+                     wanted_from: str) -> Optional[str]:
+    """Why the ``loaded`` library does not match what it should be (``wanted``, from
+    ``wanted_from``), or None. Versions agree when every number both give agrees."""
+    common = min(len(loaded), len(wanted))
+    if common and loaded[:common] == wanted[:common]:
+        return None
+    shown = ".".join(map(str, loaded)), ".".join(map(str, wanted))
+    return f"{name} {shown[0]} is loaded, but {wanted_from} is {shown[1]}"
+
+
+def _installed(prefix: str) -> Optional[tuple[str, str]]:
+    """(distribution name, version) of the first installed distribution named ``prefix*``."""
+    import importlib.metadata
+
+    for dist in importlib.metadata.distributions():
+        name = str(dist.metadata["Name"] or "").lower()
+        if name.startswith(prefix):
+            return name, str(dist.version)
+    return None
+
+
+@check("cuda_libraries")
+def check_cuda_libraries(ctx: Ctx) -> str:
+    """The CUDA libraries loaded are the ones torch was built with and pip installed: another
+    libcudnn or libnccl earlier on the library path (LD_LIBRARY_PATH, a system CUDA) breaks
+    convolutions and collectives in ways the version numbers show first."""
+    torch = ctx.torch
+    if not torch.version.cuda:
+        raise Skip("not a CUDA build")
+    found, problems = [], []
+    cudnn_c = getattr(torch._C, "_cudnn", None)
+    if cudnn_c is not None:
+        runtime = tuple(cudnn_c.getRuntimeVersion())
+        compiled = tuple(cudnn_c.getCompileVersion())
+        found.append(f"cuDNN {'.'.join(map(str, runtime))} (built with "
+                     f"{'.'.join(map(str, compiled))})")
+        if runtime[:1] != compiled[:1] or runtime < compiled:
+            problems.append(f"cuDNN {'.'.join(map(str, runtime))} is loaded, but torch was "
+                            f"built with {'.'.join(map(str, compiled))}")
+        wheel = _installed("nvidia-cudnn-cu")
+        if wheel:
+            problem = library_mismatch("cuDNN", runtime, version_tuple(wheel[1]),
+                                       f"pip's {wheel[0]}")
+            problems += [problem] if problem else []
+    try:
+        nccl = torch.cuda.nccl.version()
+    except Exception:
+        nccl = None
+    if isinstance(nccl, tuple):
+        found.append("NCCL " + ".".join(map(str, nccl)))
+        wheel = _installed("nvidia-nccl-cu")
+        if wheel:
+            problem = library_mismatch("NCCL", tuple(nccl), version_tuple(wheel[1]),
+                                       f"pip's {wheel[0]}")
+            problems += [problem] if problem else []
+    if problems:
+        raise Fail("; ".join(problems),
+                   hint="another copy of the library comes first on the library path: check "
+                        "LD_LIBRARY_PATH and a system CUDA's libraries ('torchenv doctor' names "
+                        "them), or reinstall the matching wheel")
+    if not found:
+        raise Skip("this CUDA build reports neither its cuDNN nor its NCCL")
+    return "; ".join(found)
 
 
 @check("cuda_arch", scope="gpu")
@@ -893,6 +971,44 @@ def check_cpp_extension(ctx: Ctx) -> str:
     return f"load_inline built/loaded in {built:.1f} s ({build_dir})"
 
 
+@check("torchvision_ops", level="full")
+def check_torchvision_ops(ctx: Ctx) -> str:
+    """torchvision's compiled operators load and run on the device (a torchvision built for
+    another torch fails here: 'operator torchvision::nms does not exist')."""
+    if importlib.util.find_spec("torchvision") is None:
+        raise Skip("torchvision is not installed")
+    torch = ctx.torch
+    ops: Any = importlib.import_module("torchvision.ops")
+    g = torch.Generator().manual_seed(0)
+    xy = torch.rand(200, 2, generator=g) * 100
+    boxes = torch.cat([xy, xy + 5 + torch.rand(200, 2, generator=g) * 20], dim=1)
+    scores = torch.rand(200, generator=g)
+    want = ops.nms(boxes, scores, 0.5)
+    got = ops.nms(boxes.to(ctx.device), scores.to(ctx.device), 0.5).cpu()
+    if not torch.equal(got, want):
+        raise Fail(f"torchvision.ops.nms on {ctx.device} kept {got.numel()} boxes, the CPU "
+                   f"{want.numel()} (or others)")
+    return f"nms on {ctx.device}: {want.numel()} of 200 boxes kept, as on the CPU"
+
+
+@check("torchaudio_ops", level="full")
+def check_torchaudio_ops(ctx: Ctx) -> str:
+    """torchaudio loads and resamples on the device as on the CPU."""
+    if importlib.util.find_spec("torchaudio") is None:
+        raise Skip("torchaudio is not installed")
+    torch = ctx.torch
+    functional: Any = importlib.import_module("torchaudio.functional")
+    g = torch.Generator().manual_seed(0)
+    wave = torch.randn(2, 16000, generator=g)
+    want = functional.resample(wave, 16000, 8000)
+    got = functional.resample(wave.to(ctx.device), 16000, 8000).cpu()
+    err = rel_err(torch, got, want)
+    if tuple(got.shape) != tuple(want.shape) or err > 1e-4:
+        raise Fail(f"torchaudio resample on {ctx.device} differs from the CPU: shape "
+                   f"{tuple(got.shape)} vs {tuple(want.shape)}, relative error {err:.1e}")
+    return f"resample 16 kHz → 8 kHz on {ctx.device}: relative error vs CPU {err:.1e}"
+
+
 def time_on_stream(torch: Any, stream: Any, fn: Callable[[], Any], *, min_seconds: float = 0.1,
                    trials: int = 5, warmup: int = 3) -> float:
     """Median seconds per call of ``fn``, timed with CUDA events on ``stream``: the device's own
@@ -959,6 +1075,34 @@ def check_perf(ctx: Ctx) -> str:
     return ("matmul TFLOP/s " + ", ".join(f"{k} {v}" for k, v in tflops.items())
             + f"; H2D {h2d:.1f} GB/s, D2H {d2h:.1f} GB/s, D2D {d2d:.0f} GB/s (median of 5, "
               "each >= 100 ms, on the device's own stream)")
+
+
+@check("device_assert", level="full")
+def check_device_assert(ctx: Ctx) -> str:
+    """A failed assertion inside a kernel must surface as an error (PyTorch's own release smoke
+    test does the same with ``torch._assert_async``). It leaves the CUDA context unusable, so
+    the child is restarted after it."""
+    torch = ctx.torch
+    if not ctx.cuda:
+        raise Skip(NO_CUDA)
+    if getattr(torch.version, "hip", None):
+        raise Skip("ROCm builds report a device assert differently; not judged")
+    ctx.poisoned = True
+    try:
+        if hasattr(torch, "_assert_async"):
+            torch._assert_async(torch.tensor(0, device=ctx.device))
+        else:  # an index past the end trips the indexing kernel's own assert
+            torch.zeros(4, device=ctx.device)[torch.tensor([7], device=ctx.device)] = 1.0
+        torch.cuda.synchronize(ctx.device)
+    except RuntimeError as exc:
+        text = str(exc)
+        if "CUDA" not in text and "device-side assert" not in text:
+            raise Fail(f"the failed assertion surfaced as an error that does not name CUDA: "
+                       f"{text[:300]}") from exc
+        return f"a failed device assertion raised RuntimeError: {text.splitlines()[0][:200]}"
+    raise Fail("a failed assertion inside a CUDA kernel raised nothing: kernel errors are lost",
+               hint="CUDA_LAUNCH_BLOCKING or a debugger setting may hide them; run "
+                    "'torchenv doctor'")
 
 
 # --------------------------------------------------------------------------------- serving
@@ -1031,7 +1175,9 @@ def run_one(torch: Any, entry: dict[str, Any], gpu: bool) -> dict[str, Any]:
         if poisons_context(str(exc)):
             result["poisoned"] = True
     result["seconds"] = round(time.monotonic() - start, 4)
-    if ctx.cuda:
+    if ctx.poisoned:
+        result["poisoned"] = True
+    if ctx.cuda and not result.get("poisoned"):
         ctx.metrics.setdefault("gpu", gpu_identity(torch, _cuda_index(ctx)))
     if ctx.metrics:
         result["metrics"] = ctx.metrics

@@ -534,7 +534,9 @@ def _run_entry(child: _Child, entry: Mapping[str, Any], timeout: Optional[float]
                 result = CheckResult.from_child(doc, level=str(entry["level"]))
                 if doc.get("poisoned"):  # the CUDA context is unusable: a fresh child goes on
                     child.stop(kill=True)
-                    return replace(result, hint=(result.hint or _POISONED_HINT)), None
+                    if result.status == "fail":
+                        result = replace(result, hint=result.hint or _POISONED_HINT)
+                    return result, None
                 return result, child
     except TimeoutError:
         child.stop(kill=True)
