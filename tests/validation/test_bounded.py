@@ -244,10 +244,10 @@ def test_a_check_timeout_during_the_extension_build_leaves_no_compiler_and_no_lo
     mark = uuid.uuid4().hex
     env = _build_env(tmp_path, mark)
     done, seen = _run_until_compiling(["validate", "--level", "full", "--only", "cpp_extension",
-                                       "--json", "--timeout", "8"], env, mark, terminate=False)
+                                       "--json", "--timeout", "5"], env, mark, terminate=False)
     assert "cc1plus" in seen, f"the build never reached the compiler: {seen}"
     ext = by_name(load(done.stdout))["cpp_extension"]
-    assert ext["status"] == "fail" and "did not finish within 8 s" in ext["error"], ext
+    assert ext["status"] == "fail" and "did not finish within 5 s" in ext["error"], ext
     assert _settle(mark, 5) == [], "a compiler of the killed build is still running"
     assert _locks(tmp_path / "cache") == [], "the killed build's lock is still there"
 

@@ -262,8 +262,10 @@ def validate(options: ValidationOptions,
         # the GPUs as the driver sees them before any workload: node health judges them, and
         # they say which are vGPUs
         gpus = read_gpus(env) if options.level == "full" else ([], None)
-        sampler = LoadSampler(env) if gpus[0] else None  # throttling while perf runs
-        xid = XidWatch(env) if gpus[0] else None  # the driver's critical errors meanwhile
+        health = options.level == "full" and (options.only is None or any(
+            n == "health" or n.startswith("health_") for n in options.only))
+        sampler = LoadSampler(env) if health and gpus[0] else None  # throttling while perf runs
+        xid = XidWatch(env) if health and gpus[0] else None  # the driver's critical errors
         if xid is not None:
             xid.start()
         torch_version, results = _run_probe(options, env, scratch, notify, sampler)
@@ -279,8 +281,7 @@ def validate(options: ValidationOptions,
                 nccl_available=bool(hello.get("nccl_available", True)), slices=slices,
                 token=token, fabric=[fabric_path(g) for g in used])
                 if options.selects(r.name)]
-        if options.level == "full" and (options.only is None or any(
-                n == "health" or n.startswith("health_") for n in options.only)):
+        if health:
             notify(("start", "node health"))  # the node's health needs NVML, not torch
             after = read_gpus(env)[0] if gpus[0] else None  # the counters after the workload
             if xid is not None:
