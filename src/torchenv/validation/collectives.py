@@ -388,12 +388,15 @@ def run_collectives(options: ValidationOptions, env: Mapping[str, str], scratch:
         except (OSError, ValueError, TypeError):
             planned = []
         names = [*_launch_checks(launch), *planned]
-        merged = merge_rank_results(read_journals(out_dir), names, expected_ranks=launch.nproc)
+        journals = read_journals(out_dir)
+        merged = merge_rank_results(journals, names, expected_ranks=launch.nproc)
         transports = nccl_transports(out_dir) if launch.backend == "nccl" else []
-        if transports and "nccl_allreduce" in merged:
+        notes = sorted({n for j in journals for n in j.notes})  # e.g. why no device_id
+        if (transports or notes) and "nccl_allreduce" in merged:
             r = merged["nccl_allreduce"]
             merged["nccl_allreduce"] = replace(
-                r, detail=(r.detail or "") + "; transport " + ", ".join(transports),
+                r, detail="; ".join(x for x in (r.detail, transports and "transport "
+                                                + ", ".join(transports), *notes) if x),
                 metrics={**r.metrics, "nccl_transports": transports})
         extra_names = list(dict.fromkeys(
             [*extra_names, *(n for n in merged if n not in COLLECTIVE_NAMES)]))
