@@ -45,7 +45,8 @@ def check_contract(doc: Any) -> None:
         if c["status"] == "fail":
             assert c["error"]
     required_failed = any(c["status"] == "fail" and c["required"] for c in doc["checks"])
-    assert doc["ok"] is (not required_failed)
+    assert doc.get("interrupted", False) in (False, True)
+    assert doc["ok"] is (not required_failed and not doc.get("interrupted", False))
 
 
 def by_name(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -53,10 +54,16 @@ def by_name(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def has_cuda_gpu() -> bool:
+    """An NVIDIA GPU on this host: the Linux driver's list, WSL2's GPU bridge with NVIDIA's
+    user-space driver, or a device node (containers that hide /proc/driver)."""
     try:
-        return bool(os.listdir("/proc/driver/nvidia/gpus"))
+        if os.listdir("/proc/driver/nvidia/gpus"):
+            return True
     except OSError:
-        return False
+        pass
+    if os.path.exists("/dev/dxg") and os.path.exists("/usr/lib/wsl/lib/libcuda.so.1"):
+        return True
+    return os.path.exists("/dev/nvidia0")
 
 
 def load(stdout: str) -> dict[str, Any]:

@@ -423,3 +423,58 @@ def test_shm_reads_the_real_filesystem(stand_in: Build, tmp_path: Path) -> None:
     shm = results["health_shm"]
     assert shm["status"] == ("pass" if size >= SHM_FLOOR_BYTES else "fail")
     assert shm["metrics"]["shm_bytes"] == size
+
+
+_SAMPLER = """
+import json, os, time
+from torchenv.validation.health import LoadSampler
+sampler = LoadSampler(os.environ, interval=0.05)
+with sampler.sampling():
+    time.sleep(0.5)
+print(json.dumps(sampler.seen))
+"""
+
+
+def test_throttle_reasons_are_read_while_the_workload_runs(stand_in: Build) -> None:
+    """The sampler ORs every reading per GPU: a HW slowdown on GPU 1 is seen under load."""
+    env = clean_env(TORCHENV_NVML_LIBRARY=str(stand_in()), FAKE_NVML_GPUS=f"{H200};{H200}",
+                    FAKE_NVML_CLOCK_REASONS="0x4;0x8")
+    proc = subprocess.run([sys.executable, "-c", _SAMPLER], env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    seen = {int(k): v for k, v in json.loads(proc.stdout).items()}
+    assert seen[0][0] == 0x4 and seen[1][0] == 0x8
+    assert seen[0][1] >= 3 and seen[1][1] >= 3, seen
+
+
+_AROUND = """
+import json, os, sys
+from torchenv.validation.health import XidWatch, node_health, read_gpus
+from torchenv.validation.report import Report
+before = read_gpus()
+xid = XidWatch(os.environ)
+xid.start()
+after = read_gpus()[0]
+xid.collect()
+checks = node_health(shm_path=sys.argv[1], readings=before, after=after, under_load={0: (0, 4)},
+                     xid=xid)
+print(json.dumps(Report(python=sys.executable, torch=None, level="full",
+                        checks=tuple(checks)).to_json()))
+"""
+
+
+def test_what_a_driver_cannot_watch_around_the_workload_is_a_skip(stand_in: Build) -> None:
+    """The stand-in, like an old driver, has no event sets and no PCIe replay counter: the Xid
+    and link-error checks say so; throttling under load is judged from its readings."""
+    env = clean_env(TORCHENV_NVML_LIBRARY=str(stand_in()), FAKE_NVML_GPUS=H200)
+    proc = subprocess.run([sys.executable, "-c", _AROUND, "/dev/shm"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    check_contract(doc)
+    checks = {c["name"]: c for c in doc["checks"]}
+    xid = checks["health_xid[gpu0]"]
+    assert xid["status"] == "skip" and "nvmlEventSetCreate" in xid["reason"], xid
+    links = checks["health_link_errors[gpu0]"]
+    assert links["status"] == "skip" and "not supported" in links["reason"], links
+    assert checks["health_clocks_under_load[gpu0]"]["status"] == "pass"

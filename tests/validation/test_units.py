@@ -1,16 +1,17 @@
-"""Pure pieces of validation: the arch rule, reports, rank merging, peak comparison."""
+"""Pure pieces of validation: the arch rule, reports, peak comparison, the probe's helpers."""
 
 from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from torchenv.validation import _probe
 from torchenv.validation.perf import compare_with_peak
-from torchenv.validation.report import CheckResult, Report, merge_rank_results, write_junit
+from torchenv.validation.report import CheckResult, Report, write_junit
 
 
 @pytest.mark.parametrize(("arch", "cc", "runs"), [
@@ -77,15 +78,6 @@ def test_junit_written_atomically(tmp_path: Path) -> None:
     assert suite is not None
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "1")
     assert [p.name for p in tmp_path.iterdir()] == ["r.xml"]
-
-
-def test_rank_results_merge_fails_when_one_rank_fails() -> None:
-    ok = {"name": "gloo_allreduce", "status": "pass", "seconds": 0.1, "device": "cpu",
-          "detail": "sum", "rank": 0}
-    bad = {**ok, "status": "fail", "error": "wrong sum", "rank": 1}
-    [merged] = merge_rank_results([[ok], [bad]])
-    assert merged.status == "fail"
-    assert merged.error == "rank 1: wrong sum"
 
 
 def test_peak_comparison_flags_below_half() -> None:
@@ -224,50 +216,6 @@ def test_a_stale_extension_lock_is_cleared_only_when_no_build_holds_the_director
     assert fcntl is not None
 
 
-def test_collective_launches_never_run_a_single_rank_alone() -> None:
-    from torchenv.validation.runner import collective_launches
-
-    def plan(**kw: object) -> list[tuple[str, int, int]]:
-        args = {"cuda_devices": 0, "nccl_available": True, "nnodes": 1, "nproc_per_node": None}
-        args.update(kw)
-        return [(la.backend, la.nproc, la.nnodes)
-                for la in collective_launches(**args)]  # type: ignore[arg-type]
-
-    assert plan() == [("gloo", 2, 1)]
-    assert plan(cuda_devices=8) == [("nccl", 8, 1)]
-    # one GPU: NCCL is initialised alone (its checks skip) and gloo gets two ranks of its own
-    assert plan(cuda_devices=1) == [("nccl", 1, 1), ("gloo", 2, 1)]
-    assert plan(cuda_devices=1, nnodes=2) == [("nccl", 1, 2)]
-    # Windows builds have no NCCL
-    assert plan(cuda_devices=2, nccl_available=False) == [("gloo", 2, 1)]
-
-
-def test_rank_merge_skips_a_world_of_one_and_fails_a_missing_rank() -> None:
-    skip = {"name": "nccl_allreduce", "status": "skip", "rank": 0, "device": "cuda:0",
-            "reason": "world size 1: NCCL initialised on cuda:0; a collective needs at least 2 "
-                      "ranks", "seconds": 0.0}
-    [merged] = merge_rank_results([[skip]], expected_ranks=1)
-    assert merged.status == "skip" and "world size 1" in (merged.reason or "")
-    ok = {"name": "gloo_allreduce", "status": "pass", "rank": 0, "detail": "sum",
-          "seconds": 0.1}
-    [partial] = merge_rank_results([[ok]], expected_ranks=2)
-    assert partial.status == "fail"
-    assert partial.error == "1 of 2 local ranks reported no result (they hung or died)"
-
-
-def test_nccl_transports_are_read_from_its_debug_logs(tmp_path: Path) -> None:
-    from torchenv.validation.runner import nccl_transports
-
-    (tmp_path / "nccl.node1.4001.log").write_text(
-        "node1:4001:4100 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
-        "node1:4001:4100 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via SHM/direct/direct\n")
-    (tmp_path / "nccl.node1.4002.log").write_text(
-        "node1:4002:4101 [1] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/IB/0\n")
-    (tmp_path / "other.log").write_text("via NET/Socket/0\n")
-    assert nccl_transports(tmp_path) == ["NET/IB", "P2P/CUMEM", "SHM"]
-    assert nccl_transports(tmp_path / "missing") == []
-
-
 class _FakeRocmTorch:
     """Only the attributes a ROCm build's arch check reads; no ROCm GPU runs here."""
 
@@ -291,3 +239,126 @@ def test_rocm_devices_are_judged_by_their_gfx_target(gcn: str, archs: list[str],
     result = _probe.run_one(torch, {"name": "cuda_arch", "check": "cuda_arch",
                                     "device": "cuda:0", "required": True}, True)
     assert result["status"] == status, result
+
+
+class _FakeCudaTorch:
+    """A CUDA build as the probe sees it, on a GPU of the given compute capability."""
+
+    def __init__(self, version: str, capability: tuple[int, int]) -> None:
+        self.__version__ = version
+        self.version = type("V", (), {"hip": None, "cuda": "12.6"})()
+        self.cuda = type("C", (), {
+            "get_device_capability": staticmethod(lambda i: capability),
+            "get_device_name": staticmethod(lambda i: "NVIDIA Tesla P100-PCIE-16GB")})()
+
+
+@pytest.mark.parametrize(("version", "capability", "reason"), [
+    ("2.5.1+cu121", (6, 0), "needs compute capability 7.0 or later; cuda:0 is 6.0 (torch.compile "
+                            "arrived in torch 2.0; Triton"),
+    ("1.13.1+cu117", (8, 0), "needs torch 2.0 or later; this is 1.13.1+cu117"),
+], ids=["p100", "torch-1.13"])
+def test_torch_compile_is_a_skip_where_the_platform_cannot_compile(
+        version: str, capability: tuple[int, int], reason: str) -> None:
+    torch = _FakeCudaTorch(version, capability)
+    result = _probe.run_one(torch, {"name": "torch_compile", "check": "torch_compile",
+                                    "device": "cuda:0", "required": True}, True)
+    assert result["status"] == "skip", result
+    assert result["reason"].startswith(reason)
+
+
+@pytest.mark.parametrize(("needs", "version", "capability", "unmet"), [
+    (_probe.Needs(capability=(7, 0)), "2.7.1", (7, 0), None),
+    (_probe.Needs(capability=(7, 0)), "2.7.1", (6, 1), "needs compute capability 7.0"),
+    (_probe.Needs(capability=(7, 0)), "2.7.1", None, None),  # the CPU, ROCm: not judged
+    (_probe.Needs(torch=(2, 3)), "2.3.0a0+gitabc", None, None),
+    (_probe.Needs(torch=(2, 3)), "2.2.2", None, "needs torch 2.3 or later; this is 2.2.2"),
+    (_probe.Needs(torch=(2, 3)), "weird", None, "needs torch 2.3 or later; this is weird"),
+], ids=["cc-equal", "cc-below", "cc-unknown", "torch-prerelease", "torch-below",
+        "torch-unreadable"])
+def test_unmet_needs(needs: _probe.Needs, version: str, capability: tuple[int, int] | None,
+                     unmet: str | None) -> None:
+    got = _probe.unmet_need(needs, torch_version=version, device="cuda:0",
+                            capability=capability)
+    assert got == unmet if unmet is None else (got or "").startswith(unmet)
+
+
+@pytest.mark.parametrize("version", ["2.7.1", "2.7.1+cu128", "2.8.0.dev20250512+cpu",
+                                     "2.6.0a0+ecf3bae40a.nv25.01", "1.13.1+cu117", "2.10.0rc1",
+                                     "10.2"])
+def test_the_probes_torch_release_is_torchenvs(version: str) -> None:
+    from torchenv.values import TorchVersion
+
+    release = TorchVersion(version).release
+    assert _probe.torch_release(version) == (*release, 0, 0, 0)[:3]
+
+
+def test_a_factory_overclocked_card_above_its_catalogued_peak_passes_within_its_own_clocks(
+        ) -> None:
+    """An overclocked RTX 4090 beats the catalogue's rated-boost figure; its own maximum clock
+    (NVML) says how far it can go, so a figure within that is a pass, not a broken timing."""
+    result = CheckResult(name="perf", status="pass", device="cuda:0", required=False,
+                         metrics={"gpu_name": "NVIDIA GeForce RTX 4090", "capability": "8.9",
+                                  "sm_count": 128, "tflops": {"fp16": 178.0, "bf16": 176.0}})
+    peaks = {"fp16_tflops": 165.2, "bf16_tflops": 165.2, "memory_bandwidth_gbs": None}
+    judged = compare_with_peak(result, lambda name: peaks, max_sm_clock_mhz=3105)
+    assert judged.status == "pass", judged.error
+    assert judged.metrics["tensor_ceiling_tflops"] == pytest.approx(128 * 3105e6 * 1024 / 1e12,
+                                                                    abs=0.1)
+    # the same card timed wrongly: above what 128 SMs at 3105 MHz can do
+    wrong = replace(result, metrics={**result.metrics, "tflops": {"fp16": 600.0}})
+    judged = compare_with_peak(wrong, lambda name: peaks, max_sm_clock_mhz=3105)
+    assert judged.status == "fail" and "more than the GPU can do" in (judged.error or "")
+    assert "128 SMs at 3105 MHz" in (judged.error or "")
+
+
+def test_every_expected_figure_names_a_known_source() -> None:
+    from torchenv.validation.expected import load_expected, tensor_ceiling_tflops
+
+    expected = load_expected()
+    assert expected.tensor_flops_per_clock_per_sm["9.0"] == 4096
+    # the table's own check: H100 SXM5, 132 SMs at 1830 MHz, is NVIDIA's 989.4 TFLOP/s
+    assert tensor_ceiling_tflops("9.0", 132, 1830) == pytest.approx(989.4, abs=0.1)
+    assert tensor_ceiling_tflops("6.1", 28, 1900) is None
+    assert all(url.startswith("https://") for url in expected.sources.values())
+
+
+@pytest.mark.parametrize(("loaded", "wanted", "problem"), [
+    ((9, 1, 0), (9, 1, 0, 70), None),
+    ((2, 21, 5), (2, 21, 5), None),
+    ((8, 9, 2), (9, 1, 0, 70), "cuDNN 8.9.2 is loaded, but pip's nvidia-cudnn-cu12 is 9.1.0.70"),
+    ((2, 18, 1), (2, 21, 5), "cuDNN 2.18.1 is loaded, but pip's nvidia-cudnn-cu12 is 2.21.5"),
+], ids=["cudnn-same", "nccl-same", "cudnn-shadowed", "older"])
+def test_a_loaded_library_is_judged_against_the_wheel(
+        loaded: tuple[int, ...], wanted: tuple[int, ...], problem: str | None) -> None:
+    assert _probe.library_mismatch("cuDNN", loaded, wanted,
+                                   "pip's nvidia-cudnn-cu12") == problem
+
+
+@pytest.mark.parametrize(("text", "numbers"), [("9.1.0.70", (9, 1, 0, 70)),
+                                                ("2.21.5", (2, 21, 5)), ("12.8.61rc1", (12, 8, 61)),
+                                                ("x", ())])
+def test_version_numbers_of_a_distribution(text: str, numbers: tuple[int, ...]) -> None:
+    assert _probe.version_tuple(text) == numbers
+
+
+class _CudnnTorch:
+    """A CUDA build whose loaded cuDNN is not the one it was built with."""
+
+    def __init__(self, runtime: tuple[int, int, int], compiled: tuple[int, int, int]) -> None:
+        self.__version__ = "2.7.1+cu126"
+        self.version = type("V", (), {"hip": None, "cuda": "12.6"})()
+        cudnn = type("D", (), {"getRuntimeVersion": staticmethod(lambda: runtime),
+                               "getCompileVersion": staticmethod(lambda: compiled)})()
+        self._C = type("C", (), {"_cudnn": cudnn})()
+        self.cuda = type("Cu", (), {"nccl": type("N", (), {
+            "version": staticmethod(lambda: (2, 21, 5))})()})()
+
+
+def test_a_cudnn_other_than_the_builds_fails_the_library_check() -> None:
+    entry = {"name": "cuda_libraries", "check": "cuda_libraries", "device": "cpu",
+             "required": True}
+    bad = _probe.run_one(_CudnnTorch((8, 9, 7), (9, 1, 0)), entry, True)
+    assert bad["status"] == "fail", bad
+    assert "cuDNN 8.9.7 is loaded, but torch was built with 9.1.0" in bad["error"]
+    good = _probe.run_one(_CudnnTorch((9, 1, 0), (9, 1, 0)), entry, True)
+    assert good["status"] == "pass" and "cuDNN 9.1.0 (built with 9.1.0)" in good["detail"]

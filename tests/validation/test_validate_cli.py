@@ -66,7 +66,7 @@ def test_gpu_checks_pass_on_a_gpu(quick: dict[str, Any]) -> None:
     if not has_cuda_gpu():
         pytest.skip("no NVIDIA GPU on this host")
     checks = by_name(quick["doc"])
-    for name in (*GPU_CHECKS, "matmul", "amp", "build"):
+    for name in (*GPU_CHECKS, "matmul", "amp", "build", "cuda_libraries"):
         assert checks[name]["status"] == "pass", checks[name]
     assert "tf32" in checks["matmul"]["detail"]
 
@@ -175,7 +175,8 @@ def test_missing_torch_table(bare_venv: Path) -> None:
     (["--python", "/nonexistent/python"], "cannot run /nonexistent/python"),
     (["--timeout", "0"], "--timeout"),
     (["--nnodes", "2"], "--rdzv-endpoint"),
-], ids=["missing-interpreter", "zero-timeout", "nnodes-without-endpoint"])
+    (["--level", "full", "--nproc-per-node", "100000"], "--nproc-per-node 100000: this node has"),
+], ids=["missing-interpreter", "zero-timeout", "nnodes-without-endpoint", "nproc-above-cpus"])
 def test_bad_input_exits_2(args: list[str], message: str) -> None:
     proc = run_cli("validate", *args)
     assert proc.returncode == 2

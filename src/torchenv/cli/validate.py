@@ -49,7 +49,7 @@ def register(sub: Subcommands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchenv.validation.runner import ValidationOptions, validate
+    from torchenv.validation.runner import Interrupted, ValidationOptions, validate
 
     if args.timeout is not None and not (0 < args.timeout <= _MAX_TIMEOUT):
         raise BadInput(f"--timeout: must be a number of seconds above 0 and at most "
@@ -63,18 +63,22 @@ def run(args: argparse.Namespace) -> int:
     if args.nproc_per_node is not None and args.nproc_per_node < 1:
         raise BadInput(f"--nproc-per-node: must be at least 1, not {args.nproc_per_node}")
     host = _gpu_host()
-    if (args.nproc_per_node is not None and host.nvidia and host.expected is not None
-            and args.nproc_per_node > host.expected):
-        raise BadInput(f"--nproc-per-node {args.nproc_per_node}: this node has {host.expected} "
-                       "visible GPU(s) and NCCL needs one GPU per process",
-                       hint=f"use --nproc-per-node {host.expected} or fewer")
+    _check_nproc(args.nproc_per_node, host)
     options = ValidationOptions(
         python=args.python or sys.executable, level=args.level, timeout=args.timeout,
         nnodes=args.nnodes, node_rank=args.node_rank, rdzv_endpoint=args.rdzv_endpoint,
         nproc_per_node=args.nproc_per_node, host=host, only=_only(args.only),
         peak_lookup=_catalog_peak if args.level == "full" else None)
     with _Progress() as progress:
-        report = validate(options, progress=progress.update)
+        try:
+            report = validate(options, progress=progress.update)
+        except Interrupted as stopped:
+            # every process of the run has ended; what finished is still worth a document
+            if args.json:
+                from torchenv.cli._common import emit_json
+
+                emit_json(stopped.report.to_json())
+            raise stopped.cause from None
     if args.junit:
         from torchenv.validation.report import write_junit
 
@@ -92,6 +96,27 @@ def run(args: argparse.Namespace) -> int:
 
 
 _MAX_TIMEOUT = 86400.0
+
+
+def _check_nproc(nproc: Optional[int], host: GpuHost) -> None:
+    """Refuse more processes per node than the node can run, before anything starts: NCCL
+    needs one GPU per process; without a GPU each gloo rank is a process importing torch, so
+    more ranks than CPUs only make the run slow to the point of timing out."""
+    if nproc is None:
+        return
+    if host.nvidia and host.expected is not None and nproc > host.expected:
+        raise BadInput(f"--nproc-per-node {nproc}: this node has {host.expected} "
+                       "visible GPU(s) and NCCL needs one GPU per process",
+                       hint=f"use --nproc-per-node {host.expected} or fewer")
+    if not host.nvidia:
+        import os
+
+        cpus = os.cpu_count() or 1
+        if nproc > max(cpus, 2):
+            raise BadInput(f"--nproc-per-node {nproc}: this node has no NVIDIA GPU, so the "
+                           f"collectives run as CPU (gloo) processes, and it has {cpus} CPU(s)",
+                           hint=f"use --nproc-per-node {max(cpus, 2)} or fewer (the default "
+                                "runs 2)")
 
 
 def _only(value: Optional[str]) -> Optional[frozenset[str]]:

@@ -27,6 +27,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import time
@@ -59,6 +60,7 @@ class Ctx:
         self.device = device
         self.gpu_host = gpu_host
         self.metrics: dict[str, Any] = {}
+        self.poisoned = False  # set by a check that leaves the CUDA context unusable on purpose
 
     @property
     def cuda(self) -> bool:
@@ -68,29 +70,77 @@ class Ctx:
 CheckFn = Callable[[Ctx], Optional[str]]
 
 
+class Needs:
+    """What a check needs of the platform; where a need is unmet the check is a skip saying
+    which, never a failure. ``torch``: the oldest torch release (major, minor) that has what the
+    check uses. ``capability``: the lowest NVIDIA compute capability it can run on (judged on
+    CUDA devices only). ``why`` says where the limit comes from."""
+
+    def __init__(self, *, torch: Optional[tuple[int, int]] = None,
+                 capability: Optional[tuple[int, int]] = None, why: str = "") -> None:
+        self.torch = torch
+        self.capability = capability
+        self.why = why
+
+
 class Spec:
     """A registered check. ``scope`` is ``gpu`` (one per GPU, skipped without one), ``gpu_or_cpu``
     (one per GPU, or once on the CPU) or ``any`` (once, on the first GPU or the CPU)."""
 
     def __init__(self, name: str, fn: CheckFn, level: str, scope: str, required: bool,
-                 timeout: float) -> None:
+                 timeout: float, needs: Optional[Needs] = None) -> None:
         self.name = name
         self.fn = fn
         self.level = level
         self.scope = scope
         self.required = required
         self.timeout = timeout
+        self.needs = needs or Needs()
 
 
 SPECS: list[Spec] = []
 
 
 def check(name: str, *, level: str = "quick", scope: str = "any", required: bool = True,
-          timeout: float = 60.0) -> Callable[[CheckFn], CheckFn]:
+          timeout: float = 60.0, needs: Optional[Needs] = None) -> Callable[[CheckFn], CheckFn]:
     def register(fn: CheckFn) -> CheckFn:
-        SPECS.append(Spec(name, fn, level, scope, required, timeout))
+        SPECS.append(Spec(name, fn, level, scope, required, timeout, needs))
         return fn
     return register
+
+
+_RELEASE = re.compile(r"\s*([0-9]+)\.([0-9]+)(?:\.([0-9]+))?", re.ASCII)
+
+
+def torch_release(version: str) -> tuple[int, int, int]:
+    """``2.7.0+cu126`` → ``(2, 7, 0)``; ``2.6.0a0+ecf3bae40a.nv25.01`` → ``(2, 6, 0)``.
+
+    The probe cannot import torchenv; a test compares this with ``TorchVersion.release``.
+    An unreadable version is ``(0, 0, 0)``: older than every need, so the check is skipped
+    with the version named rather than run against an API that may not be there.
+    """
+    m = _RELEASE.match(version)
+    if m is None:
+        return (0, 0, 0)
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+
+
+def unmet_need(needs: Needs, *, torch_version: str, device: str,
+               capability: Optional[tuple[int, int]]) -> Optional[str]:
+    """Why this platform cannot run a check with ``needs``; None when it can.
+
+    ``capability`` is the CUDA device's (None on the CPU and on ROCm, where NVIDIA's compute
+    capabilities mean nothing).
+    """
+    why = f" ({needs.why})" if needs.why else ""
+    if needs.torch is not None and torch_release(torch_version)[:2] < needs.torch:
+        return (f"needs torch {needs.torch[0]}.{needs.torch[1]} or later; this is "
+                f"{torch_version}{why}")
+    if needs.capability is not None and capability is not None \
+            and tuple(capability) < needs.capability:
+        return (f"needs compute capability {needs.capability[0]}.{needs.capability[1]} or "
+                f"later; {device} is {capability[0]}.{capability[1]}{why}")
+    return None
 
 
 # ---------------------------------------------------------------------------------- helpers
@@ -144,7 +194,7 @@ def matmul_violations(torch: Any, out: Any, a: Any, b: Any, tol: float
     ratio = (out.detach().to("cpu", torch.float64) - ref).abs() / scale
     ratio = torch.nan_to_num(ratio, nan=float("inf"))
     worst = int(ratio.argmax())
-    where = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), ratio.shape))
+    where = divmod(worst, int(ratio.shape[1]))  # torch.unravel_index needs torch 2.2
     return int((ratio > tol).sum()), float(ratio.max()), where
 
 
@@ -237,7 +287,7 @@ def die_with_parent() -> None:
     except (OSError, AttributeError):
         return
     if os.getppid() == 1:  # the parent was already gone before the request took effect
-        os._exit(1)
+        sys.exit(1)
 
 
 def rel_err(torch: Any, out: Any, ref: Any) -> float:
@@ -274,6 +324,14 @@ def _cuda_index(ctx: Ctx) -> int:
     return int(ctx.device.split(":")[1]) if ":" in ctx.device else 0
 
 
+def cuda_capability(torch: Any, ctx: Ctx) -> Optional[tuple[int, int]]:
+    """The NVIDIA compute capability of the device under test; None on the CPU and on ROCm."""
+    if not ctx.cuda or getattr(torch.version, "hip", None) or not torch.version.cuda:
+        return None
+    major, minor = torch.cuda.get_device_capability(_cuda_index(ctx))
+    return int(major), int(minor)
+
+
 # ----------------------------------------------------------------------------- quick level
 
 @check("build")
@@ -307,6 +365,83 @@ def check_build(ctx: Ctx) -> str:
         raise Fail(f"{torch.__version__} is a CUDA build but torch.cuda.is_available() is False"
                    + (f": {reason}" if reason else ""), hint=cuda_init_hint(reason))
     return detail
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """``9.1.0.70`` → ``(9, 1, 0, 70)``; the leading numbers of a distribution's version."""
+    parts = []
+    for piece in text.split("."):
+        digits = re.match(r"[0-9]+", piece)
+        if digits is None:
+            break
+        parts.append(int(digits.group()))
+    return tuple(parts)
+
+
+def library_mismatch(name: str, loaded: tuple[int, ...], wanted: tuple[int, ...],
+                     wanted_from: str) -> Optional[str]:
+    """Why the ``loaded`` library does not match what it should be (``wanted``, from
+    ``wanted_from``), or None. Versions agree when every number both give agrees."""
+    common = min(len(loaded), len(wanted))
+    if common and loaded[:common] == wanted[:common]:
+        return None
+    shown = ".".join(map(str, loaded)), ".".join(map(str, wanted))
+    return f"{name} {shown[0]} is loaded, but {wanted_from} is {shown[1]}"
+
+
+def _installed(prefix: str) -> Optional[tuple[str, str]]:
+    """(distribution name, version) of the first installed distribution named ``prefix*``."""
+    import importlib.metadata
+
+    for dist in importlib.metadata.distributions():
+        name = str(dist.metadata["Name"] or "").lower()
+        if name.startswith(prefix):
+            return name, str(dist.version)
+    return None
+
+
+@check("cuda_libraries")
+def check_cuda_libraries(ctx: Ctx) -> str:
+    """The CUDA libraries loaded are the ones torch was built with and pip installed: another
+    libcudnn or libnccl earlier on the library path (LD_LIBRARY_PATH, a system CUDA) breaks
+    convolutions and collectives in ways the version numbers show first."""
+    torch = ctx.torch
+    if not torch.version.cuda:
+        raise Skip("not a CUDA build")
+    found, problems = [], []
+    cudnn_c = getattr(torch._C, "_cudnn", None)
+    if cudnn_c is not None:
+        runtime = tuple(cudnn_c.getRuntimeVersion())
+        compiled = tuple(cudnn_c.getCompileVersion())
+        found.append(f"cuDNN {'.'.join(map(str, runtime))} (built with "
+                     f"{'.'.join(map(str, compiled))})")
+        if runtime[:1] != compiled[:1] or runtime < compiled:
+            problems.append(f"cuDNN {'.'.join(map(str, runtime))} is loaded, but torch was "
+                            f"built with {'.'.join(map(str, compiled))}")
+        wheel = _installed("nvidia-cudnn-cu")
+        if wheel:
+            problem = library_mismatch("cuDNN", runtime, version_tuple(wheel[1]),
+                                       f"pip's {wheel[0]}")
+            problems += [problem] if problem else []
+    try:
+        nccl = torch.cuda.nccl.version()
+    except Exception:
+        nccl = None
+    if isinstance(nccl, tuple):
+        found.append("NCCL " + ".".join(map(str, nccl)))
+        wheel = _installed("nvidia-nccl-cu")
+        if wheel:
+            problem = library_mismatch("NCCL", tuple(nccl), version_tuple(wheel[1]),
+                                       f"pip's {wheel[0]}")
+            problems += [problem] if problem else []
+    if problems:
+        raise Fail("; ".join(problems),
+                   hint="another copy of the library comes first on the library path: check "
+                        "LD_LIBRARY_PATH and a system CUDA's libraries ('torchenv doctor' names "
+                        "them), or reinstall the matching wheel")
+    if not found:
+        raise Skip("this CUDA build reports neither its cuDNN nor its NCCL")
+    return "; ".join(found)
 
 
 @check("cuda_arch", scope="gpu")
@@ -408,6 +543,14 @@ def check_matmul(ctx: Ctx) -> str:
     note = (f"; fp32 judged as TF32: {TF32_OVERRIDE_ENV}=1 makes cuBLAS use TF32"
             if forced else "")
     return (f"{len(shapes)} shapes, element-wise vs float64 of the same inputs: {shown}{note}")
+
+
+def grad_scaler(torch: Any, device_type: str, *, enabled: bool) -> Any:
+    """``torch.amp.GradScaler`` (torch 2.3 and later), else ``torch.cuda.amp.GradScaler``."""
+    amp = getattr(torch, "amp", None)
+    if hasattr(amp, "GradScaler"):
+        return torch.amp.GradScaler(device_type, enabled=enabled)
+    return torch.cuda.amp.GradScaler(enabled=enabled)
 
 
 def _mlp(torch: Any) -> Any:
@@ -519,7 +662,7 @@ def check_amp(ctx: Ctx) -> str:
     for dtype in dtypes:
         device_type = "cuda" if ctx.cuda else "cpu"
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        scaler = torch.amp.GradScaler(device_type, enabled=dtype == torch.float16)
+        scaler = grad_scaler(torch, device_type, enabled=dtype == torch.float16)
         first = None
         last = 0.0
         for _ in range(10):
@@ -593,13 +736,22 @@ def check_cudnn_conv(ctx: Ctx) -> str:
     return f"cuDNN {torch.backends.cudnn.version()}: forward {fwd:.1e}, backward {bwd:.1e}"
 
 
-@check("torch_compile", level="full", timeout=600.0)
+@check("torch_compile", level="full", timeout=600.0, needs=Needs(
+    torch=(2, 0), capability=(7, 0),
+    why="torch.compile arrived in torch 2.0; Triton, its GPU compiler, runs on compute "
+        "capability 7.0 and later only"))
 def check_torch_compile(ctx: Ctx) -> str:
     torch = ctx.torch
+    unsupported = dynamo_unsupported()
+    if unsupported:
+        raise Skip(f"this torch cannot compile on this Python: {unsupported}")
     if not ctx.cuda and not _compiler():
         raise Skip("no C++ compiler for inductor's CPU backend (set CXX or install g++)")
     if ctx.cuda:
         missing = triton_missing()
+        if missing and sys.platform == "win32":
+            raise Skip("Triton, torch.compile's GPU compiler, has no official Windows build "
+                       "(missing: " + "; ".join(missing) + ")")
         if missing:
             raise Fail("torch.compile on a GPU needs Triton, which needs " + "; ".join(missing),
                        hint="install what is missing (Triton comes with Linux CUDA wheels of "
@@ -718,6 +870,23 @@ def _compiler() -> Optional[str]:
     return shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++")
 
 
+def dynamo_unsupported() -> Optional[str]:
+    """torch's own word on whether torch.compile works on this Python (3.12 on torch before
+    2.4, a free-threaded build before 3.13.3, ...): its message, or None."""
+    try:
+        eval_frame = importlib.import_module("torch._dynamo.eval_frame")
+    except ImportError:
+        return None  # torch.compile itself will say what is wrong
+    check_supported = getattr(eval_frame, "check_if_dynamo_supported", None)
+    if check_supported is None:
+        return None
+    try:
+        check_supported()
+    except RuntimeError as exc:
+        return str(exc) or "torch._dynamo says this platform is unsupported"
+    return None
+
+
 def triton_missing() -> list[str]:
     """What Triton needs to compile its GPU launchers and is not here: the triton package, a C
     compiler (``CC``, cc, gcc or clang) and this Python's headers (``Python.h``)."""
@@ -735,13 +904,15 @@ def triton_missing() -> list[str]:
     return missing
 
 
-def clear_stale_lock(build_dir: str) -> Optional[Any]:
+def clear_stale_lock(build_dir: str, *, wait: bool = True) -> Optional[Any]:
     """Hold torchenv's advisory lock on ``build_dir`` and remove torch's lock file if a killed
-    build left it there; returns the open lock file (close it to release), None without flock.
+    build left it there; returns the open lock file (close it to release), None without flock
+    or, with ``wait=False``, when a live build holds the directory.
 
     torch's extension builder waits for as long as ``build_dir/lock`` exists. The advisory lock
     is released by the kernel when its holder dies, so once it is ours no other torchenv build
-    is using the directory and a ``lock`` file there is stale.
+    is using the directory and a ``lock`` file there is stale. The validation parent calls this
+    (without waiting) after it killed a child in the middle of a build.
     """
     try:
         import fcntl
@@ -749,7 +920,7 @@ def clear_stale_lock(build_dir: str) -> Optional[Any]:
         return None
     handle = open(os.path.join(build_dir, ".torchenv.lock"), "a+b")  # noqa: SIM115
     try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         handle.close()
         return None
@@ -798,6 +969,44 @@ def check_cpp_extension(ctx: Ctx) -> str:
     if not torch.equal(ext.add_one(x), x + 1):
         raise Fail("the compiled extension returned a wrong result")
     return f"load_inline built/loaded in {built:.1f} s ({build_dir})"
+
+
+@check("torchvision_ops", level="full")
+def check_torchvision_ops(ctx: Ctx) -> str:
+    """torchvision's compiled operators load and run on the device (a torchvision built for
+    another torch fails here: 'operator torchvision::nms does not exist')."""
+    if importlib.util.find_spec("torchvision") is None:
+        raise Skip("torchvision is not installed")
+    torch = ctx.torch
+    ops: Any = importlib.import_module("torchvision.ops")
+    g = torch.Generator().manual_seed(0)
+    xy = torch.rand(200, 2, generator=g) * 100
+    boxes = torch.cat([xy, xy + 5 + torch.rand(200, 2, generator=g) * 20], dim=1)
+    scores = torch.rand(200, generator=g)
+    want = ops.nms(boxes, scores, 0.5)
+    got = ops.nms(boxes.to(ctx.device), scores.to(ctx.device), 0.5).cpu()
+    if not torch.equal(got, want):
+        raise Fail(f"torchvision.ops.nms on {ctx.device} kept {got.numel()} boxes, the CPU "
+                   f"{want.numel()} (or others)")
+    return f"nms on {ctx.device}: {want.numel()} of 200 boxes kept, as on the CPU"
+
+
+@check("torchaudio_ops", level="full")
+def check_torchaudio_ops(ctx: Ctx) -> str:
+    """torchaudio loads and resamples on the device as on the CPU."""
+    if importlib.util.find_spec("torchaudio") is None:
+        raise Skip("torchaudio is not installed")
+    torch = ctx.torch
+    functional: Any = importlib.import_module("torchaudio.functional")
+    g = torch.Generator().manual_seed(0)
+    wave = torch.randn(2, 16000, generator=g)
+    want = functional.resample(wave, 16000, 8000)
+    got = functional.resample(wave.to(ctx.device), 16000, 8000).cpu()
+    err = rel_err(torch, got, want)
+    if tuple(got.shape) != tuple(want.shape) or err > 1e-4:
+        raise Fail(f"torchaudio resample on {ctx.device} differs from the CPU: shape "
+                   f"{tuple(got.shape)} vs {tuple(want.shape)}, relative error {err:.1e}")
+    return f"resample 16 kHz → 8 kHz on {ctx.device}: relative error vs CPU {err:.1e}"
 
 
 def time_on_stream(torch: Any, stream: Any, fn: Callable[[], Any], *, min_seconds: float = 0.1,
@@ -857,12 +1066,43 @@ def check_perf(ctx: Ctx) -> str:
         d2h = size / time_on_stream(torch, stream,
                                     lambda: host.copy_(dbuf, non_blocking=True)) / 1e9
         d2d = 2 * size / time_on_stream(torch, stream, lambda: dbuf2.copy_(dbuf)) / 1e9
+    props = torch.cuda.get_device_properties(i)
     ctx.metrics.update({"gpu_name": torch.cuda.get_device_name(i), "tflops": tflops,
+                        "capability": f"{props.major}.{props.minor}",
+                        "sm_count": int(props.multi_processor_count),
                         "h2d_gbs": round(h2d, 1), "d2h_gbs": round(d2h, 1),
                         "d2d_gbs": round(d2d, 1)})
     return ("matmul TFLOP/s " + ", ".join(f"{k} {v}" for k, v in tflops.items())
             + f"; H2D {h2d:.1f} GB/s, D2H {d2h:.1f} GB/s, D2D {d2d:.0f} GB/s (median of 5, "
               "each >= 100 ms, on the device's own stream)")
+
+
+@check("device_assert", level="full")
+def check_device_assert(ctx: Ctx) -> str:
+    """A failed assertion inside a kernel must surface as an error (PyTorch's own release smoke
+    test does the same with ``torch._assert_async``). It leaves the CUDA context unusable, so
+    the child is restarted after it."""
+    torch = ctx.torch
+    if not ctx.cuda:
+        raise Skip(NO_CUDA)
+    if getattr(torch.version, "hip", None):
+        raise Skip("ROCm builds report a device assert differently; not judged")
+    ctx.poisoned = True
+    try:
+        if hasattr(torch, "_assert_async"):
+            torch._assert_async(torch.tensor(0, device=ctx.device))
+        else:  # an index past the end trips the indexing kernel's own assert
+            torch.zeros(4, device=ctx.device)[torch.tensor([7], device=ctx.device)] = 1.0
+        torch.cuda.synchronize(ctx.device)
+    except RuntimeError as exc:
+        text = str(exc)
+        if "CUDA" not in text and "device-side assert" not in text:
+            raise Fail(f"the failed assertion surfaced as an error that does not name CUDA: "
+                       f"{text[:300]}") from exc
+        return f"a failed device assertion raised RuntimeError: {text.splitlines()[0][:200]}"
+    raise Fail("a failed assertion inside a CUDA kernel raised nothing: kernel errors are lost",
+               hint="CUDA_LAUNCH_BLOCKING or a debugger setting may hide them; run "
+                    "'torchenv doctor'")
 
 
 # --------------------------------------------------------------------------------- serving
@@ -911,6 +1151,11 @@ def run_one(torch: Any, entry: dict[str, Any], gpu: bool) -> dict[str, Any]:
     try:
         if spec.scope == "gpu" and entry["device"] == "cuda":
             raise Skip(NO_CUDA)
+        if spec.needs.torch is not None or spec.needs.capability is not None:
+            unmet = unmet_need(spec.needs, torch_version=str(torch.__version__),
+                               device=ctx.device, capability=cuda_capability(torch, ctx))
+            if unmet:
+                raise Skip(unmet)
         detail = spec.fn(ctx)
         result["status"] = "pass"
         if detail:
@@ -930,7 +1175,9 @@ def run_one(torch: Any, entry: dict[str, Any], gpu: bool) -> dict[str, Any]:
         if poisons_context(str(exc)):
             result["poisoned"] = True
     result["seconds"] = round(time.monotonic() - start, 4)
-    if ctx.cuda:
+    if ctx.poisoned:
+        result["poisoned"] = True
+    if ctx.cuda and not result.get("poisoned"):
         ctx.metrics.setdefault("gpu", gpu_identity(torch, _cuda_index(ctx)))
     if ctx.metrics:
         result["metrics"] = ctx.metrics
@@ -949,6 +1196,17 @@ def poisons_context(message: str) -> bool:
     """Whether an error leaves the CUDA context unusable for the rest of the process."""
     text = message.lower()
     return any(e in text for e in _STICKY_ERRORS)
+
+
+def device_names(torch: Any, n_cuda: int) -> list[str]:
+    """Each CUDA device's name: a MIG instance's says so (``NVIDIA A100-SXM4-40GB MIG 1g.5gb``)."""
+    names = []
+    for i in range(n_cuda):
+        try:
+            names.append(str(torch.cuda.get_device_name(i)))
+        except Exception as exc:  # a device that cannot answer is named by its error
+            names.append(f"cuda:{i} (name unreadable: {type(exc).__name__})")
+    return names
 
 
 def gpu_identity(torch: Any, index: int) -> dict[str, Any]:
@@ -1008,7 +1266,8 @@ def main() -> int:
     except Exception as exc:
         hello["extra_checks_error"] = f"{type(exc).__name__}: {exc}"
     hello.update({"torch": torch.__version__, "cuda": torch.version.cuda, "gpu_host": gpu,
-                  "cuda_devices": n_cuda, "checks": plan(torch, n_cuda)})
+                  "cuda_devices": n_cuda, "cuda_device_names": device_names(torch, n_cuda),
+                  "checks": plan(torch, n_cuda)})
     send(hello)
     entries = {e["name"]: e for e in hello["checks"]}
     for line in sys.stdin:
@@ -1022,8 +1281,7 @@ def main() -> int:
         send({"event": "start", "name": entry["name"]})
         send({"event": "result", **run_one(torch, entry, gpu)})
     proto.flush()
-    sys.stderr.flush()
-    os._exit(0)  # skip torch's interpreter teardown: nothing is left to write
+    return 0
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TypeVar, Union
 
@@ -35,6 +35,7 @@ from torchenv.detection._nvml import (
     describe_init_error,
     nvml_library_setting,
 )
+from torchenv.validation.expected import FabricPath
 from torchenv.validation.report import CheckResult
 
 __all__ = [
@@ -44,14 +45,22 @@ __all__ = [
     "GpuHealth",
     "GpuProcess",
     "HealthCheck",
+    "LoadSampler",
     "MemoryUse",
     "RemappedRows",
     "Unread",
+    "XidWatch",
+    "fabric_path",
+    "judge_clocks_under_load",
     "judge_gpu",
+    "judge_link_errors",
     "judge_shm",
+    "judge_xid",
     "node_health",
+    "nvml_gpu_of",
     "read_gpus",
     "read_shm",
+    "vgpus",
 ]
 
 T = TypeVar("T")
@@ -172,6 +181,10 @@ class GpuHealth:
     mig_mode: Reading[tuple[bool, bool]]  # (current, pending after the next GPU reset)
     processes: Reading[tuple[GpuProcess, ...]]
     memory: Reading[MemoryUse]
+    virtualization_mode: Reading[int]  # nvmlGpuVirtualizationMode_t; 2 is a vGPU in a VM
+    nvlink_version: Reading[int]  # of the first link that is up
+    pcie_replay: Reading[int]  # PCIe replays since the driver loaded
+    nvlink_errors: Reading[Mapping[str, int]]  # replay/recovery/CRC counts, summed over links
 
     @property
     def label(self) -> str:
@@ -534,6 +547,75 @@ def _conclude(check: HealthCheck, gpu: GpuHealth, verdict: _Verdict) -> CheckRes
                        detail=f"{gpu.label}: {verdict.detail}", **common)
 
 
+def judge_link_errors(before: GpuHealth, after: Optional[GpuHealth]) -> CheckResult:
+    """``health_link_errors[gpuN]``: the PCIe replay and NVLink error counters before and after
+    the run's workload. A link that needed recovery under load fails (required); more PCIe or
+    NVLink replays or CRC errors are advisory (a marginal link corrected them)."""
+    common: dict[str, Any] = {"name": f"health_link_errors[gpu{before.index}]",
+                              "device": f"gpu{before.index}", "level": "full",
+                              "metrics": dict(before.identity)}
+    if after is None:
+        return CheckResult(status="skip", required=True, reason=f"{before.label}: unknown: not "
+                           "read again after the workload", **common)
+    deltas: dict[str, int] = {}
+    unread = []
+    if isinstance(before.pcie_replay, int) and isinstance(after.pcie_replay, int):
+        deltas["pcie_replay"] = after.pcie_replay - before.pcie_replay
+    else:
+        unread += _unread(before.pcie_replay, after.pcie_replay)
+    b_nv, a_nv = before.nvlink_errors, after.nvlink_errors
+    if isinstance(b_nv, Unread) or isinstance(a_nv, Unread):
+        unread += [u for u in _unread(b_nv, a_nv) if not (u.unsupported and deltas)]
+    else:
+        deltas.update({f"nvlink_{k}": a_nv.get(k, 0) - v for k, v in b_nv.items()})
+    if not deltas:
+        kind = "unknown" if any(not u.unsupported for u in unread) else "not supported"
+        return CheckResult(status="skip", required=True, reason=f"{before.label}: {kind}: "
+                           + "; ".join(map(str, unread)), **common)
+    common["metrics"].update({f"{k}_during_run": v for k, v in deltas.items()})
+    grew = {k: v for k, v in deltas.items() if v > 0}
+    shown = ", ".join(f"{k.replace('_', ' ')} +{v}" for k, v in grew.items())
+    detail = (f"{before.label}: during the run " + (shown or "no link error counter grew")
+              + f" (read: {', '.join(k.replace('_', ' ') for k in deltas)})")
+    if not grew:
+        return CheckResult(status="pass", required=True, detail=detail, **common)
+    required = "nvlink_recovery" in grew
+    hint = ("an NVLink link had to recover under load: drain the node and run the field "
+            f"diagnostic (dcgmi diag -r 3); nvidia-smi nvlink -e -i {before.index} shows the "
+            "counters" if required else
+            "a marginal link: replays and CRC errors were corrected, at a cost in bandwidth; "
+            "reseat the GPU or its bridge if they keep growing (nvidia-smi -q -d PCIE -i "
+            f"{before.index}, nvidia-smi nvlink -e -i {before.index})")
+    return CheckResult(status="fail", required=required, detail=detail, hint=hint,
+                       error=f"{before.label}: link errors during the run: {shown}", **common)
+
+
+def judge_clocks_under_load(gpu: GpuHealth, reasons: int, samples: int) -> CheckResult:
+    """``health_clocks_under_load[gpuN]``: the clock event reasons NVML reported while the
+    performance probe ran (every reading ORed). HW slowdown, HW thermal slowdown and the power
+    brake fail (required): the node cannot hold its clocks under load. A power cap under full
+    load is recorded, not judged."""
+    common: dict[str, Any] = {"name": f"health_clocks_under_load[gpu{gpu.index}]",
+                              "device": f"gpu{gpu.index}", "level": "full", "required": True,
+                              "metrics": {**gpu.identity, "clock_reasons_under_load":
+                                          f"{reasons:#x}", "readings": samples}}
+    if samples == 0:
+        return CheckResult(status="skip", reason=f"{gpu.label}: no reading was taken while the "
+                           "performance probe ran", **common)
+    known = {**_REQUIRED_REASONS, **_ADVISORY_REASONS, **_RECORDED_REASONS}
+    names = [known[bit] for bit in sorted(known) if reasons & bit]
+    detail = (f"{gpu.label}: {samples} readings under load; clocks limited by: "
+              + (", ".join(names) or "nothing"))
+    hard = _reason_names(reasons, _REQUIRED_REASONS)
+    if not hard:
+        return CheckResult(status="pass", detail=detail, **common)
+    return CheckResult(status="fail", detail=detail,
+                       error=f"{gpu.label}: under load: " + "; ".join(hard),
+                       hint="check the node's cooling and power supplies, and its BMC log; "
+                            f"nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i {gpu.index}",
+                       **common)
+
+
 def judge_gpu(gpu: GpuHealth) -> list[CheckResult]:
     """Every check in :data:`CHECKS` for one GPU's readings (pure)."""
     return [_conclude(check, gpu, check.judge(gpu)) for check in CHECKS]
@@ -671,7 +753,38 @@ def _read_gpu(pynvml: Any, index: int) -> GpuHealth:
             GpuProcess(int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory))
             for p in procs)),
         memory=_convert(memory, lambda m: MemoryUse(int(m.total), int(m.free))),
+        virtualization_mode=_convert(ask("nvmlDeviceGetVirtualizationMode"), int),
+        nvlink_version=_nvlink_version(ask, nvlink),
+        pcie_replay=_convert(ask("nvmlDeviceGetPcieReplayCounter"), int),
+        nvlink_errors=_nvlink_errors(ask, nvlink),
     )
+
+
+NVLINK_ERROR_COUNTERS = {0: "replay", 1: "recovery", 2: "crc_flit", 3: "crc_data"}
+"""nvmlNvLinkErrorCounter_t: NVML_NVLINK_ERROR_DL_REPLAY, _RECOVERY, _CRC_FLIT, _CRC_DATA."""
+
+
+def _nvlink_version(ask: Callable[..., Any], links: list[Reading[bool]]) -> Reading[int]:
+    up = [i for i, state in enumerate(links) if state is True]
+    if not up:
+        return Unread("nvmlDeviceGetNvLinkVersion", NVML_ERROR_NOT_SUPPORTED, "no link is up")
+    return _convert(ask("nvmlDeviceGetNvLinkVersion", up[0]), int)
+
+
+def _nvlink_errors(ask: Callable[..., Any], links: list[Reading[bool]]
+                   ) -> Reading[Mapping[str, int]]:
+    up = [i for i, state in enumerate(links) if state is True]
+    if not up:
+        return Unread("nvmlDeviceGetNvLinkErrorCounter", NVML_ERROR_NOT_SUPPORTED,
+                      "no link is up")
+    totals = dict.fromkeys(NVLINK_ERROR_COUNTERS.values(), 0)
+    for link in up:
+        for counter, name in NVLINK_ERROR_COUNTERS.items():
+            value = ask("nvmlDeviceGetNvLinkErrorCounter", link, counter)
+            if isinstance(value, Unread):
+                return value
+            totals[name] += int(value)
+    return totals
 
 
 def _read_all(pynvml: Any, out: list[GpuHealth]) -> Optional[str]:
@@ -727,16 +840,59 @@ def read_gpus(environ: Optional[Mapping[str, str]] = None, *,
                      else "no GPU was read"))
 
 
+def fabric_path(g: GpuHealth) -> FabricPath:
+    """The GPU's links as NVML reports them, for judging the bus bandwidth: NVLink links up and
+    their generation, the PCIe link's maximum generation and width."""
+    return FabricPath(
+        nvlink_up=sum(1 for s in g.nvlink if s is True),
+        nvlink_version=g.nvlink_version if isinstance(g.nvlink_version, int) else None,
+        pcie_gen=g.pcie_gen_max if isinstance(g.pcie_gen_max, int) else None,
+        pcie_width=g.pcie_width_max if isinstance(g.pcie_width_max, int) else None)
+
+
+def nvml_gpu_of(identity: Mapping[str, Any], gpus: Sequence[GpuHealth]) -> Optional[GpuHealth]:
+    """The NVML reading of the CUDA device ``identity`` names (its ``uuid`` or ``pci_bus_id``, as
+    the probe reports them): CUDA's ordinals and NVML's indices need not agree."""
+    uuid = str(identity.get("uuid") or "").lower()
+    bus = str(identity.get("pci_bus_id") or "").lower()
+    for g in gpus:
+        if uuid and g.uuid and g.uuid.lower() == uuid:
+            return g
+        if bus and g.pci_bus_id and g.pci_bus_id.lower() == bus:
+            return g
+    return None
+
+
+NVML_GPU_VIRTUALIZATION_MODE_VGPU = 2  # nvml.h: "Device is associated with vGPU inside VM"
+
+
+def vgpus(gpus: Sequence[GpuHealth]) -> list[str]:
+    """Each GPU that NVML says is a vGPU (a virtual machine's share of a GPU), described."""
+    return [f"{g.label} is a vGPU (NVML virtualization mode VGPU)" for g in gpus
+            if g.virtualization_mode == NVML_GPU_VIRTUALIZATION_MODE_VGPU]
+
+
 def node_health(environ: Optional[Mapping[str, str]] = None, *, shm_path: str = "/dev/shm",
-                timeout: float = DEFAULT_TIMEOUT) -> list[CheckResult]:
+                timeout: float = DEFAULT_TIMEOUT,
+                readings: Optional[tuple[list[GpuHealth], Optional[str]]] = None,
+                after: Optional[Sequence[GpuHealth]] = None,
+                under_load: Optional[Mapping[int, tuple[int, int]]] = None,
+                xid: Optional[XidWatch] = None) -> list[CheckResult]:
     """The node health checks: each of :data:`CHECKS` for every GPU NVML lists, then /dev/shm.
 
-    When NVML cannot be used (no driver library, a failed ``nvmlInit``, no answer within
-    ``timeout`` seconds) a ``health_nvml`` skip says why, and the GPUs' checks are absent rather
-    than passed. Raises only for a bug, never for what the driver answers.
+    ``readings`` are what :func:`read_gpus` returned, when the caller read them already (the
+    validation run reads the GPUs before its workload); else they are read now. When NVML
+    cannot be used (no driver library, a failed ``nvmlInit``, no answer within ``timeout``
+    seconds) a ``health_nvml`` skip says why, and the GPUs' checks are absent rather than
+    passed. Raises only for a bug, never for what the driver answers.
+
+    ``after``: the GPUs read again after the run's workload, for the link error counters;
+    ``under_load``: per NVML index, the clock event reasons seen (ORed) and how many readings
+    were taken while the performance probe ran (see :class:`LoadSampler`); ``xid``: the Xid
+    events watched during the workload (see :class:`XidWatch`).
     """
     started = time.monotonic()
-    gpus, problem = read_gpus(environ, timeout=timeout)
+    gpus, problem = readings if readings is not None else read_gpus(environ, timeout=timeout)
     results: list[CheckResult] = []
     if problem is not None:
         results.append(CheckResult(name="health_nvml", status="skip", device="gpu",
@@ -745,5 +901,184 @@ def node_health(environ: Optional[Mapping[str, str]] = None, *, shm_path: str = 
     for check in CHECKS:
         for gpu in gpus:
             results.append(_conclude(check, gpu, check.judge(gpu)))
+    if under_load is not None:
+        for gpu in gpus:
+            results.append(judge_clocks_under_load(gpu, *under_load.get(gpu.index, (0, 0))))
+    if after is not None:
+        later = {g.index: g for g in after}
+        for gpu in gpus:
+            results.append(judge_link_errors(gpu, later.get(gpu.index)))
+    if xid is not None:
+        for gpu in gpus:
+            results.append(judge_xid(gpu, xid))
     results.append(judge_shm(read_shm(shm_path), shm_path))
     return results
+
+
+class LoadSampler:
+    """Reads every GPU's clock event reasons through NVML while a workload runs.
+
+    ``with sampler.sampling(): ...`` polls in a daemon thread every ``interval`` seconds and ORs
+    what it sees into :attr:`seen` (NVML index → (reasons, readings)); a hung driver only
+    stops the sampling (the thread is abandoned). Without NVML nothing is read.
+    """
+
+    def __init__(self, environ: Mapping[str, str], interval: float = 0.25) -> None:
+        self.environ = environ
+        self.interval = interval
+        self.seen: dict[int, tuple[int, int]] = {}
+        self.used = False  # whether any workload was sampled
+
+    @contextlib.contextmanager
+    def sampling(self) -> Iterator[LoadSampler]:
+        import threading
+
+        self.used = True
+        stop = threading.Event()
+        thread = threading.Thread(target=self._poll, args=(stop,), daemon=True,
+                                  name="torchenv-load-sampler")
+        thread.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join(timeout=2.0)
+
+    def _poll(self, stop: Any) -> None:
+        setting = nvml_library_setting(self.environ)
+        if setting is not None and (setting.lower() == "off" or not os.path.isfile(setting)
+                                    or _load_explicit(setting) is not None):
+            return
+        import pynvml
+
+        try:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError:  # no NVML here: nothing is sampled and the checks say so
+            return
+        try:
+            handles = [pynvml.nvmlDeviceGetHandleByIndex(i)
+                       for i in range(pynvml.nvmlDeviceGetCount())]
+            read = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) \
+                or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+            while not stop.is_set():
+                for i, handle in enumerate(handles):
+                    with contextlib.suppress(pynvml.NVMLError):
+                        bits, count = self.seen.get(i, (0, 0))
+                        self.seen[i] = (bits | int(read(handle)), count + 1)
+                stop.wait(self.interval)
+        except pynvml.NVMLError:
+            return
+        finally:
+            with contextlib.suppress(pynvml.NVMLError):
+                pynvml.nvmlShutdown()
+
+
+NVML_ERROR_TIMEOUT = 10  # nvml.h: what nvmlEventSetWait answers when no event is waiting
+
+
+class XidWatch:
+    """The Xid events (critical errors the driver logs for a GPU, e.g. 79: fallen off the bus)
+    that happen while the run's workload runs, through an NVML event set.
+
+    :meth:`start` registers every GPU before the workload, :meth:`collect` drains the events
+    after it; each NVML call runs bounded (a hung driver abandons the watch, and ``problem``
+    says so). ``events`` holds (NVML index, Xid); ``watched`` the GPUs registered.
+    """
+
+    def __init__(self, environ: Mapping[str, str], timeout: float = 10.0) -> None:
+        self.environ = environ
+        self.timeout = timeout
+        self.events: list[tuple[int, int]] = []
+        self.watched: set[int] = set()
+        self.problem: Optional[str] = None
+        self._set: Any = None
+
+    def start(self) -> None:
+        done, outcome = call_bounded(self._register, self.timeout, name="torchenv-xid")
+        if not done:
+            self.problem = f"unknown: NVML did not register for events within {self.timeout:g} s"
+        elif outcome:
+            self.problem = outcome
+
+    def _register(self) -> Optional[str]:
+        setting = nvml_library_setting(self.environ)
+        if setting is not None and (setting.lower() == "off" or not os.path.isfile(setting)
+                                    or _load_explicit(setting) is not None):
+            return "NVML is not in use"
+        import pynvml
+
+        ask = _asker(pynvml)
+        try:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError as exc:
+            return f"unknown: {exc}"
+        event_set = ask("nvmlEventSetCreate")
+        if isinstance(event_set, Unread):
+            pynvml.nvmlShutdown()
+            return f"{'not supported' if event_set.unsupported else 'unknown'}: {event_set}"
+        self._set = event_set
+        reasons = []
+        for index in range(int(pynvml.nvmlDeviceGetCount())):
+            handle = ask("nvmlDeviceGetHandleByIndex", index)
+            answer = handle if isinstance(handle, Unread) else ask(
+                "nvmlDeviceRegisterEvents", handle, pynvml.nvmlEventTypeXidCriticalError,
+                event_set)
+            if isinstance(answer, Unread):
+                reasons.append(f"GPU {index}: {answer}")
+            else:
+                self.watched.add(index)
+        if self.watched:
+            return None
+        return "; ".join(reasons) or "NVML lists no GPU"
+
+    def collect(self) -> None:
+        """Drain the events that arrived; then release the event set and NVML."""
+        if self._set is None:
+            return
+        done, _ = call_bounded(self._drain, self.timeout, name="torchenv-xid")
+        if not done:
+            self.problem = (f"unknown: NVML did not hand over its events within "
+                            f"{self.timeout:g} s")
+
+    def _drain(self) -> None:
+        import pynvml
+
+        try:
+            for _ in range(1000):  # bounded: a GPU logging without end is reported, not drained
+                try:
+                    data = pynvml.nvmlEventSetWait_v2(self._set, 0)
+                except pynvml.NVMLError as exc:
+                    if int(getattr(exc, "value", -1)) != NVML_ERROR_TIMEOUT:
+                        self.problem = f"unknown: nvmlEventSetWait_v2: {exc}"
+                    break
+                self.events.append((int(pynvml.nvmlDeviceGetIndex(data.device)),
+                                    int(data.eventData)))
+        finally:
+            with contextlib.suppress(pynvml.NVMLError):
+                pynvml.nvmlEventSetFree(self._set)
+            with contextlib.suppress(pynvml.NVMLError):
+                pynvml.nvmlShutdown()
+            self._set = None
+
+
+def judge_xid(gpu: GpuHealth, watch: XidWatch) -> CheckResult:
+    """``health_xid[gpuN]``: any Xid the driver raised for this GPU while validation's own
+    workload ran fails (required): the workload is known-good, so the GPU or driver is not."""
+    common: dict[str, Any] = {"name": f"health_xid[gpu{gpu.index}]", "device": f"gpu{gpu.index}",
+                              "level": "full", "required": True, "metrics": dict(gpu.identity)}
+    if gpu.index not in watch.watched:
+        return CheckResult(status="skip", reason=f"{gpu.label}: Xid events not watched: "
+                           + (watch.problem or "unknown"), **common)
+    xids = [xid for index, xid in watch.events if index == gpu.index]
+    common["metrics"]["xid_events"] = xids
+    if watch.problem and not xids:
+        return CheckResult(status="skip", reason=f"{gpu.label}: {watch.problem}", **common)
+    if not xids:
+        return CheckResult(status="pass", detail=f"{gpu.label}: no Xid event during the run",
+                           **common)
+    shown = ", ".join(str(x) for x in dict.fromkeys(xids))
+    return CheckResult(status="fail", error=f"{gpu.label}: Xid {shown} during the run",
+                       hint="look the Xid up in NVIDIA's Xid catalogue (docs.nvidia.com/deploy/"
+                            "xid-errors) and dmesg; drain the node: 79 means the GPU fell off "
+                            "the bus, 48/63/64/94/95 memory errors, 74 an NVLink error",
+                       **common)

@@ -8,13 +8,18 @@ in, facts out.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
     from torchenv.detection import HostProfile
 
-__all__ = ["GpuHost", "device_count_result", "gpu_host"]
+__all__ = ["GpuHost", "device_count_result", "gpu_host", "gpu_slices"]
+
+
+_MIG_NAME = re.compile(r"\bMIG\b")
 
 
 @dataclass(frozen=True)
@@ -52,3 +57,15 @@ def device_count_result(host: GpuHost, torch_devices: int) -> tuple[str, str]:
         return "pass", f"torch sees {torch_devices} CUDA device(s); {host.why}"
     return "fail", (f"torch sees {torch_devices} CUDA device(s) but {host.why}: a GPU torch "
                     "cannot use is missing from every check")
+
+
+def gpu_slices(device_names: Sequence[str], vgpus: Sequence[str] = ()) -> list[str]:
+    """Each CUDA device that is a slice of a GPU rather than a whole one, described.
+
+    ``device_names``: torch's name of each CUDA device; CUDA names a MIG instance after the GPU
+    and its profile (``NVIDIA A100-SXM4-40GB MIG 1g.5gb``). ``vgpus``: the GPUs NVML reports in
+    vGPU mode (a virtual machine's share of a GPU), already described.
+    """
+    slices = [f"cuda:{i} is a MIG instance ({name})" for i, name in enumerate(device_names)
+              if _MIG_NAME.search(name)]
+    return slices + list(vgpus)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-__all__ = ["CheckResult", "Report", "Status", "merge_rank_results", "write_junit"]
+__all__ = ["CheckResult", "Report", "Status", "write_junit"]
 
 Status = Literal["pass", "fail", "skip"]
 STATUSES: tuple[str, ...] = ("pass", "fail", "skip")
@@ -67,25 +67,34 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class Report:
-    """A whole run: the interpreter, its torch (None when it could not be imported), the checks."""
+    """A whole run: the interpreter, its torch (None when it could not be imported), the checks.
+
+    ``interrupted``: the run was stopped (Ctrl-C, SIGTERM) and ``checks`` are those that
+    finished; such a report is never ``ok``, since what did not run proved nothing.
+    """
 
     python: str
     torch: Optional[str]
     level: str
     checks: tuple[CheckResult, ...]
     seconds: float = 0.0
+    interrupted: bool = False
 
     @property
     def ok(self) -> bool:
-        return not any(c.status == "fail" and c.required for c in self.checks)
+        return not self.interrupted and not any(c.status == "fail" and c.required
+                                                for c in self.checks)
 
     def counts(self) -> dict[str, int]:
         return {s: sum(1 for c in self.checks if c.status == s) for s in STATUSES}
 
     def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "python": self.python, "torch": self.torch, "level": self.level,
-                "seconds": round(self.seconds, 3),
-                "checks": [c.to_json() for c in self.checks]}
+        doc: dict[str, Any] = {"ok": self.ok, "python": self.python, "torch": self.torch,
+                               "level": self.level, "seconds": round(self.seconds, 3)}
+        if self.interrupted:
+            doc["interrupted"] = True
+        doc["checks"] = [c.to_json() for c in self.checks]
+        return doc
 
     def to_junit(self) -> ET.Element:
         counts = self.counts()
@@ -128,48 +137,3 @@ def write_junit(report: Report, path: str | os.PathLike[str]) -> None:
     from torchenv._files import write_atomic
 
     write_atomic(target, data)
-
-
-def merge_rank_results(per_rank: Sequence[Sequence[Mapping[str, Any]]], *,
-                       required: bool = True, level: str = "full",
-                       expected_ranks: int = 0) -> list[CheckResult]:
-    """One result per collective check, from every local rank's results.
-
-    Fail when any rank failed or when fewer than ``expected_ranks`` ranks reported it (a rank
-    that hung or died proves nothing); skip when every rank skipped (one rank: no
-    collective was possible); pass otherwise. Timed by the slowest rank.
-    """
-    order: list[str] = []
-    by_name: dict[str, list[Mapping[str, Any]]] = {}
-    for rank_results in per_rank:
-        for doc in rank_results:
-            name = str(doc["name"])
-            if name not in by_name:
-                order.append(name)
-                by_name[name] = []
-            by_name[name].append(doc)
-    merged = []
-    for name in order:
-        docs = by_name[name]
-        failed = [d for d in docs if d.get("status") not in ("pass", "skip")]
-        skipped = [d for d in docs if d.get("status") == "skip"]
-        missing = max(0, expected_ranks - len(docs))
-        first = failed[0] if failed else docs[0]
-        common: dict[str, Any] = {
-            "name": name, "seconds": max(float(d.get("seconds") or 0.0) for d in docs),
-            "device": str(first.get("device") or "cpu"), "required": required, "level": level,
-            "metrics": dict(first.get("metrics") or {})}
-        if failed or missing:
-            error = (f"rank {first.get('rank')}: {first.get('error') or 'failed'}" if failed
-                     else f"{missing} of {expected_ranks} local ranks reported no result "
-                     "(they hung or died)")
-            merged.append(CheckResult(status="fail", error=error, log=first.get("traceback"),
-                                      **common))
-        elif len(skipped) == len(docs):
-            merged.append(CheckResult(status="skip", reason=str(first.get("reason") or
-                                                                "skipped"), **common))
-        else:
-            merged.append(CheckResult(
-                status="pass", detail=f"{first.get('detail')} ({len(docs)} local ranks agree)",
-                **common))
-    return merged

@@ -20,26 +20,37 @@ import signal
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, Callable, Literal, Optional, Union
 
 from torchenv._subprocess import (
-    ProcessResult,
+    RUN_TOKEN_ENV,
+    kill_token,
     reap_children,
-    run_to_files,
     start_process,
     stop_process,
 )
-from torchenv.validation.health import node_health
-from torchenv.validation.host import GpuHost, device_count_result
-from torchenv.validation.report import CheckResult, Report, merge_rank_results
+from torchenv.validation.collectives import COLLECTIVE_CHECKS, COLLECTIVE_NAMES, run_collectives
+from torchenv.validation.health import (
+    GpuHealth,
+    LoadSampler,
+    XidWatch,
+    fabric_path,
+    node_health,
+    nvml_gpu_of,
+    read_gpus,
+    vgpus,
+)
+from torchenv.validation.host import GpuHost, device_count_result, gpu_slices
+from torchenv.validation.report import CheckResult, Report
 
 __all__ = [
-    "COLLECTIVE_CHECKS",
     "EXTRA_CHECKS_ENV",
     "GPU_HOST_ENV",
+    "Interrupted",
     "Level",
     "ProgressEvent",
     "ValidationOptions",
@@ -54,22 +65,7 @@ GPU_HOST_ENV = "TORCHENV_VALIDATE_GPU_HOST"
 
 _HERE = Path(__file__).resolve().parent
 PROBE = _HERE / "_probe.py"
-DIST_WORKER = _HERE / "_dist_worker.py"
-NO_CUDA = "no CUDA device"
 _HELLO_TIMEOUT = 120.0
-_COLLECTIVES_TIMEOUT = 300.0
-
-COLLECTIVE_CHECKS: tuple[tuple[str, bool, bool], ...] = (
-    # (name, needs CUDA, required)
-    ("nccl_allreduce", True, True),
-    ("nccl_broadcast", True, True),
-    ("nccl_allgather", True, True),
-    ("gloo_allreduce", False, True),
-    ("gloo_broadcast", False, True),
-    ("gloo_allgather", False, True),
-    ("ddp_step", False, True),
-    ("nccl_bus_bandwidth", True, False),
-)
 
 ProgressEvent = Union[tuple[Literal["plan"], list[str]], tuple[Literal["start"], str],
                       tuple[Literal["result"], CheckResult]]
@@ -113,6 +109,8 @@ class _Child:
 
     def __init__(self, python: str, env: Mapping[str, str], workdir: str, stderr_path: str):
         self.stderr_path = stderr_path
+        self.token = env.get(RUN_TOKEN_ENV, "")
+        self.extensions = env.get("TORCHENV_EXTENSIONS_CACHE")
         self.proc = start_process([python, "-u", str(PROBE)], env=env, cwd=workdir,
                                   stderr_path=stderr_path)
         self.messages: queue.Queue[Optional[dict[str, Any]]] = queue.Queue()
@@ -185,6 +183,13 @@ class _Child:
 
     def stop(self, *, kill: bool = False) -> None:
         stop_process(self.proc, grace=0.0 if kill else 5.0)
+        if kill:
+            # a check killed mid-way may have started processes outside the child's group (ninja
+            # runs each compiler in a group of its own); they carry the run's token. Only this
+            # child of the run is alive now, so everything with the token belongs to it.
+            kill_token(self.token)
+            if self.extensions:
+                clear_stale_build_locks(Path(self.extensions))
         self._reader.join(timeout=5)
         if self.proc.stdout is not None and not self._reader.is_alive():
             self.proc.stdout.close()
@@ -196,7 +201,8 @@ def _cache_root(env: Mapping[str, str]) -> Path:
     return Path(user_cache_dir(env))
 
 
-def _child_env(options: ValidationOptions, scratch: Path) -> dict[str, str]:
+def _child_env(options: ValidationOptions, scratch: Path, token: str,
+               extensions: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update(options.env)
     if options.host is not None and not env.get(GPU_HOST_ENV):
@@ -209,44 +215,127 @@ def _child_env(options: ValidationOptions, scratch: Path) -> dict[str, str]:
         "TORCHINDUCTOR_CACHE_DIR": str(scratch / "inductor"),
         "TRITON_CACHE_DIR": str(scratch / "triton"),
         "TORCH_EXTENSIONS_DIR": str(scratch / "extensions"),
-        "TORCHENV_EXTENSIONS_CACHE": str(_cache_root(env) / "torch_extensions"),
+        "TORCHENV_EXTENSIONS_CACHE": str(extensions),
+        RUN_TOKEN_ENV: token,
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
     })
     return env
 
 
+class Interrupted(BaseException):
+    """The run was interrupted (Ctrl-C, SIGTERM) and every process of it has ended.
+
+    ``report`` holds the checks that finished, with ``interrupted`` set; ``cause`` is the
+    interruption itself, for the caller to re-raise once it has shown the report.
+    """
+
+    def __init__(self, report: Report, cause: BaseException) -> None:
+        super().__init__("validation interrupted")
+        self.report = report
+        self.cause = cause
+
+
 def validate(options: ValidationOptions,
              progress: Optional[Callable[[ProgressEvent], None]] = None) -> Report:
-    """Run the suite for ``options.python``; never raises for what happens in the children."""
+    """Run the suite for ``options.python``; never raises for what happens in the children.
+
+    Raises :class:`Interrupted` (with the partial report) when a KeyboardInterrupt or another
+    BaseException that is not an error (the CLI's SIGTERM) arrives mid-run.
+    """
     started = time.monotonic()
-    notify = progress or (lambda event: None)
+    finished: list[CheckResult] = []
+
+    def notify(event: ProgressEvent) -> None:
+        if event[0] == "result":
+            finished.append(event[1])
+        if progress is not None:
+            progress(event)
+
     options = replace(options, python=_interpreter_path(options.python))
     scratch = Path(tempfile.mkdtemp(prefix="torchenv-validate-"))
+    token = uuid.uuid4().hex
+    extensions = _cache_root({**os.environ, **options.env}) / "torch_extensions"
+    torch_version: Optional[str] = None
     try:
-        env = _child_env(options, scratch)
-        torch_version, results = _run_probe(options, env, scratch, notify)
+        env = _child_env(options, scratch, token, extensions)
+        # the GPUs as the driver sees them before any workload: node health judges them, and
+        # they say which are vGPUs
+        gpus = read_gpus(env) if options.level == "full" else ([], None)
+        health = options.level == "full" and (options.only is None or any(
+            n == "health" or n.startswith("health_") for n in options.only))
+        sampler = LoadSampler(env) if health and gpus[0] else None  # throttling while perf runs
+        xid = XidWatch(env) if health and gpus[0] else None  # the driver's critical errors
+        if xid is not None:
+            xid.start()
+        torch_version, results = _run_probe(options, env, scratch, notify, sampler)
         probe_names = {r.name.split("[", 1)[0] for r in results}
         if options.level == "full" and torch_version is not None and _wants_collectives(
                 options, probe_names):
             hello = _hello_metrics(results)
-            results += [r for r in _run_collectives(
+            slices = gpu_slices(hello.get("cuda_device_names") or (), vgpus(gpus[0]))
+            used = [g for g in gpus[0] if any(
+                nvml_gpu_of(r.metrics.get("gpu") or {}, [g]) for r in results)] or gpus[0]
+            results += [r for r in run_collectives(
                 options, env, scratch, notify, cuda_devices=int(hello.get("cuda_devices", 0)),
-                nccl_available=bool(hello.get("nccl_available", True))) if options.selects(r.name)]
-        if options.level == "full" and (options.only is None or any(
-                n == "health" or n.startswith("health_") for n in options.only)):
+                nccl_available=bool(hello.get("nccl_available", True)), slices=slices,
+                token=token, fabric=[fabric_path(g) for g in used])
+                if options.selects(r.name)]
+        if health:
             notify(("start", "node health"))  # the node's health needs NVML, not torch
-            for r in node_health(env):
+            after = read_gpus(env)[0] if gpus[0] else None  # the counters after the workload
+            if xid is not None:
+                xid.collect()
+            under_load = sampler.seen if sampler is not None and sampler.used else None
+            for r in node_health(env, readings=gpus, after=after, under_load=under_load,
+                                 xid=xid):
                 if options.selects(r.name):
                     results.append(r)
                     notify(("result", r))
         results += _unmatched(options, results)
-        results = [_with_peak(r, options.peak_lookup) for r in results]
+        results = [_with_peak(r, options.peak_lookup, gpus[0]) for r in results]
+    except Exception:
+        raise
+    except BaseException as exc:  # interrupted: what finished is still a report
+        partial = Report(python=options.python, torch=torch_version or _torch_of(finished),
+                         level=options.level, checks=tuple(finished),
+                         seconds=time.monotonic() - started, interrupted=True)
+        raise Interrupted(partial, exc) from exc
     finally:
-        reap_children()  # nothing of this run may outlive it, even when it is interrupted
+        # nothing of this run may outlive it: its children's process groups, then whatever
+        # left them but carries the run's token (ninja starts each compiler in a group of its own)
+        reap_children()
+        kill_token(token)
+        clear_stale_build_locks(extensions)
         shutil.rmtree(scratch, ignore_errors=True)
     return Report(python=options.python, torch=torch_version, level=options.level,
                   checks=tuple(results), seconds=time.monotonic() - started)
+
+
+def clear_stale_build_locks(cache: Path) -> list[Path]:
+    """Remove the lock file of each C++ extension build in ``cache`` that a killed build left
+    (one no live build holds); returns the locks removed. The probe's own rule decides."""
+    from torchenv.validation._probe import clear_stale_lock
+
+    removed = []
+    try:
+        folders = [p for p in cache.iterdir() if (p / "lock").exists()]
+    except OSError:
+        return []
+    for folder in folders:
+        held = clear_stale_lock(str(folder), wait=False)
+        if held is not None:
+            held.close()
+            removed.append(folder / "lock")
+    return removed
+
+
+def _torch_of(results: Sequence[CheckResult]) -> Optional[str]:
+    for r in results:
+        if r.name == "import_torch" and r.status == "pass":
+            version = r.metrics.get("torch")
+            return str(version) if version else None
+    return None
 
 
 def _interpreter_path(python: str) -> str:
@@ -261,7 +350,7 @@ def _wants_collectives(options: ValidationOptions, probe_names: set[str]) -> boo
     check has (an extra collective is only known once its ranks report)."""
     if options.only is None:
         return True
-    return any(n in _COLLECTIVE_NAMES or (n not in probe_names and not n.startswith("health"))
+    return any(n in COLLECTIVE_NAMES or (n not in probe_names and not n.startswith("health"))
                for n in options.only)
 
 
@@ -320,7 +409,8 @@ def _import_failure(options: ValidationOptions, error: str, seconds: float) -> C
 
 
 def _run_probe(options: ValidationOptions, env: Mapping[str, str], scratch: Path,
-               notify: Callable[[ProgressEvent], None]) -> tuple[Optional[str], list[CheckResult]]:
+               notify: Callable[[ProgressEvent], None], sampler: Optional[LoadSampler] = None
+               ) -> tuple[Optional[str], list[CheckResult]]:
     start = time.monotonic()
     restarts = 0
     try:
@@ -369,14 +459,15 @@ def _run_probe(options: ValidationOptions, env: Mapping[str, str], scratch: Path
     names = ["import_torch"] + (["device_count"] if options.host else []) \
         + [e["name"] for e in entries]
     if options.level == "full":
-        names += [name for name, _, _ in COLLECTIVE_CHECKS if options.selects(name)]
+        names += [c.name for c in COLLECTIVE_CHECKS if options.selects(c.name)]
     notify(("plan", names))
     results = [CheckResult(
         name="import_torch", status="pass", seconds=float(hello.get("import_seconds") or 0.0),
         device="cpu",
         detail=f"torch {torch_version} from Python {hello.get('python_version')} "
                f"in {hello.get('import_seconds')} s",
-        metrics={"cuda_devices": int(hello.get("cuda_devices") or 0),
+        metrics={"torch": torch_version, "cuda_devices": int(hello.get("cuda_devices") or 0),
+                 "cuda_device_names": [str(n) for n in hello.get("cuda_device_names") or ()],
                  "nccl_available": bool(hello.get("nccl_available", True))})]
     if options.host is not None:
         status, text = device_count_result(options.host, int(hello.get("cuda_devices") or 0))
@@ -410,7 +501,11 @@ def _run_probe(options: ValidationOptions, env: Mapping[str, str], scratch: Path
                 results.append(result)
                 notify(("result", result))
                 continue
-        result, alive = _run_entry(alive, entry, options.timeout)
+        if sampler is not None and name.split("[", 1)[0] == "perf":
+            with sampler.sampling():  # the GPUs' throttle reasons while they work hardest
+                result, alive = _run_entry(alive, entry, options.timeout)
+        else:
+            result, alive = _run_entry(alive, entry, options.timeout)
         results.append(result)
         notify(("result", result))
     if alive is not None:
@@ -440,7 +535,9 @@ def _run_entry(child: _Child, entry: Mapping[str, Any], timeout: Optional[float]
                 result = CheckResult.from_child(doc, level=str(entry["level"]))
                 if doc.get("poisoned"):  # the CUDA context is unusable: a fresh child goes on
                     child.stop(kill=True)
-                    return replace(result, hint=(result.hint or _POISONED_HINT)), None
+                    if result.status == "fail":
+                        result = replace(result, hint=result.hint or _POISONED_HINT)
+                    return result, None
                 return result, child
     except TimeoutError:
         child.stop(kill=True)
@@ -463,199 +560,14 @@ def _run_entry(child: _Child, entry: Mapping[str, Any], timeout: Optional[float]
             log=tail or None, **common), None
 
 
-def _torchrun_argv(options: ValidationOptions, nproc: int, out_dir: Path, backend: str,
-                   timeout: float) -> list[str]:
-    argv = [options.python, "-m", "torch.distributed.run", "--nnodes", str(options.nnodes),
-            "--nproc-per-node", str(nproc), "--max-restarts", "0"]
-    if options.rdzv_endpoint:
-        argv += ["--rdzv-backend", "c10d", "--rdzv-endpoint", options.rdzv_endpoint,
-                 "--rdzv-id", "torchenv-validate"]
-    elif options.nnodes == 1:
-        argv += ["--standalone"]
-    if options.node_rank is not None:
-        argv += ["--node-rank", str(options.node_rank)]
-    return [*argv, str(DIST_WORKER), str(out_dir), backend, str(timeout)]
-
-
-@dataclass(frozen=True)
-class _Launch:
-    """One torchrun of the collective checks."""
-
-    backend: str
-    nproc: int
-    nnodes: int
-
-
-def collective_launches(*, cuda_devices: int, nccl_available: bool, nnodes: int,
-                        nproc_per_node: Optional[int]) -> list[_Launch]:
-    """Which torchrun launches the collective checks need.
-
-    NCCL runs one rank per GPU. With a single rank in the whole job no collective is possible:
-    NCCL is only initialised (its checks are then skips), and the CPU collectives get a launch
-    of their own with two gloo ranks, so they still prove something. Without NCCL (a CPU build,
-    or Windows, whose builds have none) gloo runs alone.
-    """
-    if cuda_devices and nccl_available:
-        nproc = nproc_per_node or cuda_devices
-        launches = [_Launch("nccl", nproc, nnodes)]
-        if nproc * nnodes == 1:
-            launches.append(_Launch("gloo", 2, 1))
-        return launches
-    return [_Launch("gloo", nproc_per_node or 2, nnodes)]
-
-
-def _collective_deadline(timeout: float) -> tuple[float, float]:
-    """(seconds for a whole torchrun, seconds it gets after SIGTERM) for a check budget.
-
-    The process-group timeout bounds each collective, but not NCCL's communicator set-up nor a
-    rank that never arrives; this bounds everything, leaving room to import torch.
-    """
-    slack = min(30.0, max(15.0, timeout))
-    return timeout + slack, min(10.0, slack / 2)
-
-
-def _run_collectives(options: ValidationOptions, env: Mapping[str, str], scratch: Path,
-                     notify: Callable[[ProgressEvent], None], *, cuda_devices: int,
-                     nccl_available: bool) -> list[CheckResult]:
-    import uuid
-
-    timeout = options.timeout if options.timeout is not None else _COLLECTIVES_TIMEOUT
-    launches = collective_launches(cuda_devices=cuda_devices, nccl_available=nccl_available,
-                                   nnodes=options.nnodes, nproc_per_node=options.nproc_per_node)
-    for name, _, _ in COLLECTIVE_CHECKS:
-        notify(("start", name))
-    limit, grace = _collective_deadline(timeout)
-    outcomes: list[tuple[_Launch, ProcessResult, dict[str, CheckResult]]] = []
-    extra_names: list[str] = []
-    for launch in launches:
-        out_dir = scratch / f"collectives-{launch.backend}"
-        out_dir.mkdir()
-        run_env = dict(env)
-        run_env.setdefault("OMP_NUM_THREADS", "1")
-        if launch.backend == "nccl" and "NCCL_DEBUG" not in run_env:
-            run_env.update(NCCL_DEBUG="INFO", NCCL_DEBUG_FILE=str(out_dir / "nccl.%h.%p.log"))
-        proc = run_to_files(_torchrun_argv(options, launch.nproc, out_dir, launch.backend,
-                                           timeout),
-                            timeout=limit, term_grace=grace, env=run_env,
-                            cwd=str(scratch / "tmp"),
-                            stdout_path=str(out_dir / "torchrun.out"),
-                            stderr_path=str(out_dir / "torchrun.err"),
-                            token=uuid.uuid4().hex)
-        per_rank = []
-        for path in sorted(out_dir.glob("rank*.json")):
-            try:
-                per_rank.append(json.loads(path.read_text("utf-8")))
-            except ValueError:
-                continue
-        merged = {r.name: r for r in merge_rank_results(per_rank, expected_ranks=launch.nproc)}
-        transports = nccl_transports(out_dir) if launch.backend == "nccl" else []
-        if transports and "nccl_allreduce" in merged:
-            r = merged["nccl_allreduce"]
-            merged["nccl_allreduce"] = replace(
-                r, detail=(r.detail or "") + "; transport " + ", ".join(transports),
-                metrics={**r.metrics, "nccl_transports": transports})
-        try:
-            planned = [str(n) for n in json.loads((out_dir / "extra.json").read_text("utf-8"))]
-        except (OSError, ValueError, TypeError):
-            planned = []
-        extra_names = list(dict.fromkeys(
-            [*extra_names, *(n for n in [*planned, *merged] if n not in _COLLECTIVE_NAMES)]))
-        outcomes.append((launch, proc, merged))
-
-    required = {n: req for n, _, req in COLLECTIVE_CHECKS}
-    results: list[CheckResult] = []
-    for name in [*_COLLECTIVE_NAMES, *extra_names]:
-        needs_cuda = _NEEDS_CUDA.get(name, False)
-        result = _collective_result(name, needs_cuda, required.get(name, True), outcomes,
-                                    cuda_devices=cuda_devices, nccl_available=nccl_available)
-        results.append(result)
-        notify(("result", result))
-    return results
-
-
-_COLLECTIVE_NAMES = tuple(n for n, _, _ in COLLECTIVE_CHECKS)
-_NEEDS_CUDA = {n: cuda for n, cuda, _ in COLLECTIVE_CHECKS}
-
-
-def _collective_result(name: str, needs_cuda: bool, required: bool,
-                       outcomes: Sequence[tuple[_Launch, ProcessResult, dict[str, CheckResult]]],
-                       *, cuda_devices: int, nccl_available: bool) -> CheckResult:
-    device = "cuda" if needs_cuda else "cpu"
-    if needs_cuda and not cuda_devices:
-        return CheckResult(name=name, status="skip", device=device, reason=NO_CUDA,
-                           required=required, level="full")
-    if needs_cuda and not nccl_available:
-        return CheckResult(name=name, status="skip", device=device, required=required,
-                           level="full", reason="this torch build has no NCCL (Windows builds "
-                                                "never do); the gloo checks ran instead")
-    found = [(launch, proc, merged[name]) for launch, proc, merged in outcomes
-             if name in merged]
-    # a launch that ran the check beats one that could only skip it (one rank)
-    found.sort(key=lambda item: item[2].status == "skip")
-    if found:
-        launch, proc, r = found[0]
-        hint = None
-        if r.status == "fail":
-            hint = ("check the network interfaces and firewall between ranks (NCCL_DEBUG=INFO, "
-                    "GLOO_SOCKET_IFNAME)")
-            if not proc.ok:
-                r = replace(r, error=f"{r.error}; torchrun ({launch.backend}, {launch.nproc} "
-                                     f"processes): {_torchrun_failure(proc)}",
-                            log=r.log or proc.stderr.strip()[-3000:] or None)
-        return replace(r, required=required, level="full", hint=hint)
-    launch, proc, _ = next(((la, p, m) for la, p, m in outcomes
-                            if la.backend == ("nccl" if needs_cuda else la.backend)),
-                           outcomes[-1])
-    tail = proc.stderr.strip()[-3000:]
-    return CheckResult(
-        name=name, status="fail", seconds=proc.seconds, device=device, required=required,
-        level="full",
-        error=(f"torchrun ({launch.backend}, {launch.nproc} processes): "
-               f"{_torchrun_failure(proc)}") if not proc.ok else "no rank reported a result",
-        hint="see the log; multi-node runs need --rdzv-endpoint reachable from every node",
-        log=tail or None)
-
-
-_TRANSPORT_RE = r"\bvia ((?:NET/[A-Za-z]+)|P2P(?:/[A-Za-z]+)?|SHM|CollNet[A-Za-z]*|NVLS)"
-
-
-def nccl_transports(out_dir: Path, limit: int = 4 << 20) -> list[str]:
-    """The transports NCCL chose, from its per-rank ``NCCL_DEBUG=INFO`` logs in ``out_dir``.
-
-    NCCL logs one line per channel connection, e.g. ``Channel 00/0 : 0[0] -> 1[1] via P2P/IPC``
-    or ``... [send] via NET/IB/0``; the kinds found are returned sorted.
-    """
-    import re
-
-    pattern = re.compile(_TRANSPORT_RE)
-    found: set[str] = set()
-    for path in sorted(out_dir.glob("nccl.*.log")):
-        try:
-            with open(path, "rb") as f:
-                text = f.read(limit).decode("utf-8", "replace")
-        except OSError:
-            continue
-        found.update(m.group(1) for m in pattern.finditer(text))
-    return sorted(found)
-
-
-def _torchrun_failure(proc: ProcessResult) -> str:
-    """The most telling line of a failed torchrun: its own summary ends in rulers (=====)."""
-    if proc.timed_out or proc.error:
-        return proc.describe_failure()
-    telling = ("terminate called", "Error", "error:", "Signal", "exitcode", "refused")
-    for line in reversed(proc.stderr.splitlines()):
-        text = line.strip()
-        if text and any(t in text for t in telling):
-            return f"exit status {proc.returncode}: {text[:300]}"
-    return proc.describe_failure()
-
-
-def _with_peak(result: CheckResult, lookup: Optional[Callable[[str], Optional[Peak]]]
-               ) -> CheckResult:
-    """Compare a perf result with the GPU's catalogued peak; below 50 % is flagged (fail)."""
+def _with_peak(result: CheckResult, lookup: Optional[Callable[[str], Optional[Peak]]],
+               gpus: Sequence[GpuHealth]) -> CheckResult:
+    """Judge a perf result: against the GPU's catalogued peak (below 50 % fails) and against
+    what it can do at its own maximum SM clock, which NVML reports (above fails)."""
     if not result.name.startswith("perf") or result.status != "pass" or lookup is None:
         return result
     from torchenv.validation.perf import compare_with_peak
 
-    return compare_with_peak(result, lookup)
+    gpu = nvml_gpu_of(result.metrics.get("gpu") or {}, gpus)
+    clock = gpu.sm_clock_max_mhz if gpu is not None else None
+    return compare_with_peak(result, lookup, clock if isinstance(clock, int) else None)
