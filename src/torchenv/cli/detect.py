@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(profile.to_json())
         return 0
-    from torchenv.detection.render import render_profile
+    from torchenv.cli.render_host import render_profile
 
     render_profile(profile)
     return 0

@@ -273,13 +273,13 @@ def run_report(args: argparse.Namespace) -> int:
     verdict = judge(reports, expected_nodes=expected_nodes, expected_count=args.expect_nodes,
                     allow_skew=args.allow_skew)
     if args.junit:
-        from torchenv.fleet.render import write_fleet_junit
+        from torchenv.fleet.junit import write_fleet_junit
 
         write_fleet_junit(verdict, args.junit)  # BadInput (exit 2) when it cannot be written
     if args.json:
         emit_json(verdict.to_json())
     else:
-        from torchenv.fleet.render import render_verdict
+        from torchenv.cli.render_fleet import render_verdict
 
         render_verdict(verdict)
     return 0 if verdict.ok else 1

@@ -73,7 +73,8 @@ def register(sub: Subcommands) -> None:
 
 def run_show(args: argparse.Namespace) -> int:
     from torchenv.cli._common import load_matrix_reported
-    from torchenv.matrix.render import matrix_to_json, release_detail, render_table, select
+    from torchenv.cli.render_matrix import release_detail, render_table, select
+    from torchenv.matrix.document import matrix_to_json
 
     matrix = load_matrix_reported()
     releases = select(matrix, args.torch)

@@ -224,7 +224,7 @@ def run_resolve(args: argparse.Namespace) -> int:
         if args.json:
             emit_json(exc.to_json())
         else:
-            from torchenv.resolver.render import render_no_match
+            from torchenv.cli.render_plan import render_no_match
 
             render_no_match(exc, explain=args.explain)
         return exc.exit_code
@@ -234,7 +234,7 @@ def run_resolve(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(plan.to_json(commands))
         return 0
-    from torchenv.resolver.render import render_plan
+    from torchenv.cli.render_plan import render_plan
 
     render_plan(plan, host, commands, explain=args.explain)
     return 0

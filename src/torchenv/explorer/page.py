@@ -17,8 +17,8 @@ from typing import Any
 from torchenv import __version__
 from torchenv.explorer.classes import CC_MAJORS, TOKENS
 from torchenv.explorer.tables import Tables, build_tables, python_tags
+from torchenv.matrix.document import matrix_to_json
 from torchenv.matrix.model import PLATFORMS, Matrix
-from torchenv.matrix.render import matrix_to_json
 
 __all__ = ["MAX_PAGE_BYTES", "build_page", "page_data", "render_page"]
 

@@ -132,6 +132,17 @@ class NodeSummary:
     def ok(self) -> bool:
         return self.status == "pass"
 
+    @property
+    def gpus_label(self) -> str:
+        """``8× NVIDIA H100 80GB HBM3``; ``0`` for a node without GPUs; ``?`` when unknown."""
+        if self.gpu_count is None or self.gpu_models is None:
+            return "?"
+        if not self.gpu_count:
+            return "0"
+        if len(self.gpu_models) == 1:
+            return f"{self.gpu_count}× {self.gpu_models[0]}"
+        return f"{self.gpu_count}: " + " + ".join(self.gpu_models)
+
     def fact(self, kind: str) -> Optional[str]:
         """This node's value for a skew kind, as compared across nodes."""
         if kind == "gpu_model":

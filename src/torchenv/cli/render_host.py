@@ -1,7 +1,8 @@
-"""Console rendering of a HostProfile (rich is imported only here)."""
+"""``detect`` for people: the HostProfile as a few labelled lines and a table of GPUs."""
 
 from __future__ import annotations
 
+from torchenv.cli._common import console
 from torchenv.detection.profile import HostProfile
 
 __all__ = ["render_profile"]
@@ -11,7 +12,6 @@ def render_profile(profile: HostProfile) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from torchenv.cli._common import console
 
     out = console()
 

@@ -1,12 +1,18 @@
-"""Console rendering of a Plan or of an unsatisfiable request (rich is imported only here)."""
+"""``resolve`` for people: a Plan, or an unsatisfiable request with what would fix it."""
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
+from torchenv.cli._common import console
 from torchenv.detection.profile import HostProfile
-from torchenv.resolver.plan import Plan, Rejection
+from torchenv.resolver.plan import NoMatch, Plan, Rejection
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["group_rejections", "render_no_match", "render_plan"]
 
@@ -39,8 +45,6 @@ def render_plan(
     plan: Plan, host: HostProfile, commands: Mapping[str, str], *, explain: bool = False
 ) -> None:
     """The plan on stdout; commands and flag suggestions are never broken across lines."""
-    from torchenv.cli._common import console
-
     out = console()
     extras = ", ".join(
         f"{n} {v}"
@@ -79,21 +83,15 @@ def render_plan(
         )
 
 
-def _render_host_warnings(out: object, warnings: tuple[str, ...]) -> None:
+def _render_host_warnings(out: Console, warnings: tuple[str, ...]) -> None:
     """What detection could not read: printed with every decision, so it is never lost."""
-    from rich.console import Console
-
-    assert isinstance(out, Console)
     if warnings:
         out.print("[bold yellow]Detection could not read everything[/bold yellow]")
         for w in warnings:
             out.print(f"  ? {escape(w)}", soft_wrap=True)
 
 
-def _render_rejections(out: object, rejected: tuple[Rejection, ...]) -> None:
-    from rich.console import Console
-
-    assert isinstance(out, Console)
+def _render_rejections(out: Console, rejected: tuple[Rejection, ...]) -> None:
     if not rejected:
         return
     out.print("[bold]Rejected[/bold]")
@@ -103,13 +101,7 @@ def _render_rejections(out: object, rejected: tuple[Rejection, ...]) -> None:
             out.print(f"    {escape(line)}", soft_wrap=True)
 
 
-def render_no_match(exc: object, *, explain: bool) -> None:
-    import sys
-
-    from torchenv.cli._common import console
-    from torchenv.resolver.plan import NoMatch
-
-    assert isinstance(exc, NoMatch)
+def render_no_match(exc: NoMatch, *, explain: bool) -> None:
     err = console(stderr=True)
     err.print(f"[bold red]torchenv: {escape(exc.message)}[/bold red]")
     _render_host_warnings(err, exc.host_warnings)
