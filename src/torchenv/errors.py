@@ -42,9 +42,10 @@ class MatrixError(BadInput):
 
 
 class NetworkError(TorchenvError):
-    """Raised when an index or API cannot be read (offline, timeout, malformed page)."""
+    """Raised when an index or API cannot be read (offline, timeout, malformed page): exit 4,
+    never confused with 1 (``matrix update --check`` found drift)."""
 
-    exit_code = 1
+    exit_code = 4
 
 
 class Unsatisfiable(TorchenvError):

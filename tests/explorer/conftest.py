@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from torchenv.cli._fields import spell
 from torchenv.explorer.tables import Tables, build_tables
 from torchenv.matrix.model import Matrix
 
@@ -29,7 +30,7 @@ def specifiers_under_test(matrix: Matrix) -> list[str]:
 
 @pytest.fixture(scope="session")
 def explorer_tables(matrix: Matrix) -> Tables:
-    return build_tables(matrix, specifiers=specifiers_under_test(matrix))
+    return build_tables(matrix, spell=spell, specifiers=specifiers_under_test(matrix))
 
 
 @pytest.fixture(scope="session")

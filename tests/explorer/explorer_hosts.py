@@ -13,6 +13,7 @@ from typing import Any, NamedTuple, Optional
 
 from hypothesis import strategies as st
 
+from torchenv.cli._fields import spell
 from torchenv.explorer.classes import GpuChoice
 from torchenv.explorer.tables import Job, Tables, answer, gfx_names, python_tags
 from torchenv.matrix.model import PLATFORMS, Matrix, parse_version_tuple
@@ -33,7 +34,8 @@ class Machine(NamedTuple):
 
 def expected(matrix: Matrix, machine: Machine) -> dict[str, Any]:
     """What ``resolve()`` says for the machine, as the page stores it (no ``rejected``)."""
-    return answer(matrix, Job(machine.platform, machine.python, machine.gpu, torch=machine.spec))
+    return answer(matrix, Job(machine.platform, machine.python, machine.gpu, torch=machine.spec),
+                  spell)
 
 
 def _floors(matrix: Matrix) -> list[str]:

@@ -28,8 +28,8 @@ import pytest
 from index_server import AUDIO, TORCH, VISION, LocalIndex
 from installer_helpers import LINUX_CPU, LINUX_GPU, PY, clean_env, resolve_json, torchenv
 
-from torchenv.installers.commands import index_url_for
 from torchenv.installers.render import pip_command
+from torchenv.matrix.index import index_url_for
 
 VENV_BIN = Path(sys.executable).parent
 UV = VENV_BIN / "uv"

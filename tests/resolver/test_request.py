@@ -12,9 +12,11 @@ from torchenv.resolver.request import Request
                                  "https://mirror.example/whl\n--extra-index-url x",
                                  " https://mirror.example/whl"])
 def test_the_library_checks_an_index_base_as_the_cli_does(bad: str) -> None:
-    """One rule for index bases: Request refuses what ``--index-base`` refuses."""
-    with pytest.raises(BadInput, match="--index-base"):
+    """One rule for index bases: Request refuses what ``--index-base`` refuses, naming the field
+    (the command line names the flag or variable that gave it)."""
+    with pytest.raises(BadInput) as info:
         Request(index_base=bad)
+    assert (info.value.field, info.value.value) == ("index_base", bad)
 
 
 def test_a_space_inside_a_mirror_path_is_allowed() -> None:

@@ -24,6 +24,7 @@ from torchenv.detection.profile import (
 )
 from torchenv.matrix.model import Matrix
 from torchenv.resolver import NoMatch, Request, resolve
+from torchenv.resolver.plan import Fix
 from torchenv.resolver.rules import parse_arch
 
 BASE = HostProfile(platform="linux-x86_64", python=PythonInfo("3.12"), glibc="2.35")
@@ -207,7 +208,7 @@ def test_resolution_table(
         if rule == "probe":
             # a failed probe is "unknown": no candidate was even considered, and the reason says so
             assert "could not be read" in info.value.message
-            assert "--variant cpu" in info.value.fixes[-1]
+            assert info.value.fixes[-1].changes == [{"variant": "cpu"}]
             assert not info.value.rejected
         else:
             assert info.value.rejected, "an unsatisfiable request must explain every candidate"
@@ -305,14 +306,15 @@ def test_a_driver_below_every_compat_floor_gets_no_cuda_build(matrix: Matrix) ->
     with pytest.raises(NoMatch) as info:
         resolve(Request(), _host("400.0", "8.6"), matrix)
     assert all(r.category != "arch" for r in info.value.rejected if r.variant.startswith("cu"))
-    assert any("upgrade the NVIDIA driver" in f for f in info.value.fixes)
+    assert any("upgrade the NVIDIA driver" in (f.plain or "") for f in info.value.fixes)
 
 
 def test_cpu_is_never_chosen_silently_on_a_gpu_host(matrix: Matrix) -> None:
     with pytest.raises(NoMatch) as info:
         resolve(Request(), _host("400.0", "8.6"), matrix)
     assert any(r.category == "cpu-on-gpu-host" for r in info.value.rejected)
-    assert "--variant cpu installs the CPU build explicitly" in info.value.fixes
+    # a fix is data: the change of the request, which the command line writes as --variant cpu
+    assert Fix(({"variant": "cpu"}, " installs the CPU build explicitly")) in info.value.fixes
 
 
 def test_torchvision_and_torchaudio_follow_the_pairing(matrix: Matrix) -> None:
@@ -396,17 +398,18 @@ def test_a_container_without_the_gpu_passed_in_says_so(matrix: Matrix) -> None:
     with pytest.raises(NoMatch) as info:
         resolve(Request(), host, matrix)
     assert "this container has no /dev/nvidia* device" in info.value.message
-    assert info.value.fixes[0].startswith("run the container with the GPU")
+    assert (info.value.fixes[0].plain or "").startswith("run the container with the GPU")
 
 
-def test_the_pci_id_names_the_gpu_and_the_flag_to_pass(matrix: Matrix) -> None:
+def test_the_pci_id_names_the_gpu_and_the_capability_to_give(matrix: Matrix) -> None:
     entry = matrix.nvidia_gpu_by_pci("1b80")
     assert entry is not None and entry.compute_capability == "6.1"
     host = HOSTS["smi hangs, PCI sees a GPU"]
     with pytest.raises(NoMatch) as info:
         resolve(Request(), host, matrix)
     assert f"PCI 10de:1b80, {entry.name} per the GPU catalog" in info.value.message
-    assert "--gpu 6.1" in " ".join(info.value.fixes)
+    assert {"driver": "VERSION", "gpus": "6.1"} in [c for f in info.value.fixes
+                                                    for c in f.changes]
 
 
 def test_a_gpu_named_in_the_catalog_gets_its_capability(matrix: Matrix) -> None:

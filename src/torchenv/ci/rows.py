@@ -15,7 +15,8 @@ from typing import Any, Optional
 from packaging.version import Version
 
 from torchenv.ci.request import CiRequest
-from torchenv.installers.commands import index_url_for, pins, pip_install_command
+from torchenv.installers.commands import pip_install_command
+from torchenv.matrix.index import index_url_for, pins
 from torchenv.matrix.model import PLATFORMS, Matrix, Release, parse_version_tuple, variant_kind
 
 __all__ = ["CiRow", "candidate_rows", "generate_rows", "row_sort_key"]

@@ -28,7 +28,9 @@ Pick, install and prove the right PyTorch build for a machine.
   torchenv matrix ...        show, check, update the compatibility matrix; CI matrices
   torchenv fleet ...         validate every node of a Slurm or Kubernetes cluster, merge verdicts
 
-Exit codes: 0 ok, 1 validation/doctor failures, 2 bad input, 3 nothing satisfies the request.
+Exit codes: 0 ok, 1 validation/doctor failures (or drift, for matrix update --check), 2 bad
+input, 3 nothing satisfies the request, 4 a network source could not be reached, 130/143
+interrupted.
 """
 
 COMMANDS = {
@@ -117,19 +119,26 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
 
 
 def _run(args: list[str], prog: str | None) -> int:
-    """The command's status; a library error becomes its message, hint and exit code."""
+    """The command's status; a library error becomes its message, hint and exit code.
+
+    The message names the flag, variable or ``[tool.torchenv]`` key that gave the value it is
+    about (:mod:`torchenv.cli._fields`).
+    """
+    namespace = None
     try:
         namespace = parse(build_parser(prog, only=args[0] if args else None), args)
         status: int = namespace.func(namespace)
         return status
     except TorchenvError as exc:
-        print(f"torchenv: error: {exc.message}", file=sys.stderr)
-        if exc.hint:
-            print(f"  hint: {exc.hint}", file=sys.stderr)
+        from torchenv.cli import _fields
+
+        recorded = _fields.sources(namespace)
+        hint = _fields.hint(exc)
+        print(f"torchenv: error: {_fields.message(exc, recorded)}", file=sys.stderr)
+        if hint:
+            print(f"  hint: {hint}", file=sys.stderr)
         if "--json" in args:  # with --json, a failure is still one JSON document on stdout
-            to_json = getattr(exc, "to_json", None)  # an unsatisfiable request: its evidence
-            doc: dict[str, object] = dict(to_json()) if callable(to_json) else {}
-            doc.update(error=exc.message, hint=exc.hint, exit_code=exc.exit_code)
+            doc = _fields.error_document(exc, recorded)
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return exc.exit_code
 

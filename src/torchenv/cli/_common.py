@@ -9,6 +9,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from torchenv.cli._fields import FIELDS, given, sources
 from torchenv.errors import BadInput
 
 if TYPE_CHECKING:
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 __all__ = [
     "add_json_flag",
     "add_target_flags",
-    "check_index_base",
     "console",
     "emit_json",
     "host_from_args",
@@ -119,23 +119,21 @@ def add_target_flags(parser: argparse.ArgumentParser, *, host_only: bool = False
 
 def index_base(args: argparse.Namespace) -> str | None:
     """``--index-base``, else a non-empty ``TORCHENV_INDEX_BASE``, else None (the default host),
-    checked by :func:`check_index_base`.
+    checked by :func:`torchenv.matrix.index.check_index_base`.
 
     The only place the variable is read: the library takes the value as an argument.
     """
+    from torchenv.matrix.index import check_index_base
+
     flag = getattr(args, "index_base", None)
     if flag is not None:
-        return check_index_base(flag, origin="--index-base")
+        given(args, "index_base", "flag")
+        return check_index_base(flag)
     env = os.environ.get("TORCHENV_INDEX_BASE", "").strip()
-    return check_index_base(env, origin="TORCHENV_INDEX_BASE") if env else None
-
-
-def check_index_base(value: str, *, origin: str = "--index-base") -> str:
-    """:func:`torchenv.installers.commands.check_index_base`, imported only when used (the
-    installers pull in the resolver, which ``detect`` never needs)."""
-    from torchenv.installers.commands import check_index_base as check
-
-    return check(value, origin=origin)
+    if not env:
+        return None
+    given(args, "index_base", "variable")
+    return check_index_base(env)
 
 
 def index_base_warning(base: str | None) -> str | None:
@@ -156,13 +154,20 @@ def index_base_warning(base: str | None) -> str | None:
 
 
 def target_python(args: argparse.Namespace) -> tuple[str | None, str]:
-    """The target Python asked for and where it came from: ``--python``, else a non-empty
-    ``TORCHENV_PYTHON``. Either may be a version (``3.12``) or the path of an interpreter."""
+    """The target Python asked for and the words naming where it came from: ``--python``, else
+    a non-empty ``TORCHENV_PYTHON``. Either may be a version (``3.12``) or the path of an
+    interpreter."""
     flag = getattr(args, "target_python", None)
+    field = FIELDS["python"]
     if flag:
-        return flag, "--python"
+        if "python" not in sources(args):
+            given(args, "python", "flag")
+        return flag, field.name(sources(args)["python"])
     env = os.environ.get("TORCHENV_PYTHON", "").strip()
-    return (env, "TORCHENV_PYTHON") if env else (None, "--python")
+    if env:
+        given(args, "python", "variable")
+        return env, field.name("variable")
+    return None, field.flag
 
 
 def is_interpreter_path(value: str) -> bool:
@@ -173,8 +178,23 @@ def is_interpreter_path(value: str) -> bool:
 def overrides_from_args(
     args: argparse.Namespace, environ: Mapping[str, str] | None = None
 ) -> Overrides:
+    """The target flags, else their ``TORCHENV_*`` variables, as detection overrides; which of
+    them gave each value is recorded for the error boundary (:func:`~torchenv.cli._fields.given`).
+    """
     from torchenv.detection.overrides import Overrides
 
+    environ = os.environ if environ is None else environ
+    for field, attribute in (("driver", "driver"), ("gpus", "gpu"), ("platform", "platform"),
+                             ("python", "target_python"), ("rocm_archs", "rocm_arch"),
+                             ("glibc", "glibc")):
+        variable = FIELDS[field].variable
+        if field in sources(args):
+            continue  # given already (the target Python by [tool.torchenv])
+        if getattr(args, attribute, None):
+            given(args, field, "flag")
+        elif variable is not None and variable in environ and (
+                environ[variable].strip() or field == "gpus"):  # empty TORCHENV_GPUS: no GPU
+            given(args, field, "variable")
     if getattr(args, "no_gpu", False):
         described = [(flag, value) for flag, value in (
             ("--driver", getattr(args, "driver", None)),
@@ -194,7 +214,7 @@ def overrides_from_args(
         python=getattr(args, "target_python", None),
         glibc=getattr(args, "glibc", None),
         no_gpu=bool(getattr(args, "no_gpu", False)),
-        environ=os.environ if environ is None else environ,
+        environ=environ,
     )
 
 

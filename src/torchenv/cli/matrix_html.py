@@ -74,6 +74,7 @@ def _minor_key(minor: str) -> tuple[int, ...]:
 
 def run_html(args: argparse.Namespace) -> int:
     from torchenv.cli._common import load_matrix_reported
+    from torchenv.cli._fields import spell
     from torchenv.explorer.page import render_page
     from torchenv.explorer.tables import build_tables
 
@@ -87,7 +88,7 @@ def run_html(args: argparse.Namespace) -> int:
     matrix = load_matrix_reported()
     specifiers = _specifiers(args.specifiers, {r.minor for r in matrix.releases})
     started = time.perf_counter()
-    tables = build_tables(matrix, specifiers=specifiers, workers=args.jobs)
+    tables = build_tables(matrix, spell=spell, specifiers=specifiers, workers=args.jobs)
     try:
         html = render_page(matrix, tables)
     except ValueError as exc:  # over the size limit

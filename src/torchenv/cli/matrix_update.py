@@ -28,7 +28,7 @@ def register(msub: Subcommands) -> None:
         "JSON API, compare with the matrix, and write what it lacks to the user overlay "
         "(validated first, written atomically): new releases, variants and platforms, and "
         "changed Python tags of the releases it has. With --check only report: exit 1 when "
-        "there is any difference.",
+        "there is any difference. Exit 4 when the index or PyPI cannot be read.",
     )
     p.add_argument("--check", action="store_true",
                    help="print the differences and exit 1 if there are any; write nothing")
@@ -56,13 +56,9 @@ def register(msub: Subcommands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from torchenv.matrix.index import DEFAULT_INDEX_BASE
     from torchenv.matrix.live.http import FetchPolicy, parse_timeout
-    from torchenv.matrix.live.update import (
-        DEFAULT_INDEX_BASE,
-        DEFAULT_PYPI_BASE,
-        UpdateOptions,
-        run_update,
-    )
+    from torchenv.matrix.live.update import DEFAULT_PYPI_BASE, UpdateOptions, run_update
 
     since = _since(args.since)
     policy = FetchPolicy.from_env(os.environ, allow_http=args.allow_http)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from torchenv.cli._common import console
+from torchenv.cli._fields import fix_text
 from torchenv.detection.profile import HostProfile
 from torchenv.resolver.plan import NoMatch, Plan, Rejection
 
@@ -108,7 +109,7 @@ def render_no_match(exc: NoMatch, *, explain: bool) -> None:
     if exc.fixes:
         err.print("[bold]What would fix it[/bold]")
         for f in exc.fixes:
-            err.print(f"  • {escape(f)}", soft_wrap=True)
+            err.print(f"  • {escape(fix_text(f))}", soft_wrap=True)
     groups = group_rejections(exc.rejected)
     if explain:
         _render_rejections(err, exc.rejected)

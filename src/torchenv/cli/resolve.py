@@ -13,6 +13,7 @@ from torchenv.cli._common import (
     host_from_args,
     index_base,
 )
+from torchenv.cli._fields import FIELDS, given, sources, spell
 from torchenv.errors import BadInput, TorchenvError
 
 if TYPE_CHECKING:
@@ -143,7 +144,15 @@ def _project_defaults(cwd: str) -> dict[str, str]:
     return out
 
 
-_PYPROJECT = "pyproject.toml [tool.torchenv]"
+def _from_project(args: argparse.Namespace, field: str, flag: str | None,
+                  defaults: dict[str, str]) -> str | None:
+    """The flag's value, else the ``[tool.torchenv]`` one; which of them gave it is recorded."""
+    if flag:
+        given(args, field, "flag")
+        return flag
+    if field in defaults:
+        given(args, field, "pyproject")
+    return defaults.get(field)
 
 
 def _request(args: argparse.Namespace, defaults: dict[str, str]) -> Request:
@@ -157,16 +166,11 @@ def _request(args: argparse.Namespace, defaults: dict[str, str]) -> Request:
     ):
         from torchenv.detection.overrides import normalize_python
 
-        args.target_python = normalize_python(defaults["python"], origin=f"{_PYPROJECT} python")
-    try:
-        if defaults:  # a bad value from the file must name the file, not a flag
-            Request(torch=None if args.torch else defaults.get("torch"),
-                    variant=(None if args.variant else defaults.get("variant")) or "auto")
-    except BadInput as exc:
-        raise BadInput(f"{_PYPROJECT}: {exc.message}", hint=exc.hint) from exc
+        given(args, "python", "pyproject")
+        args.target_python = normalize_python(defaults["python"])
     return Request(
-        torch=args.torch or defaults.get("torch"),
-        variant=args.variant or defaults.get("variant") or "auto",
+        torch=_from_project(args, "torch", args.torch, defaults),
+        variant=_from_project(args, "variant", args.variant, defaults) or "auto",
         cuda=args.cuda,
         with_torchvision=not args.no_torchvision,
         with_torchaudio=not args.no_torchaudio,
@@ -174,22 +178,22 @@ def _request(args: argparse.Namespace, defaults: dict[str, str]) -> Request:
     )
 
 
-def _check_known(args: argparse.Namespace, request: Request, matrix: Matrix) -> None:
+def _check_known(request: Request, matrix: Matrix) -> None:
     """A variant or CUDA version no release has is a typo, not an unsatisfiable request."""
     from torchenv.cli._common import known_cuda_versions, known_variants
 
     if request.explicit_variant:
         variants = known_variants(matrix)
         if request.variant not in variants:
-            origin = "--variant" if args.variant else f"{_PYPROJECT} variant"
-            raise BadInput(f"{origin}: no release in the matrix has the variant "
-                           f"{request.variant!r}",
-                           hint="known variants: " + ", ".join(variants))
+            raise BadInput(f"no release in the matrix has the variant {request.variant!r}",
+                           hint="known variants: " + ", ".join(variants),
+                           field="variant", value=request.variant)
     if request.cuda is not None:
         versions = known_cuda_versions(matrix)
         if request.cuda not in versions:
-            raise BadInput(f"--cuda: no release in the matrix is built for CUDA {request.cuda}",
-                           hint="known CUDA versions: " + ", ".join(versions))
+            raise BadInput(f"no release in the matrix is built for CUDA {request.cuda}",
+                           hint="known CUDA versions: " + ", ".join(versions),
+                           field="cuda", value=request.cuda)
 
 
 def _decide(
@@ -203,7 +207,7 @@ def _decide(
     request = _request(args, _project_defaults(os.getcwd()) if defaults is None else defaults)
     host = host_from_args(args, python_executable=python_exe)
     matrix = load_matrix_reported()
-    _check_known(args, request, matrix)
+    _check_known(request, matrix)
     plan = resolve(request, host, matrix)
     warning = index_base_warning(request.index_base)
     if warning:
@@ -222,7 +226,7 @@ def run_resolve(args: argparse.Namespace) -> int:
         plan, host, _ = _decide(args)
     except NoMatch as exc:
         if args.json:
-            emit_json(exc.to_json())
+            emit_json(exc.to_json(spell))
         else:
             from torchenv.cli.render_plan import render_no_match
 
@@ -293,15 +297,20 @@ def _refuse_other_machines(args: argparse.Namespace, defaults: dict[str, str]) -
             "interpreter to install into")
     if args.host:
         raise BadInput("install: --host describes another machine", hint=hint)
-    platform, origin = args.platform, "--platform"
+    platform = args.platform
+    given(args, "platform", "flag")
     if not platform:
-        platform, origin = os.environ.get("TORCHENV_PLATFORM", "").strip(), "TORCHENV_PLATFORM"
-    if platform and normalize_platform(platform, origin=origin) != current_platform():
+        platform = os.environ.get("TORCHENV_PLATFORM", "").strip()
+        given(args, "platform", "variable")
+    origin = FIELDS["platform"].name(sources(args)["platform"])
+    if platform and normalize_platform(platform) != current_platform():
         raise BadInput(f"install: {origin} {platform} is not this machine "
                        f"({current_platform()})", hint=hint)
     wanted, origin = target_python(args)
-    if wanted is None and "python" in defaults:
-        wanted, origin = defaults["python"], f"{_PYPROJECT} python"
+    from_project = wanted is None and "python" in defaults
+    if from_project:
+        wanted, origin = defaults["python"], FIELDS["python"].name("pyproject")
+        given(args, "python", "pyproject")
     if wanted is None:
         return
     target = args.python_exe or sys.executable
@@ -310,13 +319,13 @@ def _refuse_other_machines(args: argparse.Namespace, defaults: dict[str, str]) -
             raise BadInput(f"install: {origin} {wanted} is not the interpreter it installs "
                            f"into ({target})", hint=hint)
         return
-    version = normalize_python(wanted, origin=origin)
+    version = normalize_python(wanted)
     facts = (inspect_interpreter(args.python_exe) if args.python_exe
              else inspect_current())  # the interpreter only, not the whole host
     actual = python_info_from(facts).version
     if version == actual:
         return
-    if origin.startswith(_PYPROJECT):
+    if from_project:
         raise BadInput(f"install: {origin} is {version}, but the interpreter it installs into "
                        f"is Python {actual}",
                        hint=f"pass --python-exe PATH of a Python {version} interpreter, or "

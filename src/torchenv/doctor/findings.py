@@ -10,13 +10,8 @@ from typing import TYPE_CHECKING, Any, Literal, Optional
 
 from torchenv.detection.profile import Gpu, HostProfile, TorchInfo
 from torchenv.errors import TorchenvError
-from torchenv.installers.commands import (
-    chain_commands,
-    index_url_for,
-    pin,
-    quote_command,
-    shell_for,
-)
+from torchenv.installers.commands import chain_commands, quote_command, shell_for
+from torchenv.matrix.index import index_url_for, pin
 from torchenv.matrix.model import Matrix, cuda_version_of
 from torchenv.resolver.rules import check_driver, driver_floors, parse_arch, runs_on
 
@@ -203,11 +198,13 @@ def diagnose(host: HostProfile, env: Mapping[str, str], matrix: Matrix,
     gap = gpu_facts_gap(complete_gpu_facts(host, matrix), matrix)
     if gap is not None:
         reason, fixes = gap
+        # a fix of the machine; those that change a resolve's request are not doctor's to give
+        fix = next((f.plain for f in fixes if f.plain is not None), None)
         findings.append(Finding(
             "error", "nvidia-unreadable",
             "An NVIDIA GPU is present but its facts could not be read",
             f"{reason[0].upper()}{reason[1:]}. Until the driver answers, torch cannot use the GPU "
-            "and no CUDA build can be checked against it.", fixes[0]))
+            "and no CUDA build can be checked against it.", fix))
     for warning in host.warnings:
         if re.search(r"mismatch", warning, re.I) and re.search(r"nvml|driver", warning, re.I):
             findings.append(Finding(

@@ -19,6 +19,7 @@ from torchenv.explorer.classes import CC_MAJORS, TOKENS
 from torchenv.explorer.tables import Tables, build_tables, python_tags
 from torchenv.matrix.document import matrix_to_json
 from torchenv.matrix.model import PLATFORMS, Matrix
+from torchenv.resolver.plan import Speller
 
 __all__ = ["MAX_PAGE_BYTES", "build_page", "page_data", "render_page"]
 
@@ -86,7 +87,8 @@ def render_page(matrix: Matrix, tables: Tables) -> str:
     return html
 
 
-def build_page(matrix: Matrix, *, specifiers: Sequence[str] | None = None,
+def build_page(matrix: Matrix, *, spell: Speller, specifiers: Sequence[str] | None = None,
                workers: int | None = None) -> str:
     """Precompute the tables of ``matrix`` and render the page (see :func:`build_tables`)."""
-    return render_page(matrix, build_tables(matrix, specifiers=specifiers, workers=workers))
+    return render_page(matrix, build_tables(matrix, spell=spell, specifiers=specifiers,
+                                            workers=workers))

@@ -36,6 +36,7 @@ from torchenv.explorer.classes import (
 )
 from torchenv.installers.render import all_commands
 from torchenv.matrix.model import PLATFORMS, Matrix, Variant, parse_version_tuple, variant_kind
+from torchenv.resolver.plan import Speller
 from torchenv.resolver.request import Request
 from torchenv.resolver.resolve import NoMatch, evaluate, resolve
 
@@ -85,25 +86,26 @@ def restricted(matrix: Matrix, releases: Iterable[str], *, ends: bool) -> Matrix
     return replace(matrix, releases=tuple(r for r in matrix.releases if r.torch in keep))
 
 
-def answer(matrix: Matrix, job: Job) -> dict[str, Any]:
+def answer(matrix: Matrix, job: Job, spell: Speller) -> dict[str, Any]:
     """The ``resolve --json`` document of the job's host, less ``rejected`` (the grid shows every
-    candidate's verdict)."""
+    candidate's verdict); ``spell`` writes a fix's changes of the request as the command line
+    does (:func:`torchenv.cli._fields.spell`)."""
     host = page_host(job.platform, job.python, job.gpu)
     if job.releases is not None:
         matrix = restricted(matrix, job.releases, ends=job.torch is None)
     try:
         plan = resolve(Request(torch=job.torch), host, matrix)
     except NoMatch as exc:
-        doc = exc.to_json()
+        doc = exc.to_json(spell)
     else:
         doc = plan.to_json(all_commands(plan, host))  # as `torchenv resolve --json` renders it
     doc.pop("rejected", None)
     return doc
 
 
-def answer_json(matrix: Matrix, job: Job) -> str:
+def answer_json(matrix: Matrix, job: Job, spell: Speller) -> str:
     """:func:`answer` as JSON text, the representative spellings replaced by placeholders."""
-    text = json.dumps(answer(matrix, job), sort_keys=True, ensure_ascii=False,
+    text = json.dumps(answer(matrix, job, spell), sort_keys=True, ensure_ascii=False,
                       separators=(",", ":"))
     return _templated(text, job)
 
@@ -156,21 +158,23 @@ def _rejected_evidence(matrix: Matrix, platform: str, torch: str, name: str,
 
 
 _Result = Union[str, dict[tuple[str, str], Optional[Verdict]]]
-_WORKER_MATRIX: Matrix | None = None
+_WORKER: tuple[Matrix, Speller] | None = None
 
 
-def _init_worker(matrix: Matrix) -> None:
-    global _WORKER_MATRIX
-    _WORKER_MATRIX = matrix
+def _init_worker(matrix: Matrix, spell: Speller) -> None:
+    global _WORKER
+    _WORKER = (matrix, spell)
 
 
-def _run(matrix: Matrix, job: Job) -> _Result:
-    return cell_verdicts(matrix, job) if job.column is not None else answer_json(matrix, job)
+def _run(matrix: Matrix, spell: Speller, job: Job) -> _Result:
+    if job.column is not None:
+        return cell_verdicts(matrix, job)
+    return answer_json(matrix, job, spell)
 
 
 def _run_chunk(jobs: Sequence[Job]) -> list[_Result]:
-    assert _WORKER_MATRIX is not None
-    return [_run(_WORKER_MATRIX, job) for job in jobs]
+    assert _WORKER is not None
+    return [_run(*_WORKER, job) for job in jobs]
 
 
 def _chunks(items: Sequence[Job], size: int) -> Iterator[Sequence[Job]]:
@@ -181,15 +185,16 @@ def _chunks(items: Sequence[Job], size: int) -> Iterator[Sequence[Job]]:
 class _Runner:
     """Runs jobs in order, over one pool of ``workers`` processes kept for every phase."""
 
-    def __init__(self, matrix: Matrix, workers: int) -> None:
+    def __init__(self, matrix: Matrix, spell: Speller, workers: int) -> None:
         self.matrix = matrix
+        self.spell = spell
         self.workers = workers
         self.pool: ProcessPoolExecutor | None = None
 
     def __enter__(self) -> _Runner:
         if self.workers > 1:
             self.pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_init_worker,
-                                            initargs=(self.matrix,))
+                                            initargs=(self.matrix, self.spell))
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -198,7 +203,7 @@ class _Runner:
 
     def run(self, jobs: Sequence[Job]) -> list[_Result]:
         if self.pool is None or len(jobs) < 64:
-            return [_run(self.matrix, job) for job in jobs]
+            return [_run(self.matrix, self.spell, job) for job in jobs]
         size = max(4, len(jobs) // (self.workers * 16))
         out: list[_Result] = []
         for part in self.pool.map(_run_chunk, _chunks(jobs, size)):
@@ -307,10 +312,12 @@ def _cover(tags: dict[str, set[tuple[str, str]]], wanted: set[tuple[str, str]]) 
     return chosen
 
 
-def build_tables(matrix: Matrix, *, specifiers: Sequence[str] | None = None,
+def build_tables(matrix: Matrix, *, spell: Speller, specifiers: Sequence[str] | None = None,
                  workers: int | None = None) -> Tables:
-    """Every table of the page. ``specifiers``: the minors (``2.7``) whose ``==X.Y.*`` answers
-    are precomputed (None: every minor); ``workers``: processes (None: one per CPU)."""
+    """Every table of the page. ``spell``: how a fix's change of the request is written (the
+    page shows the answers of ``torchenv resolve --json``, so the command line's way);
+    ``specifiers``: the minors (``2.7``) whose ``==X.Y.*`` answers are precomputed (None: every
+    minor); ``workers``: processes (None: one per CPU)."""
     workers = workers if workers is not None else (os.cpu_count() or 1)
     names = gfx_names(matrix)
     windows: dict[str, Classes] = {}
@@ -326,7 +333,7 @@ def build_tables(matrix: Matrix, *, specifiers: Sequence[str] | None = None,
             inside = tuple(sorted({torch for torch, _ in found}))
             jobs.extend(Job(platform, python, gpu, releases=inside) for gpu in classes.slots())
     grid_jobs, grid_layout = _grid_jobs(matrix, candidates, names)
-    with _Runner(matrix, workers) as runner:
+    with _Runner(matrix, spell, workers) as runner:
         return _build(matrix, runner, windows, jobs, grid_jobs, grid_layout, candidates,
                       names, specifiers)
 

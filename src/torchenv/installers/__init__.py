@@ -2,7 +2,6 @@
 
 from torchenv.installers.commands import (
     chain_commands,
-    index_url_for,
     pip_install_command,
     quote_command,
     shell_for,
@@ -14,7 +13,6 @@ __all__ = [
     "INSTALLERS",
     "all_commands",
     "chain_commands",
-    "index_url_for",
     "install_argv",
     "pip_install_command",
     "quote_command",

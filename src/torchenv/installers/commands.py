@@ -1,26 +1,25 @@
-"""Shell-safe install command strings (pure functions, no Plan needed)."""
+"""Shell-safe install command strings (pure functions, no Plan needed).
+
+The requirements and index URLs they install are facts of the matrix
+(:mod:`torchenv.matrix.index`).
+"""
 
 from __future__ import annotations
 
 import re
 import shlex
 from collections.abc import Sequence
-from typing import Literal, Optional
+from typing import Literal
 
-from torchenv.errors import BadInput
+# resolver.request still imports it from here; its home is matrix.index
+from torchenv.matrix.index import check_index_base as check_index_base
 
 Shell = Literal["posix", "powershell"]
 
 __all__ = [
-    "DEFAULT_INDEX_BASE",
     "SHELLS",
     "Shell",
     "chain_commands",
-    "check_index_base",
-    "index_base_of",
-    "index_url_for",
-    "pin",
-    "pins",
     "pip_install_argv",
     "pip_install_command",
     "quote_command",
@@ -31,44 +30,6 @@ __all__ = [
 
 SHELLS: tuple[Shell, ...] = ("posix", "powershell")
 """The shells a displayed command is quoted for; commands themselves are argument lists."""
-
-DEFAULT_INDEX_BASE = "https://download.pytorch.org/whl"
-
-
-def pin(package: str, version: str, local_tag: str | None = None) -> str:
-    """``torch==2.7.1`` or, for a build from a variant index, ``torch==2.7.1+cu128``.
-
-    The one place a requirement is written: the plan, the installers, CI rows and doctor's fixes
-    all pin through it, so an index build is always pinned with its local tag (a bare
-    ``torch==2.7.1`` is satisfied by a leftover ``2.7.1+cpu``).
-    """
-    return f"{package}=={version}" + (f"+{local_tag}" if local_tag else "")
-
-
-def pins(versions: Sequence[tuple[str, str | None]], local_tag: str | None = None) -> list[str]:
-    """:func:`pin` for each (package, version) that has a version, in order."""
-    return [pin(p, v, local_tag) for p, v in versions if v]
-
-
-def index_url_for(variant: str, base: str | None = None) -> str:
-    """The wheel index of ``variant``: ``https://download.pytorch.org/whl/cu128``.
-
-    ``base`` replaces the PyTorch host (mirrors, air-gapped sites); the CLI reads it from
-    ``--index-base`` or ``TORCHENV_INDEX_BASE`` (:func:`torchenv.cli._common.index_base`).
-    """
-    root = base or DEFAULT_INDEX_BASE
-    return f"{root.rstrip('/')}/{variant}"
-
-
-def index_base_of(index_url: str, variant: str) -> Optional[str]:
-    """The ``base`` that :func:`index_url_for` turned into ``index_url``; None for the default
-    host (so a command that repeats the decision names a mirror only when one was used)."""
-    if index_url == index_url_for(variant):
-        return None
-    suffix = f"/{variant}"
-    if not index_url.endswith(suffix):
-        raise ValueError(f"{index_url!r} is not the index of {variant!r}")
-    return index_url[: -len(suffix)]
 
 
 def shell_for(platform: str) -> Shell:
@@ -199,32 +160,3 @@ def uv_install_command(
     return quote_command(
         uv_install_argv(requirements, index_url, extra_index_url, python=python), shell
     )
-
-
-def check_index_base(value: str, *, origin: str = "--index-base") -> str:
-    """``value`` when it is an ``https://``, ``http://`` or ``file://`` URL with a host or path,
-    printable and without surrounding blanks; raises :class:`BadInput` naming ``origin``.
-
-    A space inside a path is allowed (pip accepts it and every rendered command quotes it);
-    line breaks, tabs and other control characters are not: they would split a
-    requirements file or a shell line.
-    """
-    from urllib.parse import urlsplit
-
-    hint = "give the root of a wheel index mirror, e.g. https://mirror.example/whl"
-    if any((ch.isspace() and ch != " ") or not ch.isprintable() for ch in value):
-        raise BadInput(f"{origin}: {value!r} contains a line break or control character",
-                       hint=hint)
-    if value != value.strip():
-        raise BadInput(f"{origin}: {value!r} starts or ends with a space", hint=hint)
-    scheme, sep, _ = value.partition("://")
-    try:
-        parts = urlsplit(value)
-        # a host for http(s), a path for file://; never a blank in the host
-        usable = bool(parts.path if scheme == "file" else parts.netloc) and " " not in parts.netloc
-    except ValueError:  # e.g. an unclosed [IPv6 address
-        usable = False
-    if not sep or scheme not in ("https", "http", "file") or not usable:
-        raise BadInput(f"{origin}: {value!r} is not an https://, http:// or file:// URL",
-                       hint=hint)
-    return value

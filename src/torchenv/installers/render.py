@@ -13,13 +13,12 @@ from torchenv import __version__
 from torchenv.installers.commands import (
     Shell,
     chain_commands,
-    index_base_of,
-    pins,
     pip_install_argv,
     quote_command,
     shell_for,
     uv_install_argv,
 )
+from torchenv.matrix.index import index_base_of, pins
 from torchenv.resolver.plan import Plan
 
 TYPE_CHECKING = False

@@ -1,7 +1,9 @@
 """What would make an unsatisfiable request work, and the evidence-backed alternative.
 
 Kept apart from the rules: these functions rank candidates again on changed requests or hosts
-(a newer driver, no constraints) to say what the nearest fix is.
+(a newer driver, no constraints) to say what the nearest fix is. A fix is data
+(:class:`~torchenv.resolver.plan.Fix`): a change of the request names its fields, and the
+caller writes it in its own terms (the command line as flags).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from torchenv.detection.profile import HostProfile
 from torchenv.matrix.model import Matrix, parse_version_tuple
 from torchenv.resolver.candidate import Candidate, evaluate, offered
 from torchenv.resolver.gpu_facts import gpu_kinds
-from torchenv.resolver.plan import EvidenceAlternative, NoMatch, Rejection
+from torchenv.resolver.plan import Change, EvidenceAlternative, Fix, NoMatch, Rejection
 from torchenv.resolver.rank import rank_key, ranked
 from torchenv.resolver.request import Request
 from torchenv.resolver.rules import Evidence, check_driver, driver_floors
@@ -20,7 +22,10 @@ from torchenv.resolver.rules import Evidence, check_driver, driver_floors
 __all__ = ["evidence_alternative", "gap_no_match", "gpu_facts_gap", "no_match"]
 
 
-def gpu_facts_gap(host: HostProfile, matrix: Matrix) -> tuple[str, list[str]] | None:
+_CPU_KNOWINGLY = Fix(("or choose the CPU build knowingly: ", {"variant": "cpu"}))
+
+
+def gpu_facts_gap(host: HostProfile, matrix: Matrix) -> tuple[str, list[Fix]] | None:
     """(reason, fixes) when there is evidence of an NVIDIA GPU whose facts could not be read.
 
     A failed probe is "unknown", never "absent": without the driver version no CUDA build can be
@@ -34,21 +39,22 @@ def gpu_facts_gap(host: HostProfile, matrix: Matrix) -> tuple[str, list[str]] | 
     if not nv.gpus and nv.visible is None:
         return ("the NVIDIA driver " + (nv.driver_version or "") + " answered but the facts "
                 "of its GPUs could not be read", [
-                    f"pass the GPUs' compute capabilities: {_gpu_flag(host, matrix)} (repeat "
-                    "for each)",
-                    "or choose the CPU build knowingly: --variant cpu"])
+                    Fix(("pass the GPUs' compute capabilities: ", _gpus(host, matrix),
+                         " (repeat for each)")),
+                    _CPU_KNOWINGLY])
     unknown = [g for g in nv.visible_gpus() if not g.compute_capability]
     if unknown:
         names = ", ".join(f"GPU {g.index}" + (f" ({g.name})" if g.name else "")
                           for g in unknown)
         return (f"the compute capability of {names} could not be read and the GPU catalog "
                 "does not know it", [
-                    "pass it: --gpu CC (e.g. --gpu 8.6; repeat for each GPU)",
-                    "or choose the CPU build knowingly: --variant cpu"])
+                    Fix(("pass it: ", {"gpus": "CC"}, " (e.g. ", {"gpus": "8.6"},
+                         "; repeat for each GPU)")),
+                    _CPU_KNOWINGLY])
     return None
 
 
-def _driver_gap(host: HostProfile, matrix: Matrix) -> tuple[str, list[str]] | None:
+def _driver_gap(host: HostProfile, matrix: Matrix) -> tuple[str, list[Fix]] | None:
     """The gap when no driver version was read: a GPU the evidence shows, or none at all."""
     nv = host.nvidia
     evidence = host.nvidia_evidence
@@ -56,23 +62,26 @@ def _driver_gap(host: HostProfile, matrix: Matrix) -> tuple[str, list[str]] | No
         return None
     hw = _hardware_hint(host, matrix)
     what = f" ({hw[0]})" if hw else ""
-    describe = f"or describe the machine: --driver VERSION {_gpu_flag(host, matrix)}"
+    describe = Fix(("or describe the machine: ", {"driver": "VERSION",
+                                                  **_gpus(host, matrix)}))
     if host.container and nv is None and all(e.startswith("PCI ") for e in evidence):
         return (f"an NVIDIA GPU is on the PCI bus{what}, but this container has no "
                 "/dev/nvidia* device: the GPU is not passed in", [
-                    "run the container with the GPU (docker run --gpus all …, or the "
-                    "NVIDIA Container Toolkit's runtime), then run this again",
-                    describe, "or choose the CPU build knowingly: --variant cpu"])
+                    Fix(("run the container with the GPU (docker run --gpus all …, or the "
+                         "NVIDIA Container Toolkit's runtime), then run this again",)),
+                    describe, _CPU_KNOWINGLY])
     seen = evidence[0] if evidence else f"{len(nv.gpus) if nv else 0} GPU(s) listed"
     return (f"an NVIDIA GPU is present{what} but its driver version could not be read "
             f"(evidence: {seen})", [
-                "load or repair the NVIDIA driver (nvidia-smi must answer), then run this again",
-                describe, "or choose the CPU build knowingly: --variant cpu"])
+                Fix(("load or repair the NVIDIA driver (nvidia-smi must answer), then run this "
+                     "again",)),
+                describe, _CPU_KNOWINGLY])
 
 
-def _gpu_flag(host: HostProfile, matrix: Matrix) -> str:
+def _gpus(host: HostProfile, matrix: Matrix) -> Change:
+    """The GPUs to describe: the catalog's capability of the first NVIDIA device, else ``CC``."""
     hw = _hardware_hint(host, matrix)
-    return f"--gpu {hw[1]}" if hw and hw[1] else "--gpu CC"
+    return {"gpus": hw[1] if hw and hw[1] else "CC"}
 
 
 def _hardware_hint(host: HostProfile, matrix: Matrix) -> tuple[str, str | None] | None:
@@ -89,10 +98,10 @@ def _hardware_hint(host: HostProfile, matrix: Matrix) -> tuple[str, str | None] 
     return None
 
 
-def gap_no_match(host: HostProfile, matrix: Matrix, reason: str, fixes: list[str]) -> NoMatch:
+def gap_no_match(host: HostProfile, matrix: Matrix, reason: str, fixes: list[Fix]) -> NoMatch:
     """:class:`NoMatch` for a GPU whose facts could not be read (:func:`gpu_facts_gap`)."""
-    return NoMatch(reason, fixes[0], (), tuple(fixes), matrix.matrix_version,
-                   host.python.version, host.platform, host.warnings)
+    return NoMatch(reason, (), tuple(fixes), matrix.matrix_version, host.python.version,
+                   host.platform, host.warnings)
 
 
 def _unconstrained(request: Request) -> Request:
@@ -126,20 +135,22 @@ def no_match(request: Request, host: HostProfile, matrix: Matrix,
     if request.torch or request.explicit_variant or request.cuda:
         best = _best_without_constraints(request, host, matrix)
         if best is not None:
-            fixes.append(f"without the constraints, torch {best.release.torch} "
-                         f"{best.variant.name} fits this machine")
+            fixes.append(Fix((f"without the constraints, torch {best.release.torch} "
+                              f"{best.variant.name} fits this machine",)))
     kinds = gpu_kinds(host)
     if kinds & {"cuda", "rocm"} and any(r.category == "arch" for r in rejected):
         first_rel = matrix.releases[-1].torch if matrix.releases else "?"
         last_rel = matrix.releases[0].torch if matrix.releases else "?"
         fixes.append(
-            f"no build of torch {first_rel} – {last_rel} in the matrix was compiled for this GPU "
-            "(see --explain); releases older than the matrix may have been"
+            Fix((f"no build of torch {first_rel} – {last_rel} in the matrix was compiled for "
+                 "this GPU (see ", {"explain": None}, "); releases older than the matrix may "
+                 "have been"))
             if not request.torch
-            else "a release outside --torch may support this GPU: drop the constraint to see"
+            else Fix(("a release outside ", {"torch": None}, " may support this GPU: drop the "
+                      "constraint to see"))
         )
     if request.variant != "cpu" and kinds:
-        fixes.append("--variant cpu installs the CPU build explicitly")
+        fixes.append(Fix(({"variant": "cpu"}, " installs the CPU build explicitly")))
     fixes += _python_fixes(host, matrix, rejected)
     what = "GPU build" if kinds & {"cuda", "rocm"} and request.variant != "cpu" else "build"
     constraint = f" matching {request.torch!r}" if request.torch else ""
@@ -147,8 +158,8 @@ def no_match(request: Request, host: HostProfile, matrix: Matrix,
               if host.nvidia and host.nvidia.driver_version else "")
     message = (f"no {what} of torch{constraint} fits this machine ({host.platform}, "
                f"Python {host.python.version}{driver})")
-    return NoMatch(message, fixes[0] if fixes else None, tuple(rejected), tuple(fixes),
-                   matrix.matrix_version, host.python.version, host.platform, host.warnings)
+    return NoMatch(message, tuple(rejected), tuple(fixes), matrix.matrix_version,
+                   host.python.version, host.platform, host.warnings)
 
 
 def _best_without_constraints(request: Request, host: HostProfile,
@@ -161,26 +172,26 @@ def _best_without_constraints(request: Request, host: HostProfile,
 
 
 def _driver_fixes(request: Request, host: HostProfile, matrix: Matrix,
-                  rejected: list[Rejection]) -> list[str]:
+                  rejected: list[Rejection]) -> list[Fix]:
     """The driver to install or upgrade to, when the driver is what refused."""
     nv = host.nvidia
     if nv is not None and nv.driver_version is None and nv.cuda_driver_version is None:
-        return ["no NVIDIA driver version is known: pass --driver VERSION (as nvidia-smi "
-                "prints it), or install the NVIDIA driver"]
+        return [Fix(("no NVIDIA driver version is known: pass ", {"driver": "VERSION"},
+                     " (as nvidia-smi prints it), or install the NVIDIA driver"))]
     if nv is None or not any(r.category == "driver" for r in rejected):
         return []
     fixes = []
     lowest, newest = _driver_upgrades(request, host, matrix)
     if newest is not None:
-        fixes.append(f"upgrade the NVIDIA driver to ≥ {newest[0]} for torch {newest[1]} "
-                     f"{newest[2]}")
+        fixes.append(Fix((f"upgrade the NVIDIA driver to ≥ {newest[0]} for torch {newest[1]} "
+                          f"{newest[2]}",)))
     if lowest is not None and lowest != newest:
-        fixes.append(f"the smallest driver upgrade that gives a GPU build: ≥ {lowest[0]} "
-                     f"(torch {lowest[1]} {lowest[2]})")
+        fixes.append(Fix((f"the smallest driver upgrade that gives a GPU build: ≥ {lowest[0]} "
+                          f"(torch {lowest[1]} {lowest[2]})",)))
     return fixes
 
 
-def _python_fixes(host: HostProfile, matrix: Matrix, rejected: list[Rejection]) -> list[str]:
+def _python_fixes(host: HostProfile, matrix: Matrix, rejected: list[Rejection]) -> list[Fix]:
     """The Pythons with wheels, when the interpreter or the platform is all that refused."""
     py_rej = [r for r in rejected if r.category in ("python", "platform")]
     if not py_rej or len(py_rej) != len(rejected):
@@ -190,9 +201,9 @@ def _python_fixes(host: HostProfile, matrix: Matrix, rejected: list[Rejection]) 
         key=lambda t: (parse_version_tuple(t.rstrip("t")), t.endswith("t")),
     )
     if not have:
-        return [f"no release has wheels for {host.platform}"]
-    return [f"no release has a wheel for Python {host.python.version} on {host.platform}; "
-            f"Pythons with wheels there: {', '.join(have)}"]
+        return [Fix((f"no release has wheels for {host.platform}",))]
+    return [Fix((f"no release has a wheel for Python {host.python.version} on {host.platform}; "
+                 f"Pythons with wheels there: {', '.join(have)}",))]
 
 
 def _driver_upgrades(

@@ -3,7 +3,9 @@ rejected and what to watch out for), or :class:`NoMatch` (nothing fits, and what
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Optional, Union
 
 from torchenv.errors import Unsatisfiable
 
@@ -14,14 +16,25 @@ if TYPE_CHECKING:
     PlanLevel = Literal["full", "compat"]
     CondaAnswer = bool | Literal["unknown"]
 
+Change = Mapping[str, Optional[str]]
+"""A change of the request, field → value: ``{"variant": "cpu"}``, ``{"driver": "VERSION",
+"gpus": "6.1"}``; a value of None names the field alone (``{"torch": None}``: the constraint
+itself). The fields are the request's and the host's, never a flag."""
+
+Speller = Callable[[Change], str]
+"""Writes a :data:`Change` in its caller's terms; the command line writes ``--variant cpu``."""
+
 __all__ = [
     "Alternative",
     "Build",
     "BuildEvidence",
+    "Change",
     "EvidenceAlternative",
+    "Fix",
     "NoMatch",
     "Plan",
     "Rejection",
+    "Speller",
 ]
 
 
@@ -139,7 +152,7 @@ class Plan:
 
     def pin(self, package: str) -> str | None:
         """``torch==2.7.1+cu128`` style requirement for ``package``; None when not installed."""
-        from torchenv.installers.commands import pin
+        from torchenv.matrix.index import pin
 
         version = {
             "torch": self.torch,
@@ -149,7 +162,7 @@ class Plan:
         return pin(package, version, self.local_tag) if version is not None else None
 
     def requirements(self) -> list[str]:
-        from torchenv.installers.commands import pins
+        from torchenv.matrix.index import pins
 
         return pins((("torch", self.torch), ("torchvision", self.torchvision),
                      ("torchaudio", self.torchaudio)), self.local_tag)
@@ -189,22 +202,44 @@ def _json(part: Build | BuildEvidence | EvidenceAlternative | None) -> dict[str,
     return part.to_json() if part is not None else None
 
 
+@dataclass(frozen=True)
+class Fix:
+    """What would make an unsatisfiable request work, as data: a sentence whose parts are text
+    or a :data:`Change` of the request, which the caller writes in its own terms
+    (:meth:`text`); ``Fix(({"variant": "cpu"}, " installs the CPU build explicitly"))``."""
+
+    parts: tuple[Union[str, Change], ...]
+
+    @property
+    def changes(self) -> list[Change]:
+        return [p for p in self.parts if not isinstance(p, str)]
+
+    @property
+    def plain(self) -> str | None:
+        """The sentence when it changes nothing of the request (a fix of the machine, such as a
+        driver upgrade), which every caller writes alike; None otherwise."""
+        return None if self.changes else "".join(str(p) for p in self.parts)
+
+    def text(self, spell: Speller) -> str:
+        """The sentence, each change written by ``spell``."""
+        return "".join(p if isinstance(p, str) else spell(p) for p in self.parts)
+
+
 class NoMatch(Unsatisfiable):
     """Raised when nothing fits the request on the host (exit 3): every rejection and the fixes,
-    nearest first."""
+    nearest first (the first is the hint, which the caller writes from it)."""
 
     def __init__(
         self,
         message: str,
-        hint: str | None,
         rejected: tuple[Rejection, ...],
-        fixes: tuple[str, ...],
+        fixes: tuple[Fix, ...],
         matrix_version: str,
         python: str,
         platform: str,
         host_warnings: tuple[str, ...] = (),
     ) -> None:
-        super().__init__(message, hint)
+        super().__init__(message)
         self.rejected = rejected
         self.fixes = fixes
         self.matrix_version = matrix_version
@@ -212,7 +247,8 @@ class NoMatch(Unsatisfiable):
         self.platform = platform
         self.host_warnings = host_warnings
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, spell: Speller) -> dict[str, Any]:
+        """The ``resolve --json`` document of CLI.md, each fix written with ``spell``."""
         return {
             "torch": None,
             "torchvision": None,
@@ -224,7 +260,7 @@ class NoMatch(Unsatisfiable):
             "commands": {},
             "warnings": [],
             "error": self.message,
-            "fixes": list(self.fixes),
+            "fixes": [f.text(spell) for f in self.fixes],
             "rejected": [r.to_json() for r in self.rejected],
             "matrix_version": self.matrix_version,
             "host_warnings": list(self.host_warnings),

@@ -15,7 +15,7 @@ with evidence of an NVIDIA GPU whose facts could not be read is not a host witho
 from __future__ import annotations
 
 from torchenv.detection.profile import HostProfile
-from torchenv.installers.commands import index_url_for
+from torchenv.matrix.index import index_url_for
 from torchenv.matrix.model import Matrix
 from torchenv.resolver import explain
 from torchenv.resolver.candidate import Candidate, evaluate

@@ -32,6 +32,7 @@ from packaging.version import Version
 
 from torchenv import __version__
 from torchenv.errors import MatrixError
+from torchenv.matrix.index import DEFAULT_INDEX_BASE
 from torchenv.matrix.live.derive import (
     Diff,
     IndexSnapshot,
@@ -56,7 +57,6 @@ from torchenv.matrix.live.wheels import PEP691_ACCEPT, MalformedPage, page_filen
 from torchenv.matrix.model import Matrix
 
 __all__ = [
-    "DEFAULT_INDEX_BASE",
     "DEFAULT_PYPI_BASE",
     "ProgressHook",
     "UpdateOptions",
@@ -65,7 +65,6 @@ __all__ = [
     "write_overlay",
 ]
 
-DEFAULT_INDEX_BASE = "https://download.pytorch.org/whl"
 DEFAULT_PYPI_BASE = "https://pypi.org"
 PROJECTS = ("torch", "torchvision", "torchaudio")
 

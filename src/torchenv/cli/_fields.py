@@ -1,0 +1,153 @@
+"""The one table from the library's fields to the words a user typed, and what uses it.
+
+The library speaks of fields: an error is about ``field="variant"`` and ``value="bogus"``, a fix
+changes ``{"variant": "cpu"}``. Here each field gets the flag, the ``TORCHENV_*`` variable and
+the ``[tool.torchenv]`` key that can give it. A command records which of them gave each value
+(:func:`given`), so the error boundary names the one the user wrote (:func:`message`), and a
+fix is written as the flags that would apply it (:func:`spell`).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Optional
+
+if TYPE_CHECKING:
+    import argparse
+
+    from torchenv.errors import TorchenvError
+    from torchenv.resolver.plan import Change, Fix
+
+__all__ = [
+    "FIELDS",
+    "Field",
+    "Source",
+    "error_document",
+    "fix_text",
+    "given",
+    "hint",
+    "message",
+    "origin",
+    "sources",
+    "spell",
+]
+
+Source = Literal["flag", "variable", "pyproject"]
+
+
+@dataclass(frozen=True)
+class Field:
+    """How a user can give one field: a flag, perhaps a variable, perhaps a pyproject key."""
+
+    flag: str
+    variable: Optional[str] = None
+    pyproject: Optional[str] = None  # the key in [tool.torchenv]
+
+    def name(self, source: Source) -> str:
+        """The words naming ``source`` (the flag when the field has no such source)."""
+        if source == "variable" and self.variable:
+            return self.variable
+        if source == "pyproject" and self.pyproject:
+            return f"pyproject.toml [tool.torchenv] {self.pyproject}"
+        return self.flag
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.name(s) for s in ("flag", "variable", "pyproject")))
+
+
+FIELDS: dict[str, Field] = {
+    # the request
+    "torch": Field("--torch", pyproject="torch"),
+    "variant": Field("--variant", pyproject="variant"),
+    "cuda": Field("--cuda"),
+    "index_base": Field("--index-base", "TORCHENV_INDEX_BASE"),
+    # the host (overrides of what detection finds)
+    "python": Field("--python", "TORCHENV_PYTHON", "python"),
+    "platform": Field("--platform", "TORCHENV_PLATFORM"),
+    "driver": Field("--driver", "TORCHENV_DRIVER_VERSION"),
+    "gpus": Field("--gpu", "TORCHENV_GPUS"),
+    "rocm_archs": Field("--rocm-arch"),
+    "glibc": Field("--glibc"),
+    "host": Field("--host"),
+    # what a command shows
+    "explain": Field("--explain"),
+    "format": Field("--format"),
+}
+"""Every field the library names, in its own terms, with the words the command line uses."""
+
+
+def given(args: argparse.Namespace, field: str, source: Source) -> None:
+    """Record that ``source`` gave the value of ``field`` for the command ``args`` runs."""
+    vars(args).setdefault("_sources", {})[field] = source
+
+
+def sources(args: argparse.Namespace | None) -> Mapping[str, Source]:
+    """What :func:`given` recorded for ``args`` (nothing for a command line that did not parse)."""
+    recorded: Mapping[str, Source] = getattr(args, "_sources", {})
+    return recorded
+
+
+def origin(field: str, recorded: Mapping[str, Source]) -> str:
+    """The words naming where ``field``'s value came from: its flag unless recorded otherwise."""
+    return FIELDS[field].name(recorded.get(field, "flag"))
+
+
+def message(exc: TorchenvError, recorded: Mapping[str, Source]) -> str:
+    """``exc.message`` led by where the value it is about came from.
+
+    A message that already starts with one of the field's names (``--variant: ...``) has that
+    name replaced by the one the user wrote; a library message without one gets it in front.
+    An error without a field stays as it is.
+    """
+    field = exc.field if exc.field in FIELDS else _named_by(exc.message)
+    if field is None:
+        return exc.message
+    text = exc.message
+    for name in FIELDS[field].names():
+        if text.startswith(name + ": "):
+            text = text[len(name) + 2:]
+            break
+    return f"{origin(field, recorded)}: {text}"
+
+
+def _named_by(text: str) -> str | None:
+    """The field whose flag leads ``text`` (``--variant: ...``), for an error raised without a
+    field."""
+    return next((name for name, f in FIELDS.items() if text.startswith(f.flag + ": ")), None)
+
+
+def spell(change: Change) -> str:
+    """A change of the request as the flags that make it: ``{"variant": "cpu"}`` →
+    ``--variant cpu``; a field without a value is its flag alone."""
+    words = []
+    for field, value in change.items():
+        words.append(FIELDS[field].flag)
+        if value is not None:
+            words.append(shlex.quote(value))
+    return " ".join(words)
+
+
+def fix_text(fix: Fix) -> str:
+    """A fix as the command line says it, its changes written as flags."""
+    return fix.text(spell)
+
+
+def hint(exc: TorchenvError) -> str | None:
+    """What to do next: the error's hint, or for an unsatisfiable request its nearest fix."""
+    from torchenv.resolver.plan import NoMatch
+
+    if isinstance(exc, NoMatch):
+        return fix_text(exc.fixes[0]) if exc.fixes else None
+    return exc.hint
+
+
+def error_document(exc: TorchenvError, recorded: Mapping[str, Source]) -> dict[str, object]:
+    """The one JSON document of a failed ``--json`` command: an unsatisfiable request's
+    evidence, then the error, the hint and the exit code."""
+    from torchenv.resolver.plan import NoMatch
+
+    doc: dict[str, object] = dict(exc.to_json(spell)) if isinstance(exc, NoMatch) else {}
+    doc.update(error=message(exc, recorded), hint=hint(exc), exit_code=exc.exit_code)
+    return doc
