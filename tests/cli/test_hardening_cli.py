@@ -53,6 +53,34 @@ def test_a_variant_from_pyproject_that_no_release_has_names_the_file(tmp_path: P
     _error(r, "pyproject.toml [tool.torchenv] variant", "'cu999'")
 
 
+def test_a_bad_variant_from_pyproject_names_the_key_not_the_flag(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.torchenv]\nvariant = "bogus"\n')
+    r = run_limited(["resolve", "--json", "--no-gpu"], cwd=tmp_path)
+    doc = _error(r, "[tool.torchenv] variant: 'bogus' is not a variant")
+    assert "--variant" not in str(doc["error"]) and "--variant" not in r.stderr
+    flag = run_limited(["resolve", "--json", "--no-gpu", "--variant", "bogus"], cwd=tmp_path)
+    assert _error(flag, "--variant: 'bogus' is not a variant")["error"] == (
+        "--variant: 'bogus' is not a variant")  # the flag wins over the file, and is named
+
+
+@pytest.mark.parametrize(("args", "env", "project", "named"), [
+    (["--python", "banana"], {}, "", "--python: 'banana'"),
+    ([], {"TORCHENV_PYTHON": "banana"}, "", "TORCHENV_PYTHON: 'banana'"),
+    ([], {}, 'python = "banana"', "pyproject.toml [tool.torchenv] python: 'banana'"),
+    ([], {"TORCHENV_PLATFORM": "bogus"}, "", "TORCHENV_PLATFORM: 'bogus' is not a platform"),
+    (["--platform", "bogus"], {}, "", "--platform: 'bogus' is not a platform"),
+    ([], {"TORCHENV_DRIVER_VERSION": "x"}, "", "TORCHENV_DRIVER_VERSION: 'x' is not an NVIDIA"),
+    ([], {"TORCHENV_INDEX_BASE": "ftp://x"}, "", "TORCHENV_INDEX_BASE: 'ftp://x' is not an"),
+    (["--index-base", "ftp://x"], {}, "", "--index-base: 'ftp://x' is not an"),
+], ids=["python-flag", "python-variable", "python-pyproject", "platform-variable",
+        "platform-flag", "driver-variable", "index-base-variable", "index-base-flag"])
+def test_a_bad_value_names_the_flag_variable_or_key_that_gave_it(
+        args: list[str], env: dict[str, str], project: str, named: str, tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(f"[tool.torchenv]\n{project}\n")
+    r = run_limited(["resolve", "--json", *args], env=env, cwd=tmp_path)
+    assert str(_error(r, named)["error"]).startswith(named)
+
+
 @pytest.mark.parametrize(("env", "named"), [
     ({"TORCHENV_GPUS": ",,,"}, ("TORCHENV_GPUS", "',,,'")),
     ({"TORCHENV_GPUS": "8.6,,9.0"}, ("TORCHENV_GPUS", "'8.6,,9.0'")),

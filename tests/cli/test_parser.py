@@ -96,3 +96,21 @@ def test_the_version_is_printed(flag: str, capsys: pytest.CaptureFixture[str]) -
         main([flag])
     assert info.value.code == 0
     assert capsys.readouterr().out == f"torchenv {__version__}\n"
+
+
+def test_the_help_lists_every_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for code in ("0 ok", "1 validation/doctor failures", "2 bad input",
+                 "3 nothing satisfies the request", "4 a network source could not be reached",
+                 "130/143 interrupted"):
+        assert code in text, code
+
+
+def test_a_network_error_exits_4_never_1() -> None:
+    """1 means drift found (``matrix update --check``); an unreachable source is another thing."""
+    from torchenv.errors import NetworkError
+
+    assert NetworkError("offline").exit_code == 4

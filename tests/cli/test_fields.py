@@ -1,0 +1,78 @@
+"""The one table from the library's fields to flags, variables and pyproject keys."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from torchenv.cli import build_parser
+from torchenv.cli._fields import FIELDS, Source, fix_text, given, message, sources, spell
+from torchenv.errors import BadInput
+from torchenv.resolver.plan import Fix
+
+README = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    found = {s for a in parser._actions for s in a.option_strings}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= _options(sub)
+    return found
+
+
+def test_every_flag_and_variable_of_the_table_exists() -> None:
+    options = _options(build_parser())
+    for name, field in FIELDS.items():
+        assert field.flag in options, name
+        if field.variable:
+            assert field.variable in README, name
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    ({"variant": "cpu"}, "--variant cpu"),
+    ({"driver": "VERSION", "gpus": "6.1"}, "--driver VERSION --gpu 6.1"),
+    ({"torch": "<=2.7"}, "--torch '<=2.7'"),  # quoted: it is pasted into a shell
+    ({"explain": None}, "--explain"),
+])
+def test_a_change_is_written_as_the_flags_that_make_it(change: dict[str, str | None],
+                                                     words: str) -> None:
+    assert spell(change) == words
+
+
+def test_a_fix_is_its_text_with_the_changes_as_flags() -> None:
+    fix = Fix(("pass it: ", {"gpus": "CC"}, " (e.g. ", {"gpus": "8.6"}, ")"))
+    assert fix_text(fix) == "pass it: --gpu CC (e.g. --gpu 8.6)"
+    assert fix.plain is None
+    assert Fix(("upgrade the driver",)).plain == "upgrade the driver"
+
+
+@pytest.mark.parametrize(("source", "text", "expected"), [
+    (None, "'bogus' is not a variant", "--variant: 'bogus' is not a variant"),
+    ("pyproject", "'bogus' is not a variant",
+     "pyproject.toml [tool.torchenv] variant: 'bogus' is not a variant"),
+    ("pyproject", "--variant: 'bogus' is not a variant",
+     "pyproject.toml [tool.torchenv] variant: 'bogus' is not a variant"),
+    ("flag", "--variant: 'bogus' is not a variant", "--variant: 'bogus' is not a variant"),
+], ids=["no-source-no-prefix", "pyproject", "pyproject-over-a-flag-prefix", "flag"])
+def test_the_message_names_where_the_value_came_from(source: Source | None, text: str,
+                                                     expected: str) -> None:
+    args = argparse.Namespace()
+    if source is not None:
+        given(args, "variant", source)
+    exc = BadInput(text, field="variant", value="bogus")
+    assert message(exc, sources(args)) == expected
+
+
+def test_a_variable_replaces_the_flag_a_message_names() -> None:
+    args = argparse.Namespace()
+    given(args, "gpus", "variable")
+    exc = BadInput("--gpu: 'x' is not a compute capability", field="gpus", value="x")
+    assert message(exc, sources(args)) == "TORCHENV_GPUS: 'x' is not a compute capability"
+
+
+def test_an_error_about_no_field_is_left_as_it_is() -> None:
+    assert message(BadInput("no terminal to ask"), {}) == "no terminal to ask"
