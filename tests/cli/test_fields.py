@@ -10,7 +10,7 @@ import pytest
 from torchenv.cli import build_parser
 from torchenv.cli._fields import FIELDS, Source, fix_text, given, message, sources, spell
 from torchenv.errors import BadInput
-from torchenv.resolver.plan import Fix
+from torchenv.resolver.plan import Change, Fix
 
 README = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
 
@@ -33,19 +33,21 @@ def test_every_flag_and_variable_of_the_table_exists() -> None:
 
 
 @pytest.mark.parametrize(("change", "words"), [
-    ({"variant": "cpu"}, "--variant cpu"),
-    ({"driver": "VERSION", "gpus": "6.1"}, "--driver VERSION --gpu 6.1"),
-    ({"torch": "<=2.7"}, "--torch '<=2.7'"),  # quoted: it is pasted into a shell
-    ({"explain": None}, "--explain"),
+    ({"variant": "cpu"}, ["--variant", "cpu"]),
+    ({"driver": "VERSION", "gpus": ("6.1", "9.0")},
+     ["--driver", "VERSION", "--gpu", "6.1", "--gpu", "9.0"]),
+    ({"explain": None, "no_gpu": None}, ["--explain", "--no-gpu"]),
 ])
-def test_a_change_is_written_as_the_flags_that_make_it(change: dict[str, str | None],
-                                                     words: str) -> None:
+def test_a_change_is_written_as_the_flags_that_make_it(change: Change,
+                                                     words: list[str]) -> None:
     assert spell(change) == words
 
 
 def test_a_fix_is_its_text_with_the_changes_as_flags() -> None:
-    fix = Fix(("pass it: ", {"gpus": "CC"}, " (e.g. ", {"gpus": "8.6"}, ")"))
+    fix = Fix(("pass it: ", {"gpus": ("CC",)}, " (e.g. ", {"gpus": ("8.6",)}, ")"))
     assert fix_text(fix) == "pass it: --gpu CC (e.g. --gpu 8.6)"
+    quoted = Fix(("constrain it: ", {"torch": "<=2.7"}))
+    assert fix_text(quoted) == "constrain it: --torch '<=2.7'"  # pasted into a shell
     assert fix.plain is None
     assert Fix(("upgrade the driver",)).plain == "upgrade the driver"
 

@@ -575,8 +575,17 @@ def test_plain_http_base_is_refused_without_allow_http(capsys: pytest.CaptureFix
                  "--check", "--quiet"])
     _, err = capsys.readouterr()
     assert code == 2
-    assert "refusing plain HTTP http://mirror.example.com/whl/" in err
+    assert "--index-base: refusing plain HTTP http://mirror.example.com/whl/" in err
     assert "--allow-http" in err
+
+
+def test_a_plain_http_base_from_the_variable_names_the_variable(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TORCHENV_PYPI_BASE", "http://mirror.example.com")
+    code = main(["matrix", "update", "--check", "--quiet"])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert "TORCHENV_PYPI_BASE: refusing plain HTTP http://mirror.example.com/" in err
 
 
 def test_connection_refused_says_offline(capsys: pytest.CaptureFixture[str],

@@ -408,7 +408,7 @@ def test_the_pci_id_names_the_gpu_and_the_capability_to_give(matrix: Matrix) -> 
     with pytest.raises(NoMatch) as info:
         resolve(Request(), host, matrix)
     assert f"PCI 10de:1b80, {entry.name} per the GPU catalog" in info.value.message
-    assert {"driver": "VERSION", "gpus": "6.1"} in [c for f in info.value.fixes
+    assert {"driver": "VERSION", "gpus": ("6.1",)} in [c for f in info.value.fixes
                                                     for c in f.changes]
 
 

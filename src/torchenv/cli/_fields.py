@@ -9,7 +9,6 @@ fix is written as the flags that would apply it (:func:`spell`).
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Optional
@@ -63,6 +62,7 @@ FIELDS: dict[str, Field] = {
     "variant": Field("--variant", pyproject="variant"),
     "cuda": Field("--cuda"),
     "index_base": Field("--index-base", "TORCHENV_INDEX_BASE"),
+    "pypi_base": Field("--pypi-base", "TORCHENV_PYPI_BASE"),  # matrix update
     # the host (overrides of what detection finds)
     "python": Field("--python", "TORCHENV_PYTHON", "python"),
     "platform": Field("--platform", "TORCHENV_PLATFORM"),
@@ -70,10 +70,14 @@ FIELDS: dict[str, Field] = {
     "gpus": Field("--gpu", "TORCHENV_GPUS"),
     "rocm_archs": Field("--rocm-arch"),
     "glibc": Field("--glibc"),
+    "no_gpu": Field("--no-gpu"),
     "host": Field("--host"),
+    "no_torchvision": Field("--no-torchvision"),
+    "no_torchaudio": Field("--no-torchaudio"),
     # what a command shows
     "explain": Field("--explain"),
     "format": Field("--format"),
+    "output": Field("-o"),
 }
 """Every field the library names, in its own terms, with the words the command line uses."""
 
@@ -118,15 +122,20 @@ def _named_by(text: str) -> str | None:
     return next((name for name, f in FIELDS.items() if text.startswith(f.flag + ": ")), None)
 
 
-def spell(change: Change) -> str:
+def spell(change: Change) -> list[str]:
     """A change of the request as the flags that make it: ``{"variant": "cpu"}`` →
-    ``--variant cpu``; a field without a value is its flag alone."""
-    words = []
+    ``["--variant", "cpu"]``; a field without a value is its flag alone, one with several
+    values its flag before each."""
+    words: list[str] = []
     for field, value in change.items():
-        words.append(FIELDS[field].flag)
-        if value is not None:
-            words.append(shlex.quote(value))
-    return " ".join(words)
+        flag = FIELDS[field].flag
+        if value is None:
+            words.append(flag)
+        elif isinstance(value, str):
+            words += [flag, value]
+        else:
+            words += [word for item in value for word in (flag, item)]
+    return words
 
 
 def fix_text(fix: Fix) -> str:

@@ -65,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
     if args.timeout is not None:
         policy = policy.with_timeout(parse_timeout(args.timeout, "--timeout"))
     options = UpdateOptions(
-        index_base=args.index_base or _env("TORCHENV_INDEX_BASE") or DEFAULT_INDEX_BASE,
-        pypi_base=args.pypi_base or _env("TORCHENV_PYPI_BASE") or DEFAULT_PYPI_BASE,
+        index_base=_given(args, "index_base") or DEFAULT_INDEX_BASE,
+        pypi_base=_given(args, "pypi_base") or DEFAULT_PYPI_BASE,
         output=Path(args.output) if args.output else None,
         check=args.check,
         since=since,
@@ -95,9 +95,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _env(name: str) -> str | None:
-    """A ``TORCHENV_*`` variable's value; empty (or blank) counts as unset."""
-    return os.environ.get(name, "").strip() or None
+def _given(args: argparse.Namespace, field: str) -> str | None:
+    """The flag of ``field``, else its ``TORCHENV_*`` variable (empty or blank counts as unset);
+    which one gave it is recorded, for an error to name it."""
+    from torchenv.cli._fields import FIELDS, given
+
+    flag = getattr(args, field)
+    if flag:
+        given(args, field, "flag")
+        return str(flag)
+    variable = FIELDS[field].variable
+    value = os.environ.get(variable, "").strip() if variable else ""
+    if value:
+        given(args, field, "variable")
+    return value or None
 
 
 def _since(raw: str | None) -> Version | None:

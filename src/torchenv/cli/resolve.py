@@ -234,7 +234,7 @@ def run_resolve(args: argparse.Namespace) -> int:
         return exc.exit_code
     from torchenv.installers.render import all_commands
 
-    commands = all_commands(plan, host)
+    commands = all_commands(plan, host, spell=spell)
     if args.json:
         emit_json(plan.to_json(commands))
         return 0

@@ -54,11 +54,12 @@ def gather(python: str, env: Mapping[str, str], *, timeout: float = 30.0
     try:
         facts = inspect_interpreter(python, timeout=timeout, environ=env, inventory=True)
     except BadInput as exc:
-        raise BadInput(f"--python: {exc.message}", hint=exc.hint) from exc
+        raise BadInput(exc.message, hint=exc.hint, field="python", value=python) from exc
     try:
         exe, dists, conda = parse_inventory(facts["inventory"])
     except (ValueError, KeyError, TypeError) as exc:
-        raise BadInput(f"--python: {python} printed no inventory ({exc})") from exc
+        raise BadInput(f"{python} printed no inventory ({exc})", field="python",
+                       value=python) from exc
     installs = Installs(python=exe, distributions=dists, conda=conda,
                         cuda_libs_on_ld_path=scan_ld_library_path(env.get("LD_LIBRARY_PATH", "")))
     return installs, facts

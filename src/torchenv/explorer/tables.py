@@ -98,7 +98,8 @@ def answer(matrix: Matrix, job: Job, spell: Speller) -> dict[str, Any]:
     except NoMatch as exc:
         doc = exc.to_json(spell)
     else:
-        doc = plan.to_json(all_commands(plan, host))  # as `torchenv resolve --json` renders it
+        # as `torchenv resolve --json` renders it
+        doc = plan.to_json(all_commands(plan, host, spell=spell))
     doc.pop("rejected", None)
     return doc
 

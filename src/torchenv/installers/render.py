@@ -19,7 +19,7 @@ from torchenv.installers.commands import (
     uv_install_argv,
 )
 from torchenv.matrix.index import index_base_of, pins
-from torchenv.resolver.plan import Plan
+from torchenv.resolver.plan import Change, Plan, Speller
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ __all__ = [
     "Installer",
     "all_commands",
     "conda_command",
-    "decision_flags",
+    "decision",
     "header_lines",
     "install_argv",
     "pip_command",
@@ -155,55 +155,57 @@ def conda_command(plan: Plan) -> str:
                           _shell(plan))
 
 
-def decision_flags(plan: Plan, host: Optional[HostProfile] = None) -> list[str]:
-    """Target flags that make ``torchenv`` take this same decision again on any machine.
+def decision(plan: Plan, host: Optional[HostProfile] = None) -> Change:
+    """The request that makes torchenv take this same decision again on any machine, as data.
 
-    The build itself (``--torch ==X --variant V``, Python, platform, index mirror, packages left
+    The build itself (torch ``==X``, the variant, Python, platform, index mirror, packages left
     out), plus the facts of ``host`` the build must fit (driver and GPUs for a CUDA build, gfx
     targets for ROCm, glibc on Linux), so that detection where the command runs changes nothing.
     """
-    flags = ["--torch", f"=={plan.torch}", "--variant", plan.variant,
-             "--python", plan.python, "--platform", plan.platform]
+    change: dict[str, str | tuple[str, ...] | None] = {
+        "torch": f"=={plan.torch}", "variant": plan.variant, "python": plan.python,
+        "platform": plan.platform}
     base = index_base_of(plan.index_url, plan.variant) if plan.index_url else None
     if base is not None:
-        flags += ["--index-base", base]
+        change["index_base"] = base
     if plan.torchvision is None:
-        flags.append("--no-torchvision")
+        change["no_torchvision"] = None
     if plan.torchaudio is None:
-        flags.append("--no-torchaudio")
+        change["no_torchaudio"] = None
     if host is None:
-        return flags
+        return change
     nvidia, rocm = host.nvidia, plan.variant.startswith("rocm")
     if plan.cuda and nvidia is not None and nvidia.driver_version:
-        flags += ["--driver", nvidia.driver_version]
-        for gpu in nvidia.visible_gpus():
-            if gpu.compute_capability:
-                flags += ["--gpu", gpu.compute_capability]
+        change["driver"] = nvidia.driver_version
+        change["gpus"] = tuple(gpu.compute_capability for gpu in nvidia.visible_gpus()
+                               if gpu.compute_capability)
     elif rocm and host.rocm is not None and host.rocm.gfx_targets:
-        for gfx in host.rocm.gfx_targets:
-            flags += ["--rocm-arch", gfx]
+        change["rocm_archs"] = tuple(host.rocm.gfx_targets)
     elif (plan.cuda or rocm) and not host.has_gpu:
-        flags.append("--no-gpu")  # asked for explicitly on a machine without one
+        change["no_gpu"] = None  # asked for explicitly on a machine without one
     if plan.platform.startswith("linux") and host.glibc:
-        flags += ["--glibc", host.glibc]
-    return flags
+        change["glibc"] = host.glibc
+    return change
 
 
-def pixi_command(plan: Plan, host: Optional[HostProfile] = None) -> str:
-    """Write pixi.toml for this decision (see :func:`decision_flags`), then ``pixi install``."""
-    write = ["torchenv", "env", "--format", "pixi", "-o", "pixi.toml",
-             *decision_flags(plan, host)]
+def pixi_command(plan: Plan, spell: Speller, host: Optional[HostProfile] = None) -> str:
+    """Write pixi.toml for this decision (:func:`decision`, written as its caller's flags by
+    ``spell``), then ``pixi install``."""
+    write = ["torchenv", "env",
+             *spell({"format": "pixi", "output": "pixi.toml", **decision(plan, host)})]
     return chain_commands([write, ["pixi", "install"]], _shell(plan))
 
 
-def all_commands(plan: Plan, host: Optional[HostProfile] = None) -> dict[str, str]:
+def all_commands(plan: Plan, host: Optional[HostProfile] = None, *,
+                 spell: Speller) -> dict[str, str]:
     """The plan as a pip, uv, conda and pixi command, quoted for the plan's platform; ``host``
-    (the facts the plan was resolved for) lets the pixi command repeat the decision exactly."""
+    (the facts the plan was resolved for) lets the pixi command repeat the decision exactly,
+    in the flags ``spell`` writes (:func:`torchenv.cli._fields.spell`)."""
     return {
         "pip": pip_command(plan),
         "uv": uv_command(plan),
         "conda": conda_command(plan),
-        "pixi": pixi_command(plan, host),
+        "pixi": pixi_command(plan, spell, host),
     }
 
 
@@ -344,4 +346,5 @@ def render_file(plan: Plan, fmt: str, *, pytorch_channel: bool = False) -> str:
         return render_pixi_toml(plan)
     from torchenv.errors import BadInput
 
-    raise BadInput(f"--format: {fmt!r} is not a format", hint="use " + ", ".join(FORMATS))
+    raise BadInput(f"{fmt!r} is not a format", hint="use " + ", ".join(FORMATS), field="format",
+                   value=fmt)

@@ -48,7 +48,7 @@ def gpu_facts_gap(host: HostProfile, matrix: Matrix) -> tuple[str, list[Fix]] | 
                           for g in unknown)
         return (f"the compute capability of {names} could not be read and the GPU catalog "
                 "does not know it", [
-                    Fix(("pass it: ", {"gpus": "CC"}, " (e.g. ", {"gpus": "8.6"},
+                    Fix(("pass it: ", {"gpus": ("CC",)}, " (e.g. ", {"gpus": ("8.6",)},
                          "; repeat for each GPU)")),
                     _CPU_KNOWINGLY])
     return None
@@ -81,7 +81,7 @@ def _driver_gap(host: HostProfile, matrix: Matrix) -> tuple[str, list[Fix]] | No
 def _gpus(host: HostProfile, matrix: Matrix) -> Change:
     """The GPUs to describe: the catalog's capability of the first NVIDIA device, else ``CC``."""
     hw = _hardware_hint(host, matrix)
-    return {"gpus": hw[1] if hw and hw[1] else "CC"}
+    return {"gpus": (hw[1] if hw and hw[1] else "CC",)}
 
 
 def _hardware_hint(host: HostProfile, matrix: Matrix) -> tuple[str, str | None] | None:

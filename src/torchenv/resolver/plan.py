@@ -3,9 +3,9 @@ rejected and what to watch out for), or :class:`NoMatch` (nothing fits, and what
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Union
 
 from torchenv.errors import Unsatisfiable
 
@@ -16,13 +16,15 @@ if TYPE_CHECKING:
     PlanLevel = Literal["full", "compat"]
     CondaAnswer = bool | Literal["unknown"]
 
-Change = Mapping[str, Optional[str]]
+Change = Mapping[str, Union[str, Sequence[str], None]]
 """A change of the request, field → value: ``{"variant": "cpu"}``, ``{"driver": "VERSION",
-"gpus": "6.1"}``; a value of None names the field alone (``{"torch": None}``: the constraint
-itself). The fields are the request's and the host's, never a flag."""
+"gpus": ("6.1",)}``, in order. A sequence gives the field once per value (each GPU); None names
+the field alone: a switch (``{"no_gpu": None}``) or the constraint itself (``{"torch": None}``).
+The fields are the request's and the host's, never a flag."""
 
-Speller = Callable[[Change], str]
-"""Writes a :data:`Change` in its caller's terms; the command line writes ``--variant cpu``."""
+Speller = Callable[[Change], list[str]]
+"""Writes a :data:`Change` as the words of a command line in its caller's terms: the command
+line's turns ``{"variant": "cpu"}`` into ``["--variant", "cpu"]``."""
 
 __all__ = [
     "Alternative",
@@ -221,8 +223,10 @@ class Fix:
         return None if self.changes else "".join(str(p) for p in self.parts)
 
     def text(self, spell: Speller) -> str:
-        """The sentence, each change written by ``spell``."""
-        return "".join(p if isinstance(p, str) else spell(p) for p in self.parts)
+        """The sentence, each change written by ``spell`` as words to paste into a shell."""
+        import shlex
+
+        return "".join(p if isinstance(p, str) else shlex.join(spell(p)) for p in self.parts)
 
 
 class NoMatch(Unsatisfiable):

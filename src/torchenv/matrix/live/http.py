@@ -150,18 +150,22 @@ class Response:
     body: bytes
 
 
-def check_url(url: str, *, allow_http: bool, what: str = "URL") -> None:
-    """Raise :class:`BadInput` unless ``url`` is HTTPS, local HTTP, or HTTP with ``allow_http``."""
+def check_url(url: str, *, allow_http: bool, field: str | None = None) -> None:
+    """Raise :class:`BadInput` unless ``url`` is HTTPS, local HTTP, or HTTP with ``allow_http``;
+    the error is about ``field`` (``index_base``, ``pypi_base``) when the URL is one the user
+    gave, else about a ``URL`` met on the way (a redirect)."""
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
+    lead = "" if field else "URL: "
     if parts.scheme == "https" and host:
         return
     if parts.scheme == "http" and host:
         if host in LOCAL_HOSTS or allow_http:
             return
-        raise BadInput(f"{what}: refusing plain HTTP {url}",
-                       hint="use https://, or pass --allow-http for a trusted mirror")
-    raise BadInput(f"{what}: {url!r} is not an http(s) URL")
+        raise BadInput(f"{lead}refusing plain HTTP {url}",
+                       hint="use https://, or pass --allow-http for a trusted mirror",
+                       field=field, value=url)
+    raise BadInput(f"{lead}{url!r} is not an http(s) URL", field=field, value=url)
 
 
 def _short(exc: BaseException) -> str:

@@ -129,8 +129,8 @@ def run_update(options: UpdateOptions, *, progress: ProgressHook | None = None,
 
     index_base = options.index_base.rstrip("/")
     pypi_base = options.pypi_base.rstrip("/")
-    check_url(index_base + "/", allow_http=options.policy.allow_http, what="--index-base")
-    check_url(pypi_base + "/", allow_http=options.policy.allow_http, what="--pypi-base")
+    check_url(index_base + "/", allow_http=options.policy.allow_http, field="index_base")
+    check_url(pypi_base + "/", allow_http=options.policy.allow_http, field="pypi_base")
     path = options.output or default_overlay_path()
     result = UpdateResult(diff=Diff(), overlay_path=path)
 
