@@ -83,3 +83,61 @@ def test_the_cache_folder_is_the_variables_else_the_platforms(
     monkeypatch.setenv("HOME", "/home/u")
     assert user_cache_dir({"HOME": "/home/u", **env}) == expected
 
+
+
+def test_a_file_made_after_the_check_is_still_not_replaced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refusal holds at the moment of writing, not only when the path was first looked at:
+    another writer that creates the file meanwhile keeps it."""
+    import tempfile
+
+    target = tmp_path / "raced.txt"
+    real_mkstemp = tempfile.mkstemp
+
+    def mkstemp_then_race(*args: object, **kwargs: object) -> tuple[int, str]:
+        made = real_mkstemp(*args, **kwargs)  # type: ignore[call-overload]
+        target.write_text("the other writer's")
+        return made  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp_then_race)
+    with pytest.raises(BadInput, match="already exists"):
+        write_atomic(target, "mine", force=False)
+    assert target.read_text() == "the other writer's"
+    assert [p.name for p in tmp_path.iterdir()] == ["raced.txt"]
+
+
+def test_without_hard_links_the_name_is_still_claimed_exclusively(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_links(src: object, dst: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    written = write_atomic(tmp_path / "new.txt", "data", force=False)
+    assert written.read_text() == "data"
+    with pytest.raises(BadInput, match="already exists"):
+        write_atomic(tmp_path / "new.txt", "other", force=False)
+    assert written.read_text() == "data"
+    assert [p.name for p in tmp_path.iterdir()] == ["new.txt"]
+
+
+def test_of_twelve_concurrent_env_writers_exactly_one_writes(tmp_path: Path) -> None:
+    """Twelve ``torchenv env -o same.txt`` started together without --force: one reports that
+    it wrote the file, the other eleven that it exists, and the file is one whole document."""
+    import subprocess
+
+    from hermetic import hermetic
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHENV_")}
+    env["TORCHENV_NO_OVERLAY"] = "1"
+    hermetic(env)
+    argv = [sys.executable, "-m", "torchenv", "env", "--format", "requirements", "-o",
+            "same.txt", "--no-gpu", "--platform", "linux-x86_64", "--python", "3.12"]
+    procs = [subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(12)]
+    results = [(p.wait(timeout=120), *p.communicate()) for p in procs]
+    codes = sorted(code for code, _, _ in results)
+    assert codes == [0] + [2] * 11, results
+    assert all("already exists" in err for code, _, err in results if code == 2)
+    text = (tmp_path / "same.txt").read_text()
+    assert text.count("torch==") == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["same.txt"]

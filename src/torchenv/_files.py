@@ -117,7 +117,10 @@ def write_atomic(path: StrPath, data: str | bytes, *, force: bool = True) -> Pat
         with os.fdopen(fd, "wb") as fh:
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.chmod(tmp, mode)
-        os.replace(tmp, target)
+        if force:
+            os.replace(tmp, target)
+        else:
+            _link_new(tmp, target, path)
     except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -125,6 +128,24 @@ def write_atomic(path: StrPath, data: str | bytes, *, force: bool = True) -> Pat
             raise BadInput(f"{path}: cannot write: {exc.strerror or exc}") from exc
         raise
     return target
+
+
+def _link_new(tmp: str, target: Path, path: StrPath) -> None:
+    """Give the written ``tmp`` the name ``target`` only if no file has it: a hard link fails
+    when the name exists, so of several writers racing for one new file exactly one wins (a
+    check before a rename would let each of them replace the others)."""
+    try:
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            raise
+        except OSError:  # a file system without hard links: claim the name, then fill it
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.replace(tmp, target)
+            return
+    except FileExistsError:
+        raise BadInput(f"{path} already exists", hint="pass --force to overwrite it") from None
+    os.unlink(tmp)
 
 
 def user_cache_dir(environ: Mapping[str, str] | None = None) -> str:
