@@ -346,3 +346,34 @@ def test_coverage_counts_every_fact_once(matrix: Matrix) -> None:
     assert report["totals"]["ptx"]["inferred"] >= 10
     assert "2.8.0 cu129 linux-x86_64: arch list" in report["open"]
     assert "2.9.0 cu126 linux-x86_64: PTX entry" in report["open"]
+
+
+def test_an_overlay_merge_keeps_the_order_of_last_mention() -> None:
+    documents = {"gpus.yaml": {"nvidia": [{"name": "A", "v": 1}, {"name": "B", "v": 1},
+                                          {"name": "C", "v": 1}]}}
+    overlay = {"nvidia": [{"name": "B", "v": 2}, {"name": "D", "v": 2}, {"name": "B", "v": 3}]}
+    merged = merge_overlay(documents, overlay)["gpus.yaml"]["nvidia"]
+    assert merged == [{"name": "A", "v": 1}, {"name": "C", "v": 1}, {"name": "D", "v": 2},
+                      {"name": "B", "v": 3}]
+    assert documents["gpus.yaml"]["nvidia"][1] == {"name": "B", "v": 1}  # input untouched
+
+
+def test_an_overlay_merge_looks_each_entry_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """20,000 overlay entries against 20,000 embedded ones: each entry's identity is taken
+    once (a merge comparing every pair took minutes)."""
+    import torchenv.matrix.loader as loader
+
+    calls = 0
+    identity = loader._identity
+
+    def counted(entry: Any, id_fields: tuple[str, ...]) -> tuple[Any, ...]:
+        nonlocal calls
+        calls += 1
+        return identity(entry, id_fields)
+
+    monkeypatch.setattr(loader, "_identity", counted)
+    documents = {"gpus.yaml": {"nvidia": [{"name": f"gpu {i}"} for i in range(20_000)]}}
+    overlay = {"nvidia": [{"name": f"gpu {i}", "new": True} for i in range(10_000, 30_000)]}
+    merged = merge_overlay(documents, overlay)["gpus.yaml"]["nvidia"]
+    assert len(merged) == 30_000 and merged[-1] == {"name": "gpu 29999", "new": True}
+    assert calls == 40_000

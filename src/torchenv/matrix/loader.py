@@ -221,14 +221,15 @@ def merge_overlay(documents: Mapping[str, Any], overlay: Mapping[str, Any]) -> d
         file, id_fields = _OVERLAY_KEYS[key]
         if not isinstance(value, list):
             raise MatrixError(f"overlay: {key}: expected a list, got {type(value).__name__}")
-        existing = list(merged[file].get(key) or [])
+        added: dict[Any, dict[str, Any]] = {}  # by identity, in the order of last mention
         for entry in value:
             if not isinstance(entry, dict):
                 raise MatrixError(f"overlay: {key}: every entry must be a mapping")
-            ident = tuple(_freeze(entry.get(f)) for f in id_fields)
-            existing = [e for e in existing if tuple(_freeze(e.get(f)) for f in id_fields) != ident]
-            existing.append(entry)
-        merged[file][key] = existing
+            ident = _identity(entry, id_fields)
+            added.pop(ident, None)
+            added[ident] = entry
+        kept = [e for e in merged[file].get(key) or [] if _identity(e, id_fields) not in added]
+        merged[file][key] = kept + list(added.values())
     if "releases" in overlay:
         merged["releases.yaml"]["releases"] = sorted(
             merged["releases.yaml"]["releases"],
@@ -245,9 +246,18 @@ def _version_key(text: str) -> tuple[int, ...]:
         return (0,)
 
 
+def _identity(entry: Any, id_fields: tuple[str, ...]) -> tuple[Any, ...]:
+    """The fields that name an entry, hashable, so a merge looks entries up instead of
+    comparing every pair (an overlay of 20,000 entries merges in linear time)."""
+    get = entry.get if isinstance(entry, dict) else (lambda _field: None)
+    return tuple(_freeze(get(f)) for f in id_fields)
+
+
 def _freeze(value: Any) -> Any:
     if isinstance(value, list):
         return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((_freeze(k), _freeze(v)) for k, v in value.items())
     return value
 
 

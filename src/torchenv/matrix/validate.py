@@ -696,8 +696,10 @@ def _gpus(gctx: _Ctx, gdoc: Mapping[str, Any]) -> tuple[list[NvidiaGpu], list[Am
             gfx=gctx.string(g.get("gfx"), f"{path}.gfx", _GFX_RE, "a gfx target"),
             **_gpu_common(gctx, g, path),
         ))
-    names = [g.name.lower() for g in nvidia] + [g.name.lower() for g in amd]
-    dupes = {n for n in names if names.count(n) > 1}
+    from collections import Counter
+
+    seen = Counter([g.name.lower() for g in nvidia] + [g.name.lower() for g in amd])
+    dupes = {n for n, times in seen.items() if times > 1}
     if dupes:
         raise gctx.fail("", f"GPU listed twice: {sorted(dupes)[0]!r}")
     return nvidia, amd
