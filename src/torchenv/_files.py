@@ -26,33 +26,80 @@ if TYPE_CHECKING:
 
     StrPath: TypeAlias = "str | os.PathLike[str]"
 
-__all__ = ["MAX_READ_BYTES", "read_bytes_capped", "read_text_capped", "user_cache_dir",
-           "write_atomic"]
+__all__ = ["MAX_READ_BYTES", "PIPE_WAIT_SECONDS", "read_bytes_capped", "read_text_capped",
+           "user_cache_dir", "write_atomic"]
 
 MAX_READ_BYTES = 8 * 1024 * 1024
 """The most torchenv reads of a file a user names; the largest real overlay is far below it."""
 
 
-def read_bytes_capped(path: StrPath, *, limit: int = MAX_READ_BYTES,
-                      what: str | None = None) -> bytes:
-    """The bytes of ``path``, at most ``limit`` of them.
+PIPE_WAIT_SECONDS = 30.0
+"""How long a pipe or device named as a file may stay silent before it is refused."""
 
-    Raises :class:`BadInput` naming the file (prefixed with ``what``, e.g. ``--host``) when it
-    cannot be read, is a directory, or holds more than ``limit`` bytes. A file that never ends
-    (``/dev/zero``) costs one read of ``limit + 1`` bytes.
+
+def read_bytes_capped(path: StrPath, *, limit: int = MAX_READ_BYTES,
+                      what: str | None = None, wait: float = PIPE_WAIT_SECONDS) -> bytes:
+    """The bytes of ``path``, at most ``limit`` of them, without ever blocking for good.
+
+    This is the one reader of files a user names (a host profile, an overlay,
+    ``pyproject.toml``, a node list, a fleet report). Raises :class:`BadInput` naming the file
+    (prefixed with ``what``, e.g. ``--host``) when it cannot be read, is a directory, or holds
+    more than ``limit`` bytes. A file that never ends (``/dev/zero``) costs one read of
+    ``limit + 1`` bytes. A FIFO is opened without waiting for a writer: with none it reads as
+    empty; a pipe with a writer (``--host <(ssh node torchenv detect --json)``) is read as
+    its data comes, and one that stays silent for ``wait`` seconds is refused.
     """
     label = f"{what}: {path}" if what else str(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
+        fd = os.open(path, flags)
     except IsADirectoryError as exc:
         raise BadInput(f"{label} is a directory", hint="give the path of a file") from exc
     except OSError as exc:
         raise BadInput(f"{label}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):  # Windows opens a directory without an error
+            raise BadInput(f"{label} is a directory", hint="give the path of a file")
+        data = _read_up_to(fd, limit + 1, wait, label)
+    except OSError as exc:
+        raise BadInput(f"{label}: cannot read: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
     if len(data) > limit:
         raise BadInput(f"{label} is larger than {_size(limit)}; torchenv does not read it",
                        hint="give the path of the file torchenv wrote or expects")
     return data
+
+
+def _read_up_to(fd: int, most: int, wait: float, label: str) -> bytes:
+    """Up to ``most`` bytes of ``fd`` (opened non-blocking where the platform can), until its
+    end; a wait for data longer than ``wait`` seconds is :class:`BadInput`."""
+    import time
+
+    chunks: list[bytes] = []
+    got = 0
+    deadline = time.monotonic() + wait
+    while got < most:
+        try:
+            chunk = os.read(fd, min(most - got, 1 << 20))
+        except BlockingIOError:
+            _wait_readable(fd, deadline, wait, label)
+            continue
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def _wait_readable(fd: int, deadline: float, wait: float, label: str) -> None:
+    import select
+    import time
+
+    left = deadline - time.monotonic()
+    if left <= 0 or not select.select([fd], [], [], left)[0]:
+        raise BadInput(f"{label} gave no data for {wait:g} s; torchenv does not "
+                       "wait longer", hint="give the path of a file, or a pipe that is written")
 
 
 def read_text_capped(path: StrPath, *, limit: int = MAX_READ_BYTES,
