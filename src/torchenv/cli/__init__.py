@@ -95,9 +95,12 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     previous = _catch_sigterm()
     try:
-        status = _run(args, prog)
-        if sys.stdout is not None:
-            sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
+        from torchenv.cli._output import cleaned_output
+
+        with cleaned_output():
+            status = _run(args, prog)
+            if sys.stdout is not None:
+                sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
         return status
     except (KeyboardInterrupt, _Terminated) as exc:
         from torchenv._subprocess import reap_children

@@ -1,0 +1,54 @@
+"""Control characters from data never reach the terminal: one filter on everything printed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tests.conftest import run_cli
+from tests.detection.detection_helpers import fake_smi
+
+from torchenv.cli._output import clean
+
+HOSTILE = "NVIDIA \x1b]0;owned\x07GeForce \x1b[2J\x9bRTX\x08 4090\x7f"
+
+
+@pytest.mark.parametrize(("text", "keep_colour", "expected"), [
+    ("plain text\twith tab\n", False, "plain text\twith tab\n"),
+    ("title \x1b]0;x\x07 end", False, "title ?]0;x? end"),
+    ("\x1b[1mbold\x1b[0m", False, "?[1mbold?[0m"),
+    ("\x1b[1mbold\x1b[0m", True, "\x1b[1mbold\x1b[0m"),
+    ("clear \x1b[2J screen", True, "clear ?[2J screen"),
+    ("C1 \x9b and DEL \x7f and CR \r", True, "C1 ? and DEL ? and CR ?"),
+], ids=["tab-newline-kept", "osc-title", "colour-off-terminal", "colour-on-terminal",
+        "clear-screen-on-terminal", "c1-del-cr"])
+def test_clean(text: str, keep_colour: bool, expected: str) -> None:
+    assert clean(text, keep_colour=keep_colour) == expected
+
+
+def test_a_gpu_name_with_escape_sequences_prints_none(tmp_path: Path) -> None:
+    """nvidia-smi (here a stand-in printing a hostile name) is data from outside."""
+    query = f"0, {HOSTILE}, 8.9, 24564, GPU-00000000-0000-0000-0000-000000000000, 550.54.15\n"
+    smi = fake_smi(tmp_path / "bin", query=query)
+    proc = run_cli(["detect"], env={"TORCHENV_NVIDIA_SMI": str(smi)})
+    assert proc.returncode == 0, proc.stderr
+    shown = proc.stdout + proc.stderr
+    assert not any(ch in shown for ch in "\x1b\x07\x9b\x7f\x08"), repr(shown)
+    assert "GeForce ?[2J?RTX" in shown  # the name is shown, its sequences defused
+
+
+def test_json_documents_escape_them_instead(tmp_path: Path) -> None:
+    query = f"0, {HOSTILE}, 8.9, 24564, GPU-00000000-0000-0000-0000-000000000000, 550.54.15\n"
+    smi = fake_smi(tmp_path / "bin", query=query)
+    proc = run_cli(["detect", "--json"], env={"TORCHENV_NVIDIA_SMI": str(smi)})
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout
+    assert json.loads(proc.stdout)["nvidia"]["gpus"][0]["name"] == HOSTILE.strip()
+
+
+def test_a_file_name_with_escape_sequences_prints_none(tmp_path: Path) -> None:
+    proc = run_cli(["resolve", "--host", str(tmp_path / "node\x1b]0;owned\x07.json")])
+    assert proc.returncode == 2
+    assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr
+    assert "node?]0;owned?.json" in proc.stderr
