@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import Literal, Optional
 
 __all__ = [
+    "JOB_ENDS",
+    "JOB_END_FILE",
     "MARKER_RE",
     "REPORT_KINDS",
     "Level",
@@ -39,6 +41,11 @@ Level = Literal["quick", "full"]
 
 REPORT_KINDS = ("detect.json", "validate.json", "junit.xml", "exit", "stderr")
 """The reports of one node, by the suffix of their file names (also their log section names)."""
+
+JOB_END_FILE = "job-end"
+"""Written beside the reports when the job was stopped before its nodes finished (the Slurm
+script's trap): one word, ``time-limit`` or ``cancelled``."""
+JOB_ENDS = ("time-limit", "cancelled")
 
 PARTIAL_SUFFIX = ".part"
 """A report still being written (or cut short) carries this suffix until it is renamed."""

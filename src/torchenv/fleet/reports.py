@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from torchenv.errors import BadInput
-from torchenv.fleet.node import MARKER_RE, PARTIAL_SUFFIX, REPORT_KINDS
+from torchenv.fleet.node import JOB_END_FILE, JOB_ENDS, MARKER_RE, PARTIAL_SUFFIX, REPORT_KINDS
 
 if TYPE_CHECKING:
     from torchenv.detection.profile import HostProfile
@@ -95,12 +95,17 @@ class NodeReports:
 
 @dataclass(frozen=True)
 class ReportSet:
-    """The reports of a folder, one entry per node (sorted by name), and the files ignored."""
+    """The reports of a folder, one entry per node (sorted by name), and the files ignored.
+
+    ``job_end`` is why the job stopped before its nodes finished (``time-limit``,
+    ``cancelled``), from the ``job-end`` file the Slurm script's trap writes; None otherwise.
+    """
 
     directory: str
     nodes: tuple[NodeReports, ...]
     ignored: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
+    job_end: Optional[str] = None
 
 
 # ----------------------------------------------------------------------------- the file system
@@ -124,10 +129,21 @@ def read_reports(directory: str | os.PathLike[str]) -> ReportSet:
     raws: list[RawReport] = []
     ignored: list[str] = []
     problems: list[str] = []
+    job_end = None
     for path in entries:
         if not path.is_file():
             continue
         name = path.name
+        if name == JOB_END_FILE:
+            try:
+                word = read_bytes_capped(path, limit=4096).decode("utf-8", "replace").strip()
+            except BadInput as exc:
+                word = _after_path(exc.message, path)
+            if word in JOB_ENDS:
+                job_end = word
+            else:
+                problems.append(f"{name}: {word[:40]!r} is not one of {', '.join(JOB_ENDS)}")
+            continue
         kind, node, partial = _classify(name)
         is_log = kind is None and name.endswith(".log")
         if kind is None and not is_log:
@@ -163,7 +179,7 @@ def read_reports(directory: str | os.PathLike[str]) -> ReportSet:
         by_node.setdefault(raw.node, []).append(raw)
     return ReportSet(directory=str(directory),
                      nodes=tuple(node_reports(n, by_node[n]) for n in sorted(by_node)),
-                     ignored=tuple(ignored), problems=tuple(problems))
+                     ignored=tuple(ignored), problems=tuple(problems), job_end=job_end)
 
 
 def _read_tail(path: Path, node: str) -> RawReport:

@@ -394,6 +394,8 @@ class FleetVerdict:
     findings: tuple[Finding, ...] = ()
     expected: Optional[int] = None
     ignored: tuple[str, ...] = ()
+    job_end: Optional[str] = None
+    """``cancelled`` or ``time-limit`` when the job was stopped before its nodes finished."""
 
     @property
     def ok(self) -> bool:
@@ -426,7 +428,7 @@ class FleetVerdict:
                 "drain": [{"node": node, "reasons": list(reasons)}
                           for node, reasons in self.drain],
                 "findings": [f.to_json() for f in self.findings],
-                "ignored_files": list(self.ignored)}
+                "ignored_files": list(self.ignored), "job_end": self.job_end}
 
 
 def judge(reports: ReportSet, *, expected_nodes: Optional[Sequence[str]] = None,
@@ -460,13 +462,21 @@ def judge(reports: ReportSet, *, expected_nodes: Optional[Sequence[str]] = None,
     nodes = tuple(summaries[name] for name in sorted(summaries))
     skews = tuple(s for kind in SKEW_KINDS
                   if (s := find_skew(nodes, kind, allowed=kind in allow_skew)) is not None)
+    if reports.job_end == "cancelled":
+        findings.append(Finding("error", "the job was cancelled before its nodes finished: "
+                                         "no node is blamed for it, none is drained"))
+    elif reports.job_end == "time-limit":
+        findings.append(Finding("error", "the job reached its time limit: the nodes still "
+                                         "running were stopped (a node that hung is named "
+                                         "below, its report cut short or missing)"))
     levels = sorted({n.level for n in nodes if n.level})
     if len(levels) > 1:
         findings.append(Finding("warning", f"nodes ran different validation levels: "
                                            f"{', '.join(levels)}"))
+    drain = () if reports.job_end == "cancelled" else _drain(nodes, skews)
     return FleetVerdict(directory=reports.directory, nodes=nodes, skews=skews,
-                        drain=_drain(nodes, skews), findings=tuple(findings),
-                        expected=expected, ignored=reports.ignored)
+                        drain=drain, findings=tuple(findings),
+                        expected=expected, ignored=reports.ignored, job_end=reports.job_end)
 
 
 def _drain(nodes: Sequence[NodeSummary], skews: Sequence[Skew]
