@@ -29,15 +29,23 @@ def gpu_detect(real: dict[str, Any], *, driver: str = DRIVER, gpus: int = 8,
     return doc
 
 
+def gpu_checks(gpus: int) -> list[dict[str, Any]]:
+    """The per-GPU checks a CUDA build passes on ``gpus`` GPUs (as validate names them)."""
+    return [{"name": "roundtrip" if i == 0 else f"roundtrip[cuda:{i}]", "status": "pass",
+             "seconds": 0.2, "device": f"cuda:{i}", "required": True, "level": "quick",
+             "detail": "host to device and back"} for i in range(gpus)]
+
+
 def gpu_validate(real: dict[str, Any], *, nccl: str = NCCL, arch: str = ARCH,
-                 torch: str = TORCH) -> dict[str, Any]:
-    """This machine's validate document as a CUDA build reports it."""
+                 torch: str = TORCH, gpus: int = 8) -> dict[str, Any]:
+    """This machine's validate document as a CUDA build reports it on ``gpus`` GPUs."""
     doc = copy.deepcopy(real)
     doc["torch"] = torch
     for check in doc["checks"]:
         if check["name"] == "build":
             check["detail"] = (f"torch {torch}, CUDA 12.8, cuDNN 91002, NCCL {nccl}, "
                                f"arch {arch}")
+    doc["checks"] += gpu_checks(gpus)
     return doc
 
 
@@ -71,12 +79,16 @@ def write_node(folder: Path, node: str, *, detect: Any = None, validate: Any = N
         (folder / f"{node}.exit").write_text(f"{exit_status}\n", "utf-8")
 
 
-def gpu_junit(real_junit: str, real_validate: dict[str, Any], *, torch: str = TORCH) -> str:
-    """This machine's validate JUnit report as a CUDA build writes it."""
+def gpu_junit(real_junit: str, real_validate: dict[str, Any], *, torch: str = TORCH,
+              gpus: int = 8) -> str:
+    """This machine's validate JUnit report as a CUDA build writes it on ``gpus`` GPUs."""
     build = next(c for c in real_validate["checks"] if c["name"] == "build")
     cuda_detail = f"torch {torch}, CUDA 12.8, cuDNN 91002, NCCL {NCCL}, arch {ARCH}"
     text = real_junit.replace(f"<system-out>{build['detail']}</system-out>",
                               f"<system-out>{cuda_detail}</system-out>")
     assert text != real_junit, "the build check's detail is in the JUnit report"
+    cases = "".join(f'<testcase classname="torchenv.validate.{c["device"]}" name="{c["name"]}" '
+                    'time="0.200" />' for c in gpu_checks(gpus))
+    text = text.replace("</testsuite>", cases + "</testsuite>")
     return text.replace(f'name="torch" value="{real_validate["torch"]}"',
                         f'name="torch" value="{torch}"')

@@ -176,7 +176,8 @@ def test_the_pod_script_run_here_leaves_reports_in_its_log_and_on_the_claim(
         assert [f["name"] for f in node["failed_checks"]] == (["planted_failure"] if planted
                                                                else [])
     assert sorted(p.name for p in (claim / "1f2e3d").iterdir()) == [
-        "node-a.detect.json", "node-a.exit", "node-a.junit.xml", "node-a.validate.json"]
+        "node-a.detect.json", "node-a.exit", "node-a.junit.xml", "node-a.stderr",
+            "node-a.validate.json"]
 
 
 @pytest.mark.parametrize(("flags", "words"), [

@@ -30,7 +30,8 @@ def test_directives_for_a_gpu_allocation() -> None:
     assert directives(script) == [
         "--job-name=torchenv-validate", "--nodes=4", "--ntasks-per-node=1",
         "--gpus-per-node=8", "--exclusive", "--partition=gpu", "--time=00:30:00",
-        "--output=/shared/fleet/slurm-%j.out", "--account=ml", "--qos=high"]
+        "--signal=B:USR1@120", "--output=/shared/fleet/slurm-%j.out", "--account=ml",
+        "--qos=high"]
     body = script.split("set -euo pipefail", 1)
     assert len(body) == 2 and "#SBATCH" not in body[1], "every directive precedes the commands"
 
@@ -146,6 +147,7 @@ def test_json_has_the_script_and_its_parameters(tmp_path: Path) -> None:
     assert doc["parameters"] == {
         "nodes": 2, "gpus_per_node": 8, "partition": None, "time": None, "output_dir": "/o",
         "sbatch_args": ["--account=ml"], "job_name": "torchenv-validate", "exclusive": True,
+        "merge_seconds": 120,
         "level": "quick", "python": "python3", "timeout": None, "rdzv_port": 29500}
     target = tmp_path / "job.sbatch"
     written = json.loads(run_cli(["fleet", "slurm", "--nodes", "1", "--gpus-per-node", "0",
@@ -189,3 +191,62 @@ def test_rendering_never_imports_torch_or_the_validation_runner(args: list[str])
                           text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def _stopped_job(tmp_path: Path, signal_name: str) -> tuple[subprocess.CompletedProcess[str],
+                                                             Path]:
+    """The whole script run by bash with a stand-in scontrol and an srun whose node-b hangs:
+    node-a's reports are there, then the batch shell gets ``signal_name``."""
+    import os
+    import signal
+    import time
+
+    from tests.fleet.fleet_nodes import write_node
+    from tests.fleet.test_proof import detect_doc, validate_doc
+
+    script = render_sbatch(SlurmJob(nodes=2, output_dir=str(tmp_path / "out"),
+                                    run=NodeRun(python=sys.executable, level="quick")))
+    folder = tmp_path / "out" / "42"
+    folder.mkdir(parents=True)
+    write_node(folder, "node-a", detect=detect_doc(0), validate=validate_doc(level="quick"),
+               exit_status=0)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "scontrol").write_text("#!/bin/sh\necho node-a\necho node-b\n")
+    started = tmp_path / "srun-started"
+    (bin_dir / "srun").write_text(f"#!/bin/sh\ntouch '{started}'\nexec sleep 60\n")
+    for tool in ("scontrol", "srun"):
+        (bin_dir / tool).chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_JOB_ID": "42",
+           "SLURM_JOB_NODELIST": "node-[a-b]", "SLURM_JOB_NUM_NODES": "2",
+           "PYTHONPATH": os.pathsep.join(sys.path), "NO_COLOR": "1", "COLUMNS": "200"}
+    with subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path) as proc:
+        deadline = time.monotonic() + 30
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists(), "srun was started"
+        proc.send_signal(getattr(signal, signal_name))
+        out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), folder
+
+
+def test_near_the_time_limit_the_script_still_prints_the_verdict(tmp_path: Path) -> None:
+    """Slurm's USR1 (``--signal=B:USR1@S``): the hung node is named, the other one passed."""
+    proc, folder = _stopped_job(tmp_path, "SIGUSR1")
+    assert proc.returncode == 1, proc.stderr
+    assert (folder / "job-end").read_text() == "time-limit\n"
+    assert "reached its time limit" in proc.stdout
+    assert "node-b: wrote no report" in proc.stdout, proc.stdout
+    assert "node-a │ ok" in proc.stdout
+    assert (folder / "fleet-junit.xml").is_file()
+
+
+def test_a_cancelled_job_blames_no_node(tmp_path: Path) -> None:
+    proc, folder = _stopped_job(tmp_path, "SIGTERM")
+    assert proc.returncode == 1, proc.stderr
+    assert (folder / "job-end").read_text() == "cancelled\n"
+    assert "was cancelled" in proc.stdout and "Nodes to drain" not in proc.stdout
+    doc = json.loads(run_cli(["fleet", "report", str(folder), "--json",
+                              "--nodes-file", str(folder / "expected-nodes.txt")]).stdout)
+    assert doc["job_end"] == "cancelled" and doc["drain"] == [] and not doc["ok"]

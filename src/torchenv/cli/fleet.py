@@ -53,6 +53,9 @@ def register(sub: Subcommands) -> None:
                        help="one more sbatch option, written as an #SBATCH line; repeatable "
                             "(write --sbatch-arg=--account=abc)")
     slurm.add_argument("--job-name", default="torchenv-validate", metavar="NAME")
+    slurm.add_argument("--merge-time", type=int, default=120, metavar="S",
+                       help="seconds kept before the time limit to stop the nodes and print "
+                            "the verdict (default: 120)")
     slurm.add_argument("--no-exclusive", dest="exclusive", action="store_false",
                        help="share the nodes (by default the job takes whole nodes, so that "
                             "the performance probe and the health checks see only themselves)")
@@ -212,7 +215,8 @@ def run_slurm(args: argparse.Namespace) -> int:
         output_dir=_text("--output-dir", args.output_dir, "a folder every node can write"),
         partition=args.partition, time=args.time, sbatch_args=tuple(args.sbatch_arg),
         run=_node_run(args),
-        job_name=_text("--job-name", args.job_name, "a job name"), exclusive=args.exclusive)
+        job_name=_text("--job-name", args.job_name, "a job name"), exclusive=args.exclusive,
+        merge_seconds=_count("--merge-time", args.merge_time, 10, 3600))
     text = render_sbatch(job)
     submit = f"sbatch --wait {args.output}" if args.output and args.output != "-" else None
     return _emit(args, text, {"scheduler": "slurm", "script": text,

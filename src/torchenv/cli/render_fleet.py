@@ -18,6 +18,8 @@ def _problems_cell(node: NodeSummary, width: int = 70) -> str:
     lines = [f"{f.name}: {_short(f.error, width)}" for f in node.failed]
     lines += [f"{f.name} (advisory): {_short(f.error, width)}" for f in node.advisory]
     lines += [_short(p, width + 20) for p in node.problems]
+    # the cause: the signal, the failing check's last error line, the end of stderr
+    lines += [_short(c, width + 20) for c in node.cause if c not in lines[:1]]
     return "\n".join(lines)
 
 

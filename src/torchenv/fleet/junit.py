@@ -71,6 +71,8 @@ def _node_suite(node: NodeSummary) -> ET.Element:
         failure = ET.SubElement(reports, "failure", {"message": node.problems[0],
                                                      "type": "reports"})
         failure.text = "\n".join(node.problems)
+    if node.cause:
+        ET.SubElement(reports, "system-err").text = "\n".join(node.cause)
     suite.extend(cases)
     _count(suite)
     return suite

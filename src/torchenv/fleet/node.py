@@ -7,6 +7,7 @@ drains)::
     NODE.validate.json   torchenv validate --json (the document, or validate's error document)
     NODE.junit.xml       the same verdict as JUnit XML
     NODE.exit            validate's exit status
+    NODE.stderr          what detect and validate wrote to stderr (the cause when they crash)
 
 Where no shared folder exists (a Kubernetes pod), the node prints each report to its log between
 two marker lines, and ``torchenv fleet report`` reads them back from saved logs::
@@ -26,6 +27,8 @@ from dataclasses import dataclass
 from typing import Literal, Optional
 
 __all__ = [
+    "JOB_ENDS",
+    "JOB_END_FILE",
     "MARKER_RE",
     "REPORT_KINDS",
     "Level",
@@ -36,8 +39,13 @@ __all__ = [
 
 Level = Literal["quick", "full"]
 
-REPORT_KINDS = ("detect.json", "validate.json", "junit.xml", "exit")
+REPORT_KINDS = ("detect.json", "validate.json", "junit.xml", "exit", "stderr")
 """The reports of one node, by the suffix of their file names (also their log section names)."""
+
+JOB_END_FILE = "job-end"
+"""Written beside the reports when the job was stopped before its nodes finished (the Slurm
+script's trap): one word, ``time-limit`` or ``cancelled``."""
+JOB_ENDS = ("time-limit", "cancelled")
 
 PARTIAL_SUFFIX = ".part"
 """A report still being written (or cut short) carries this suffix until it is renamed."""
@@ -86,13 +94,15 @@ def node_script(run: NodeRun) -> str:
     return f"""\
 report="$FLEET_REPORT_DIR/$FLEET_NODE"
 # Each report is written under a temporary name and renamed once complete, so that a report cut
-# short (a node that died, a job out of time) is never read as a whole one.
-"$FLEET_PYTHON" -m torchenv detect --json > "$report.detect.json{part}"
+# short (a node that died, a job out of time) is never read as a whole one. What the commands
+# write to stderr is kept beside them: when one cannot start or crashes, that is the cause.
+"$FLEET_PYTHON" -m torchenv detect --json > "$report.detect.json{part}" 2> "$report.stderr"
 mv -f "$report.detect.json{part}" "$report.detect.json"
 status=0
 "$FLEET_PYTHON" -m torchenv validate --level "$FLEET_LEVEL"{timeout} --json \\
     --junit "$report.junit.xml" --nnodes "$FLEET_NNODES" --node-rank "$FLEET_NODE_RANK" \\
-    --rdzv-endpoint "$FLEET_RDZV_ENDPOINT" > "$report.validate.json{part}" || status=$?
+    --rdzv-endpoint "$FLEET_RDZV_ENDPOINT" > "$report.validate.json{part}" \\
+    2>> "$report.stderr" || status=$?
 mv -f "$report.validate.json{part}" "$report.validate.json"
 echo "$status" > "$report.exit"
 """

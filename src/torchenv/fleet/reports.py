@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from torchenv.errors import BadInput
-from torchenv.fleet.node import MARKER_RE, PARTIAL_SUFFIX, REPORT_KINDS
+from torchenv.fleet.node import JOB_END_FILE, JOB_ENDS, MARKER_RE, PARTIAL_SUFFIX, REPORT_KINDS
 
 if TYPE_CHECKING:
     from torchenv.detection.profile import HostProfile
@@ -47,6 +47,10 @@ __all__ = [
 
 MAX_LOG_BYTES = 64 * 1024 * 1024
 """The most read of one pod log; a full validation's log is far below it."""
+
+STDERR_TAIL_BYTES = 16 * 1024
+STDERR_TAIL_LINES = 12
+"""What is kept of a node's stderr: its last lines, where a crash leaves its cause."""
 
 
 class UnreadableReport(ValueError):
@@ -74,7 +78,8 @@ class RawReport:
 class NodeReports:
     """Everything read for one node. ``problems`` make the node's verdict fail; ``notes`` do not.
 
-    ``validate_origin`` names the file (or log section) the verdict was read from.
+    ``validate_origin`` names the file (or log section) the verdict was read from;
+    ``stderr_tail`` holds the last lines detect and validate wrote to stderr.
     """
 
     node: str
@@ -85,16 +90,22 @@ class NodeReports:
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     origins: tuple[str, ...] = ()
+    stderr_tail: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class ReportSet:
-    """The reports of a folder, one entry per node (sorted by name), and the files ignored."""
+    """The reports of a folder, one entry per node (sorted by name), and the files ignored.
+
+    ``job_end`` is why the job stopped before its nodes finished (``time-limit``,
+    ``cancelled``), from the ``job-end`` file the Slurm script's trap writes; None otherwise.
+    """
 
     directory: str
     nodes: tuple[NodeReports, ...]
     ignored: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
+    job_end: Optional[str] = None
 
 
 # ----------------------------------------------------------------------------- the file system
@@ -118,10 +129,21 @@ def read_reports(directory: str | os.PathLike[str]) -> ReportSet:
     raws: list[RawReport] = []
     ignored: list[str] = []
     problems: list[str] = []
+    job_end = None
     for path in entries:
         if not path.is_file():
             continue
         name = path.name
+        if name == JOB_END_FILE:
+            try:
+                word = read_bytes_capped(path, limit=4096).decode("utf-8", "replace").strip()
+            except BadInput as exc:
+                word = _after_path(exc.message, path)
+            if word in JOB_ENDS:
+                job_end = word
+            else:
+                problems.append(f"{name}: {word[:40]!r} is not one of {', '.join(JOB_ENDS)}")
+            continue
         kind, node, partial = _classify(name)
         is_log = kind is None and name.endswith(".log")
         if kind is None and not is_log:
@@ -129,6 +151,9 @@ def read_reports(directory: str | os.PathLike[str]) -> ReportSet:
             continue
         if partial:  # its text is not a report; that it is there is what counts
             raws.append(RawReport(node=node or "", kind=kind or "", origin=name, partial=True))
+            continue
+        if kind == "stderr":  # only its end matters, however long it grew
+            raws.append(_read_tail(path, node or ""))
             continue
         try:
             data = read_bytes_capped(path, limit=MAX_LOG_BYTES if is_log else MAX_READ_BYTES)
@@ -154,7 +179,20 @@ def read_reports(directory: str | os.PathLike[str]) -> ReportSet:
         by_node.setdefault(raw.node, []).append(raw)
     return ReportSet(directory=str(directory),
                      nodes=tuple(node_reports(n, by_node[n]) for n in sorted(by_node)),
-                     ignored=tuple(ignored), problems=tuple(problems))
+                     ignored=tuple(ignored), problems=tuple(problems), job_end=job_end)
+
+
+def _read_tail(path: Path, node: str) -> RawReport:
+    try:
+        with path.open("rb") as stream:
+            size = stream.seek(0, os.SEEK_END)
+            stream.seek(max(0, size - STDERR_TAIL_BYTES))
+            data = stream.read()
+    except OSError as exc:
+        return RawReport(node=node, kind="stderr", origin=path.name,
+                         error=f"cannot read it: {exc.strerror or exc}")
+    return RawReport(node=node, kind="stderr", origin=path.name,
+                     text=data.decode("utf-8", "replace"))
 
 
 def has_reports(directory: str | os.PathLike[str]) -> bool:
@@ -224,8 +262,13 @@ def node_reports(node: str, raws: Iterable[RawReport]) -> NodeReports:
     whole: dict[str, RawReport] = {}
     partial: dict[str, RawReport] = {}
     origins: list[str] = []
+    stderr: list[str] = []
     for raw in raws:
         origins.append(raw.origin)
+        if raw.kind == "stderr":  # not a report: the cause, when there is one
+            stderr.extend(line.rstrip() for line in (raw.text or "").splitlines()
+                          if line.strip())
+            continue
         if raw.error is not None:
             problems.append(f"{raw.origin}: {raw.error}")
         elif raw.partial:
@@ -262,7 +305,8 @@ def node_reports(node: str, raws: Iterable[RawReport]) -> NodeReports:
         notes.append("no detect report: its driver and GPUs are unknown")
     return NodeReports(node=node, detect=detect, validate=validate,
                        validate_origin=validate_origin, exit_status=exit_status,
-                       problems=tuple(problems), notes=tuple(notes), origins=tuple(origins))
+                       problems=tuple(problems), notes=tuple(notes), origins=tuple(origins),
+                       stderr_tail=tuple(stderr[-STDERR_TAIL_LINES:]))
 
 
 def _parsed(raw: Optional[RawReport], parse: Any, problems: list[str]) -> Any:
@@ -326,7 +370,8 @@ _OPTIONAL_TEXT = ("detail", "error", "hint", "reason")
 
 
 def parse_validate(text: str) -> Report:
-    """A ``torchenv validate --json`` document (its ``ok`` is recomputed from the checks)."""
+    """A ``torchenv validate --json`` document. Its ``ok`` is recomputed from the checks and
+    ``interrupted`` (a run stopped before its end is never ok), never taken from the document."""
     from torchenv.validation.report import Report
 
     doc = _json(text)
@@ -341,7 +386,8 @@ def parse_validate(text: str) -> Report:
         seconds = 0.0
     return Report(python=str(doc.get("python") or ""),
                   torch=torch if isinstance(torch, str) else None,
-                  level=str(doc.get("level") or "unknown"), checks=checks, seconds=seconds)
+                  level=str(doc.get("level") or "unknown"), checks=checks, seconds=seconds,
+                  interrupted=doc.get("interrupted") is True)
 
 
 def _check(index: int, doc: Any) -> CheckResult:

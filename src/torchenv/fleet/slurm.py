@@ -7,6 +7,11 @@ meet through torchrun's c10d rendezvous on the first allocated host. A task alwa
 its reports are written, so one failing node stops neither the others nor their reports; the
 batch step then runs ``torchenv fleet report`` over the folder, whose exit status (1 when any
 node failed or wrote nothing) becomes the job's, which ``sbatch --wait`` returns.
+
+The merge always runs: Slurm signals the batch shell (``--signal=B:USR1@MERGE_SECONDS``) that
+long before the time limit, and ``scancel`` sends it SIGTERM; either way the shell stops the node
+tasks, writes ``job-end`` (``time-limit`` or ``cancelled``) into the report folder, and prints the
+verdict, in which a cancelled job blames no node.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from torchenv import __version__
-from torchenv.fleet.node import NodeRun, node_script
+from torchenv.fleet.node import JOB_END_FILE, NodeRun, node_script
 
 __all__ = ["SlurmJob", "render_sbatch"]
 
@@ -37,12 +42,15 @@ class SlurmJob:
     run: NodeRun = field(default_factory=NodeRun)
     job_name: str = "torchenv-validate"
     exclusive: bool = True
+    merge_seconds: int = 120
+    """Time reserved before the time limit for stopping the nodes and printing the verdict."""
 
     def to_json(self) -> dict[str, Any]:
         return {"nodes": self.nodes, "gpus_per_node": self.gpus_per_node,
                 "partition": self.partition, "time": self.time,
                 "output_dir": self.output_dir, "sbatch_args": list(self.sbatch_args),
                 "job_name": self.job_name, "exclusive": self.exclusive,
+                "merge_seconds": self.merge_seconds,
                 "level": self.run.level, "python": self.run.python,
                 "timeout": self.run.timeout, "rdzv_port": self.run.rdzv_port}
 
@@ -59,6 +67,8 @@ def render_sbatch(job: SlurmJob) -> str:
         directives.append(f"--partition={job.partition}")
     if job.time:
         directives.append(f"--time={job.time}")
+    # USR1 to the batch shell (B:) this long before the time limit: time left for the verdict
+    directives.append(f"--signal=B:USR1@{job.merge_seconds}")
     # sbatch expands %j in --output; a literal % in the folder is written %%
     directives.append(f"--output={job.output_dir.replace('%', '%%')}/slurm-%j.out")
     sbatch_lines = "\n".join(f"#SBATCH {q(d)}" for d in (*directives, *job.sbatch_args))
@@ -108,12 +118,35 @@ FLEET_NODE_RANK="$SLURM_NODEID"
 {node_lines}exit 0
 NODE
 
+# Always a verdict: near the time limit Slurm sends USR1 (--signal above), scancel sends TERM.
+# Either one stops the node tasks, says why in job-end, and goes on to the verdict; srun runs
+# in the background because bash runs a trap only between commands, and `wait` is one.
+job_end=""
+srun_pid=""
+stop_nodes() {{
+  job_end="$1"
+  echo "$job_end" > "$FLEET_REPORT_DIR/{JOB_END_FILE}"
+  echo "torchenv fleet: $job_end: stopping the node tasks for the verdict" >&2
+  kill -TERM "$srun_pid" 2>/dev/null || true
+}}
+trap 'stop_nodes time-limit' USR1
+trap 'stop_nodes cancelled' TERM INT
+
 # One task per node with the whole node (every CPU and GPU of the allocation there). srun
 # fails only when a node could not run its task at all; that node then has no reports, which
 # the verdict below names, so the script goes on to it.
 srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --whole --kill-on-bad-exit=0 \\
-    --label bash -c "$NODE_SCRIPT" \\
-    || echo "torchenv fleet: srun exited $? (a node could not run its task)" >&2
+    --label bash -c "$NODE_SCRIPT" &
+srun_pid=$!
+srun_status=0
+wait "$srun_pid" || srun_status=$?
+if [ -n "$job_end" ]; then
+  # the trap ran: srun passes the TERM to the tasks and ends within Slurm's KillWait
+  trap - USR1 TERM INT
+  wait "$srun_pid" 2>/dev/null || true
+elif [ "$srun_status" -ne 0 ]; then
+  echo "torchenv fleet: srun exited $srun_status (a node could not run its task)" >&2
+fi
 
 # The fleet verdict: the table in this job's output, one JUnit file for CI, and the job's exit
 # status: 1 when any node failed, wrote nothing, or differs from the others.

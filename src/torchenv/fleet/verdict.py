@@ -17,6 +17,7 @@ Without such a majority the skew is reported and no node is singled out.
 from __future__ import annotations
 
 import re
+import signal
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Optional
@@ -38,6 +39,7 @@ __all__ = [
     "Skew",
     "judge",
     "parse_build_detail",
+    "required_checks",
     "summarize",
 ]
 
@@ -45,6 +47,20 @@ NodeStatus = Literal["pass", "fail", "incomplete", "missing"]
 
 NONE = "none"
 """A fact known to be absent (no NVIDIA driver, a build without NCCL); None means unknown."""
+
+LOCAL_CHECKS = ("import_torch", "build")
+"""Checks every validation must have passed, at any level, to prove anything."""
+GLOO_COLLECTIVES = ("gloo_allreduce", "gloo_broadcast", "gloo_allgather", "ddp_step")
+NCCL_COLLECTIVES = ("nccl_allreduce", "nccl_broadcast", "nccl_allgather")
+
+
+def required_checks(level: str, gpus: int) -> tuple[str, ...]:
+    """The checks a node's report must hold, passed, for the node to pass: the local ones at
+    every level; at the full level the collectives too (NCCL's on a node with ``gpus``)."""
+    if level != "full":
+        return LOCAL_CHECKS
+    return LOCAL_CHECKS + GLOO_COLLECTIVES + (NCCL_COLLECTIVES if gpus else ())
+
 
 SKEW_KINDS = ("driver", "torch", "nccl", "gpu_model", "gpu_count", "arch_list")
 _SKEW_LABELS = {"driver": "NVIDIA driver", "torch": "torch build", "nccl": "NCCL version",
@@ -126,6 +142,9 @@ class NodeSummary:
     notes: tuple[str, ...] = ()
     validate_origin: Optional[str] = None
     exit_status: Optional[int] = None
+    cause: tuple[str, ...] = ()
+    """The last error lines: the signal that ended validate, the failing check's error, the
+    end of the node's stderr when no report says why."""
     report: Optional[Report] = field(default=None, repr=False, compare=False)
 
     @property
@@ -168,25 +187,35 @@ class NodeSummary:
                 "level": self.level, "failed_checks": [f.to_json() for f in self.failed],
                 "advisory_failures": [f.to_json() for f in self.advisory],
                 "problems": list(self.problems), "notes": list(self.notes),
-                "validate_report": self.validate_origin, "exit_status": self.exit_status}
+                "validate_report": self.validate_origin, "exit_status": self.exit_status,
+                "cause": list(self.cause)}
 
 
 def summarize(reports: NodeReports) -> NodeSummary:
-    """The facts and the result of one node from its reports."""
+    """The facts and the result of one node from its reports.
+
+    A node passes only when its report proves something: every check its level requires
+    (:func:`required_checks`) is there and passed, the run was not interrupted, its exit file
+    agrees with the report, and it validated every GPU its detect report shows.
+    """
     detect, validate = reports.detect, reports.validate
     gpu_count = gpu_models = driver = torch = None
+    gpus_on_node: Optional[int] = None
     if detect is not None:
         gpus = detect.nvidia.visible_gpus() if detect.nvidia is not None else ()
         names = [g.name or "unknown GPU" for g in gpus]
         if detect.rocm is not None and detect.rocm.gfx_targets:
             names += list(detect.rocm.gfx_targets)
         gpu_count, gpu_models = len(names), tuple(sorted(set(names)))
+        # every GPU of the node, visible to this job or not: the ones a fleet must validate
+        gpus_on_node = len(detect.nvidia.gpus) if detect.nvidia is not None else 0
         # None: a driver is there but its version could not be read
         driver = NONE if detect.nvidia is None else detect.nvidia.driver_version
         torch = detect.torch.version if detect.torch is not None else NONE
     build = BuildFacts()
     failed: list[FailedCheck] = []
     advisory: list[FailedCheck] = []
+    problems = list(reports.problems)
     if validate is not None:
         torch = validate.torch or torch
         for check in validate.checks:
@@ -195,6 +224,8 @@ def summarize(reports: NodeReports) -> NodeSummary:
             if check.status == "fail":
                 (failed if check.required else advisory).append(
                     FailedCheck(check.name, check.error or "failed", check.hint, check.required))
+        failed += _unproven(validate, gpus_on_node or gpu_count or 0)
+        problems += _disagreements(validate, reports.exit_status, gpus_on_node)
     nccl, arch = build.nccl, build.arch_list
     if build.cpu_only:
         nccl, arch = NONE, ()
@@ -203,7 +234,7 @@ def summarize(reports: NodeReports) -> NodeSummary:
     status: NodeStatus
     if failed:
         status = "fail"
-    elif reports.problems or validate is None:
+    elif problems or validate is None:
         status = "incomplete"
     else:
         status = "pass"
@@ -211,9 +242,82 @@ def summarize(reports: NodeReports) -> NodeSummary:
         node=reports.node, status=status, gpu_count=gpu_count, gpu_models=gpu_models,
         driver=driver, torch=torch, cuda=build.cuda, nccl=nccl, arch_list=arch,
         level=validate.level if validate is not None else None, failed=tuple(failed),
-        advisory=tuple(advisory), problems=reports.problems, notes=reports.notes,
+        advisory=tuple(advisory), problems=tuple(problems), notes=reports.notes,
         validate_origin=reports.validate_origin, exit_status=reports.exit_status,
-        report=validate)
+        cause=_cause(reports, failed) if status != "pass" else (), report=validate)
+
+
+def _unproven(validate: Report, gpus: int) -> list[FailedCheck]:
+    """A failure for each check the level requires that the report lacks or did not pass."""
+    by_name = {c.name: c for c in validate.checks}
+    out = []
+    for name in required_checks(validate.level, gpus):
+        check = by_name.get(name)
+        if check is None:
+            out.append(FailedCheck(name, f"not in the report: the {validate.level} level "
+                                         "requires it, so the report proves nothing"))
+        elif check.status == "skip":
+            out.append(FailedCheck(name, f"skipped ({check.reason or 'no reason given'}): the "
+                                         f"{validate.level} level requires it to pass"))
+    return out
+
+
+def _validated_gpus(validate: Report) -> set[int]:
+    """The CUDA devices that passed at least one check (``cuda`` is device 0)."""
+    found = set()
+    for check in validate.checks:
+        device = check.device
+        if check.status == "pass" and (device == "cuda" or device.startswith("cuda:")):
+            index = device.partition(":")[2] or "0"
+            if index.isdigit():
+                found.add(int(index))
+    return found
+
+
+def _disagreements(validate: Report, exit_status: Optional[int], gpus_on_node: Optional[int]
+                   ) -> list[str]:
+    out = []
+    if validate.interrupted:
+        out.append(f"the validation was interrupted after {len(validate.checks)} check(s): "
+                   "what did not run proved nothing")
+    if exit_status is not None and (exit_status == 0) != validate.ok:
+        out.append(f"its exit file says {exit_status} ({_exit_words(exit_status)}) but its "
+                   f"report {'passed' if validate.ok else 'failed'}: the two disagree")
+    validated = len(_validated_gpus(validate))
+    if gpus_on_node is not None and validated < gpus_on_node:
+        out.append(f"validated {validated} of its {gpus_on_node} GPU(s): "
+                   f"{gpus_on_node - validated} left unvalidated (was the job given every GPU "
+                   "of the node? --gpus-per-node)")
+    return out
+
+
+def _exit_words(status: int) -> str:
+    if status > 128:
+        try:
+            name = signal.Signals(status - 128).name
+        except ValueError:
+            name = f"signal {status - 128}"
+        killed = ", out of memory or killed" if status - 128 == signal.SIGKILL else ""
+        return f"killed by signal {status - 128}, {name}{killed}"
+    return "passed" if status == 0 else "failed" if status == 1 else "an error"
+
+
+def _cause(reports: NodeReports, failed: Sequence[FailedCheck]) -> tuple[str, ...]:
+    """The last error lines of a node that did not pass."""
+    lines = []
+    status = reports.exit_status
+    if status is not None and status > 128:
+        lines.append(f"validate {_exit_words(status)}")
+    for check in failed[:1]:
+        lines.append(f"{check.name}: {_last_line(check.error)}")
+    if reports.validate is None or status not in (None, 0, 1):
+        lines += reports.stderr_tail[-5:]
+    return tuple(lines)
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else text
 
 
 @dataclass(frozen=True)
@@ -290,6 +394,8 @@ class FleetVerdict:
     findings: tuple[Finding, ...] = ()
     expected: Optional[int] = None
     ignored: tuple[str, ...] = ()
+    job_end: Optional[str] = None
+    """``cancelled`` or ``time-limit`` when the job was stopped before its nodes finished."""
 
     @property
     def ok(self) -> bool:
@@ -322,7 +428,7 @@ class FleetVerdict:
                 "drain": [{"node": node, "reasons": list(reasons)}
                           for node, reasons in self.drain],
                 "findings": [f.to_json() for f in self.findings],
-                "ignored_files": list(self.ignored)}
+                "ignored_files": list(self.ignored), "job_end": self.job_end}
 
 
 def judge(reports: ReportSet, *, expected_nodes: Optional[Sequence[str]] = None,
@@ -356,13 +462,21 @@ def judge(reports: ReportSet, *, expected_nodes: Optional[Sequence[str]] = None,
     nodes = tuple(summaries[name] for name in sorted(summaries))
     skews = tuple(s for kind in SKEW_KINDS
                   if (s := find_skew(nodes, kind, allowed=kind in allow_skew)) is not None)
+    if reports.job_end == "cancelled":
+        findings.append(Finding("error", "the job was cancelled before its nodes finished: "
+                                         "no node is blamed for it, none is drained"))
+    elif reports.job_end == "time-limit":
+        findings.append(Finding("error", "the job reached its time limit: the nodes still "
+                                         "running were stopped (a node that hung is named "
+                                         "below, its report cut short or missing)"))
     levels = sorted({n.level for n in nodes if n.level})
     if len(levels) > 1:
         findings.append(Finding("warning", f"nodes ran different validation levels: "
                                            f"{', '.join(levels)}"))
+    drain = () if reports.job_end == "cancelled" else _drain(nodes, skews)
     return FleetVerdict(directory=reports.directory, nodes=nodes, skews=skews,
-                        drain=_drain(nodes, skews), findings=tuple(findings),
-                        expected=expected, ignored=reports.ignored)
+                        drain=drain, findings=tuple(findings),
+                        expected=expected, ignored=reports.ignored, job_end=reports.job_end)
 
 
 def _drain(nodes: Sequence[NodeSummary], skews: Sequence[Skew]
