@@ -52,3 +52,40 @@ def test_a_file_name_with_escape_sequences_prints_none(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr
     assert "node?]0;owned?.json" in proc.stderr
+
+
+SECRET_BASE = "https://alice:s3cret@mirror.example/whl"
+
+
+@pytest.mark.parametrize(("text", "redacted", "stripped"), [
+    ("https://alice:s3cret@mirror.example/whl/cpu", "https://alice:****@mirror.example/whl/cpu",
+     "https://mirror.example/whl/cpu"),
+    ("--index-url https://tok3n@h/x --extra https://h/y",
+     "--index-url https://****@h/x --extra https://h/y", "--index-url https://h/x --extra https://h/y"),
+    ("https://h/whl/cu128", "https://h/whl/cu128", "https://h/whl/cu128"),
+], ids=["user-password", "token-as-user", "no-credentials"])
+def test_credentials_are_redacted_when_shown_and_left_out_of_files(
+        text: str, redacted: str, stripped: str) -> None:
+    from torchenv.matrix.index import redact_credentials, strip_credentials
+
+    assert redact_credentials(text) == redacted
+    assert strip_credentials(text) == (stripped, stripped != text)
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"], ["--explain"]], ids=["text", "json", "explain"])
+def test_resolve_never_prints_an_index_password(extra: list[str]) -> None:
+    proc = run_cli(["resolve", "--no-gpu", "--variant", "cpu", "--index-base", SECRET_BASE,
+                    *extra])
+    assert proc.returncode == 0, proc.stderr
+    assert "s3cret" not in proc.stdout + proc.stderr
+    assert "alice:****@mirror.example" in proc.stdout
+
+
+def test_an_env_file_holds_no_index_credentials_and_says_so(tmp_path: Path) -> None:
+    proc = run_cli(["env", "--format", "requirements", "-o", "req.txt", "--no-gpu", "--variant",
+                    "cpu", "--index-base", SECRET_BASE], cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    written = (tmp_path / "req.txt").read_text()
+    assert "s3cret" not in written and "alice" not in written
+    assert "--index-url https://mirror.example/whl/cpu" in written
+    assert "leaves out the index URL's user name and password" in proc.stderr

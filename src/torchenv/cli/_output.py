@@ -9,6 +9,9 @@ that the console itself writes pass; every other control character (C0 but tab a
 DEL, C1, and escape sequences of any other kind) is shown as ``?``. Off a terminal the console
 writes no sequences at all, so nothing passes. JSON documents are unaffected: ``json.dumps``
 already writes control characters as ``\\u`` escapes.
+
+The same filter hides the secret of any URL's credentials (``https://user:****@host``), as pip
+and uv do: an ``--index-base`` with a password is used where a command runs, never printed.
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def clean(text: str, *, keep_colour: bool = False) -> str:
-    """``text`` with every control character but tab and newline shown as ``?``; with
-    ``keep_colour``, colour sequences stay."""
+    """``text`` with every control character but tab and newline shown as ``?``, and URL
+    credentials redacted; with ``keep_colour``, colour sequences stay."""
+    from torchenv.matrix.index import redact_credentials
+
+    text = redact_credentials(text)
     if not keep_colour:
         return _CONTROL.sub("?", text)
     parts = _SGR.split(text)  # odd indexes are the colour sequences themselves

@@ -261,7 +261,14 @@ def run_env(args: argparse.Namespace) -> int:
             f"--format: {args.format!r} is not a format", hint="use " + ", ".join(FORMATS)
         )
     plan, _, _ = _decide(args)
+    from torchenv.matrix.index import strip_credentials
+
     text = render_file(plan, fmt, pytorch_channel=args.conda_channel == "pytorch")
+    text, had_credentials = strip_credentials(text)  # a file never holds a password
+    if had_credentials:
+        print("torchenv: warning: the file leaves out the index URL's user name and password; "
+              "give them to pip or uv through a keyring, ~/.netrc or PIP_INDEX_URL / "
+              "UV_INDEX_URL", file=sys.stderr)
     if args.output and args.output != "-":  # `-o -` is stdout, as without -o
         from pathlib import Path
 

@@ -6,6 +6,7 @@ Facts of the matrix that the resolver, the installers, CI rows and doctor all us
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Optional
 
@@ -18,6 +19,8 @@ __all__ = [
     "index_url_for",
     "pin",
     "pins",
+    "redact_credentials",
+    "strip_credentials",
 ]
 
 DEFAULT_INDEX_BASE = "https://download.pytorch.org/whl"
@@ -89,3 +92,28 @@ def check_index_base(value: str) -> str:
         raise BadInput(f"{value!r} is not an https://, http:// or file:// URL", hint=hint,
                        field="index_base", value=value)
     return value
+
+
+# scheme://user[:password]@ — what pip and uv hide when they print an index URL
+_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^\s/@:]*)"
+                          r"(?::(?P<password>[^\s/@]*))?@")
+
+
+def redact_credentials(text: str) -> str:
+    """``text`` with the secret of every URL's credentials shown as ``****``, as pip prints
+    them: ``https://user:****@host/…``, and a lone user name (often a token) ``https://****@``.
+    """
+    def hide(m: re.Match[str]) -> str:
+        if m["password"] is None:
+            return f"{m['scheme']}****@"
+        return f"{m['scheme']}{m['user']}:****@"
+
+    return _CREDENTIALS.sub(hide, text)
+
+
+def strip_credentials(text: str) -> tuple[str, bool]:
+    """``text`` with the credentials of every URL left out, and whether there were any (a file
+    torchenv writes never holds a secret; pip and uv take it from a keyring, ``.netrc`` or
+    ``PIP_INDEX_URL`` / ``UV_INDEX_URL``)."""
+    stripped, count = _CREDENTIALS.subn(lambda m: m["scheme"], text)
+    return stripped, bool(count)
