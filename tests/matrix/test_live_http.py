@@ -104,6 +104,15 @@ def huge_length(h: http.server.BaseHTTPRequestHandler) -> None:
     h.wfile.write(b"<html>")
 
 
+def absurd_length(h: http.server.BaseHTTPRequestHandler) -> None:
+    h.send_response(200)
+    h.send_header("Content-Type", "text/html")
+    h.send_header("Content-Length", "9" * 5000)  # past int()'s 4300-digit limit
+    h.end_headers()
+    h.wfile.write(b"<html></html>")
+    h.close_connection = True
+
+
 def ignores_range(h: http.server.BaseHTTPRequestHandler) -> None:
     h.send_response(200)
     h.send_header("Content-Type", "application/octet-stream")
@@ -175,6 +184,18 @@ def test_an_announced_huge_body_is_refused_unread(
         with pytest.raises(NetworkError, match=r"announces 10737418240 bytes, more than the "
                            r"1 MiB torchenv reads"):
             fetcher.get(f"{server.base}/whl/torch/")
+    finally:
+        fetcher.close()
+
+
+def test_a_content_length_that_is_no_number_is_ignored(
+        serve: Callable[[Responder], RawServer]) -> None:
+    """5,000 digits are no length any response has: the header is not read as a number (no
+    ValueError from int()), and the body is read, bounded, as if it were missing."""
+    server = serve(absurd_length)
+    fetcher = Fetcher(FetchPolicy(max_bytes=1024 * 1024, retries=0))
+    try:
+        assert fetcher.get(f"{server.base}/whl/torch/").body == b"<html></html>"
     finally:
         fetcher.close()
 

@@ -317,6 +317,12 @@ def test_manylinux_floor(tag: str, floor: str | None) -> None:
     assert manylinux_floor(tag) == floor
 
 
+def test_a_pep691_page_nested_past_any_index_is_malformed() -> None:
+    page = b"[" * 200_000 + b"]" * 200_000
+    with pytest.raises(MalformedPage, match=r"https://x/whl/torch/: not valid JSON"):
+        page_filenames("https://x/whl/torch/", page, "application/vnd.pypi.simple.v1+json")
+
+
 def test_real_index_excerpt_parses() -> None:
     raw = next(FIXTURES.glob("download_pytorch_org_whl_torch_*.html")).read_bytes()
     page = b"<!DOCTYPE html><html><body>" + raw + b"</body></html>\n"

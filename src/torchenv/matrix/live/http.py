@@ -443,9 +443,9 @@ class Fetcher:
         import requests
 
         limit = self.policy.max_bytes
-        length = resp.headers.get("Content-Length")
-        if length and length.isdigit() and int(length) > limit:
-            raise NetworkError(f"{url}: the server announces {int(length)} bytes, more than "
+        length = _content_length(resp.headers.get("Content-Length"))
+        if length is not None and length > limit:
+            raise NetworkError(f"{url}: the server announces {length} bytes, more than "
                                f"the {_size(limit)} torchenv reads of one response",
                                hint="is --index-base / --pypi-base the right URL?")
         chunks: list[bytes] = []
@@ -465,11 +465,22 @@ class Fetcher:
                 requests.exceptions.ConnectionError) as exc:
             raise _Retryable(f"response ended early (truncated): {_short(exc)}") from exc
         body = b"".join(chunks)
-        if length and length.isdigit() and int(length) != len(body) \
+        if length is not None and length != len(body) \
                 and resp.headers.get("Content-Encoding") in (None, "identity"):
             raise _Retryable(f"response ended early (truncated): got {len(body)} of "
                              f"{length} bytes")
         return body
+
+
+def _content_length(header: str | None) -> int | None:
+    """A ``Content-Length`` header's number, or None when there is none or it is not one: ASCII
+    digits, at most 18 of them (more than any response is long), read before ``int`` sees them."""
+    if header is None:
+        return None
+    text = header.strip()
+    if not (0 < len(text) <= 18 and text.isascii() and text.isdigit()):
+        return None
+    return int(text)
 
 
 @dataclass

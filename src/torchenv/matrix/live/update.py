@@ -273,7 +273,8 @@ def _project(fetcher: Fetcher, pypi_base: str, project: str) -> dict[str, list[P
     assert resp is not None
     try:
         return project_files(resp.url, json.loads(resp.body))
-    except ValueError as exc:  # bad JSON, or UnexpectedMetadata naming what is missing
+    except (ValueError, RecursionError) as exc:  # bad or absurdly nested JSON, or
+        # UnexpectedMetadata naming what is missing
         text = str(exc) if isinstance(exc, UnexpectedMetadata) else f"{url}: not valid JSON " \
             f"({exc})"
         raise MalformedPage(text, hint="is --pypi-base the root of PyPI or a mirror of its "

@@ -59,7 +59,7 @@ def page_filenames(url: str, body: bytes, content_type: str) -> list[str]:
             or content_type == "application/json":
         try:
             doc = json.loads(body)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested past any index
             raise MalformedPage(f"{url}: not valid JSON ({exc}); truncated or not an index "
                                 "page") from exc
         files = doc.get("files") if isinstance(doc, dict) else None
