@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import argparse
 
     from torchenv.cli._common import Subcommands
+    from torchenv.cli.render_plan import Choice
     from torchenv.detection.profile import HostProfile
     from torchenv.matrix.model import Matrix
     from torchenv.resolver.plan import Plan
@@ -200,7 +201,7 @@ def _decide(
     args: argparse.Namespace,
     python_exe: str | None = None,
     defaults: dict[str, str] | None = None,
-) -> tuple[Plan, HostProfile, Matrix]:
+) -> tuple[Plan, HostProfile, Matrix, Request]:
     from torchenv.cli._common import index_base_warning, load_matrix_reported
     from torchenv.resolver.resolve import resolve
 
@@ -216,14 +217,14 @@ def _decide(
             from dataclasses import replace
 
             plan = replace(plan, warnings=(*plan.warnings, warning))
-    return plan, host, matrix
+    return plan, host, matrix, request
 
 
 def run_resolve(args: argparse.Namespace) -> int:
     from torchenv.resolver.resolve import NoMatch
 
     try:
-        plan, host, _ = _decide(args)
+        plan, host, matrix, request = _decide(args)
     except NoMatch as exc:
         if args.json:
             emit_json(exc.to_json(spell))
@@ -240,8 +241,35 @@ def run_resolve(args: argparse.Namespace) -> int:
         return 0
     from torchenv.cli.render_plan import render_plan
 
-    render_plan(plan, host, commands, explain=args.explain)
+    render_plan(plan, host, commands, explain=args.explain,
+                alternatives=_alternatives(plan, request, host, matrix))
     return 0
+
+
+def _alternatives(plan: Plan, request: Request, host: HostProfile,
+                  matrix: Matrix) -> list[Choice]:
+    """The builds the plan names beside its choice (one that fits without warnings, one whose
+    support for the GPUs is known), each with the pip command that installs it."""
+    from dataclasses import replace
+
+    from torchenv.cli.render_plan import Choice
+    from torchenv.installers.render import pip_command
+    from torchenv.resolver.resolve import resolve
+
+    named: list[tuple[str, str, str]] = []
+    if plan.confirmed_alternative is not None:
+        alt = plan.confirmed_alternative
+        named.append(("fits without warnings", alt.torch, alt.variant))
+    if plan.evidence_alternative is not None:
+        found = plan.evidence_alternative
+        named.append((f"has {found.evidence} support for your GPU", found.torch, found.variant))
+    out: list[Choice] = []
+    for label, torch, variant in named:
+        if any((c.torch, c.variant) == (torch, variant) for c in out):
+            continue
+        other = resolve(replace(request, torch=f"=={torch}", variant=variant), host, matrix)
+        out.append(Choice(label, torch, variant, pip_command(other)))
+    return out
 
 
 def run_env(args: argparse.Namespace) -> int:
@@ -260,7 +288,7 @@ def run_env(args: argparse.Namespace) -> int:
         raise BadInput(
             f"--format: {args.format!r} is not a format", hint="use " + ", ".join(FORMATS)
         )
-    plan, _, _ = _decide(args)
+    plan, *_ = _decide(args)
     text = render_file(plan, fmt, pytorch_channel=args.conda_channel == "pytorch")
     if args.output and args.output != "-":  # `-o -` is stdout, as without -o
         from pathlib import Path
@@ -438,7 +466,7 @@ def run_install(args: argparse.Namespace) -> int:
     uv = _find_uv(python) if args.installer == "uv" else None
     defaults = _project_defaults(os.getcwd())
     _refuse_other_machines(args, defaults)
-    plan, host, _ = _decide(args, python_exe=args.python_exe, defaults=defaults)
+    plan, host, *_ = _decide(args, python_exe=args.python_exe, defaults=defaults)
     notes, replace = _describe_installed(host, plan)
     argv = install_argv(plan, args.installer, python=python, program=uv, replace=replace)
     command = quote_command(argv, shell_for(plan.platform))  # shown, never parsed back
