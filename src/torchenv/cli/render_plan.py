@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -16,7 +16,8 @@ from torchenv.resolver.plan import NoMatch, Plan, Rejection
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["Choice", "advice", "group_rejections", "render_no_match", "render_plan"]
+__all__ = ["Choice", "advice", "compact", "group_rejections", "render_no_match", "render_plan",
+           "same_reason"]
 
 
 def escape(text: str) -> str:
@@ -26,21 +27,27 @@ def escape(text: str) -> str:
     return rich_escape(text)
 
 
+_TITLES = {
+    "python": "Python / platform",
+    "platform": "Python / platform",
+    "glibc": "glibc",
+    "driver": "driver",
+    "arch": "GPU architecture",
+    "no-gpu": "no matching GPU",
+    "cpu-on-gpu-host": "CPU builds on a GPU host",
+}
+
+
 def group_rejections(rejected: tuple[Rejection, ...]) -> dict[str, list[str]]:
-    """Reasons grouped by kind, each line ``torch variant: reason`` (for ``--explain``)."""
-    titles = {
-        "python": "Python / platform",
-        "platform": "Python / platform",
-        "glibc": "glibc",
-        "driver": "driver",
-        "arch": "GPU architecture",
-        "no-gpu": "no matching GPU",
-        "cpu-on-gpu-host": "CPU builds on a GPU host",
-    }
+    """Reasons grouped by kind, each line ``torch variant: reason``."""
     groups: dict[str, list[str]] = defaultdict(list)
     for r in rejected:
-        groups[titles.get(r.category, "other")].append(f"{r.torch} {r.variant}: {r.reason}")
+        groups[_title(r)].append(f"{r.torch} {r.variant}: {r.reason}")
     return dict(groups)
+
+
+def _title(r: Rejection) -> str:
+    return _TITLES.get(r.category, "other")
 
 
 @dataclass(frozen=True)
@@ -139,13 +146,36 @@ def _render_host_warnings(out: Console, warnings: tuple[str, ...]) -> None:
 
 
 def _render_rejections(out: Console, rejected: tuple[Rejection, ...]) -> None:
+    """Grouped by kind, and within a kind by reason: candidates rejected for the same reason
+    are one line with a compact list of them (``2.15.0: cu130, cu132 · 2.14.1: cu126``)."""
     if not rejected:
         return
     out.print("[bold]Rejected[/bold]")
     for title, lines in group_rejections(rejected).items():
         out.print(f"  [bold]{escape(title)}[/bold] ({len(lines)})")
-        for line in lines:
-            out.print(f"    {escape(line)}", soft_wrap=True)
+        for reason, builds in same_reason(r for r in rejected if _title(r) == title).items():
+            if len(builds) == 1:
+                torch, variant = builds[0]
+                out.print(f"    {escape(f'{torch} {variant}: {reason}')}", soft_wrap=True)
+                continue
+            out.print(f"    {escape(f'{len(builds)} candidates: {reason}')}", soft_wrap=True)
+            out.print(f"      {escape(compact(builds))}", soft_wrap=True)
+
+
+def same_reason(rejected: Iterable[Rejection]) -> dict[str, list[tuple[str, str]]]:
+    """reason → the (torch, variant) candidates rejected for it, in their order."""
+    out: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for r in rejected:
+        out[r.reason].append((r.torch, r.variant))
+    return dict(out)
+
+
+def compact(builds: Sequence[tuple[str, str]]) -> str:
+    """``2.15.0: cu130, cu132 · 2.14.1: cu126``: each release once, with its variants."""
+    by_torch: dict[str, list[str]] = defaultdict(list)
+    for torch, variant in builds:
+        by_torch[torch].append(variant)
+    return " · ".join(f"{torch}: {', '.join(variants)}" for torch, variants in by_torch.items())
 
 
 def render_no_match(exc: NoMatch, *, explain: bool) -> None:

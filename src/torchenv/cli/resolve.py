@@ -233,9 +233,7 @@ def run_resolve(args: argparse.Namespace) -> int:
 
             render_no_match(exc, explain=args.explain)
         return exc.exit_code
-    from torchenv.installers.render import all_commands
-
-    commands = all_commands(plan, host, spell=spell)
+    commands = _commands(args, plan, host)
     if args.json:
         emit_json(plan.to_json(commands))
         return 0
@@ -244,6 +242,20 @@ def run_resolve(args: argparse.Namespace) -> int:
     render_plan(plan, host, commands, explain=args.explain,
                 alternatives=_alternatives(plan, request, host, matrix))
     return 0
+
+
+def _commands(args: argparse.Namespace, plan: Plan, host: HostProfile) -> dict[str, str]:
+    """Every installer's command. The pixi command repeats the decision with the target's
+    facts; for a described platform, glibc is one only when it was given: this machine's
+    glibc says nothing about another machine."""
+    from dataclasses import replace
+
+    from torchenv.installers.render import all_commands
+
+    given_here = sources(args)
+    if "platform" in given_here and "glibc" not in given_here and not args.host:
+        host = replace(host, glibc=None)
+    return all_commands(plan, host, spell=spell)
 
 
 def _alternatives(plan: Plan, request: Request, host: HostProfile,
@@ -288,7 +300,7 @@ def run_env(args: argparse.Namespace) -> int:
         raise BadInput(
             f"--format: {args.format!r} is not a format", hint="use " + ", ".join(FORMATS)
         )
-    plan, *_ = _decide(args)
+    plan, host, *_ = _decide(args)
     text = render_file(plan, fmt, pytorch_channel=args.conda_channel == "pytorch")
     if args.output and args.output != "-":  # `-o -` is stdout, as without -o
         from pathlib import Path
@@ -297,13 +309,15 @@ def run_env(args: argparse.Namespace) -> int:
 
         write_atomic(Path(args.output), text, force=args.force)  # BadInput (exit 2) on failure
         if args.json:
-            emit_json({"written": args.output, "format": fmt, "plan": plan.to_json()})
+            emit_json({"written": args.output, "format": fmt,
+                       "plan": plan.to_json(_commands(args, plan, host))})
         else:
             print(
                 f"wrote {args.output} ({fmt}: torch {plan.torch} {plan.variant})", file=sys.stderr
             )
     elif args.json:
-        emit_json({"format": fmt, "content": text, "plan": plan.to_json()})
+        emit_json({"format": fmt, "content": text,
+                   "plan": plan.to_json(_commands(args, plan, host))})
     else:
         sys.stdout.write(text)
     return 0
@@ -403,6 +417,19 @@ def _find_uv(python: str) -> str:
         "(https://docs.astral.sh/uv/getting-started/installation/), or use --installer pip")
 
 
+def _uv_for(python: str, *, dry_run: bool) -> str:
+    """The uv to run; a dry run runs nothing, so without uv it shows the command with plain
+    ``uv`` and says so."""
+    try:
+        return _find_uv(python)
+    except BadInput as exc:
+        if not dry_run:
+            raise
+        print(f"torchenv: warning: {exc.message}; the command shows plain 'uv'",
+              file=sys.stderr)
+        return "uv"
+
+
 class _Echo:
     """Shows an installer's output as it arrives and keeps its last ``_TAIL`` characters.
 
@@ -463,7 +490,7 @@ def run_install(args: argparse.Namespace) -> int:
 
     timeout = _install_timeout(args.timeout)  # before anything is detected or started
     python = args.python_exe or sys.executable
-    uv = _find_uv(python) if args.installer == "uv" else None
+    uv = _uv_for(python, dry_run=args.dry_run) if args.installer == "uv" else None
     defaults = _project_defaults(os.getcwd())
     _refuse_other_machines(args, defaults)
     plan, host, *_ = _decide(args, python_exe=args.python_exe, defaults=defaults)
@@ -474,9 +501,9 @@ def run_install(args: argparse.Namespace) -> int:
     for n in notes:
         print(n, file=out)
     for w in plan.warnings:  # before the question, so the answer can take them into account
-        print(f"warning: {w}", file=out)
+        print(f"torchenv: warning: {w}", file=out)
     for w in plan.host_warnings:
-        print(f"detection could not read everything: {w}", file=out)
+        print(f"torchenv: warning: detection could not read everything: {w}", file=out)
     if args.dry_run:
         if args.json:
             emit_json({"command": command, "argv": argv, "ran": False, "notes": notes,
