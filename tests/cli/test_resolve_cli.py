@@ -205,3 +205,37 @@ def test_bad_facts_in_a_host_file_exit_2_naming_the_key(tmp_path: Path, gpu: dic
     r = run_cli(["resolve", "--host", str(host)])
     assert r.returncode == 2
     assert named in r.stderr and "nvidia.gpus[0]" in r.stderr and "Traceback" not in r.stderr
+
+
+# --------------------------------------------------------------------------- one answer
+
+OLD_DRIVER = ["--driver", "550.54.15", "--gpu", "8.6", "--python", "3.12", "--platform",
+              "linux-x86_64", "--glibc", "2.35", "--torch", ">=2.5,<2.9"]
+"""A machine whose newest fitting build works only with a warning (minor-version
+compatibility), while an older one fits without any."""
+
+
+def test_resolve_leads_with_the_build_and_its_command() -> None:
+    doc = json.loads(run_cli(["resolve", *OLD_DRIVER, "--json"]).stdout)
+    r = run_cli(["resolve", *OLD_DRIVER])
+    assert r.returncode == 0, r.stderr
+    first, command, *rest = r.stdout.splitlines()
+    assert first.startswith(f"Install torch {doc['torch']} {doc['variant']} ")
+    assert command.strip() == doc["commands"]["pip"]
+    assert all(line.split(None, 1)[-1] != doc["commands"]["pip"]  # shown once, not relabelled
+               and line.strip() != doc["commands"]["pip"] for line in rest)
+
+
+def test_warnings_say_what_to_do_and_alternatives_are_labelled() -> None:
+    doc = json.loads(run_cli(["resolve", *OLD_DRIVER, "--json"]).stdout)
+    alt = doc["confirmed_alternative"]
+    assert alt is not None and doc["warnings"]
+    lines = run_cli(["resolve", *OLD_DRIVER]).stdout.splitlines()
+    assert (f"  → this build works with the warnings above: install it, or take torch "
+            f"{alt['torch']} {alt['variant']}, which fits without any") in lines
+    header = (f"Alternative, not the answer above: torch {alt['torch']} {alt['variant']} "
+              "fits without warnings")
+    assert header in lines
+    other = json.loads(run_cli(["resolve", *OLD_DRIVER[:-2], "--torch", f"=={alt['torch']}",
+                                "--variant", alt["variant"], "--json"]).stdout)
+    assert lines[lines.index(header) + 1] == "  " + other["commands"]["pip"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,11 @@ def test_writes_one_page_and_says_what_it_wrote(matrix: Matrix, tmp_path: Path) 
     assert summary["matrix_version"] == matrix.matrix_version
     assert summary["specifiers"] == []
     assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
+    progress = result.stderr.splitlines()  # no terminal: a line per step of the workers
+    assert any(line.startswith("torchenv matrix html: answering every class of machine with ")
+               for line in progress), result.stderr
+    assert any(re.fullmatch(r"torchenv matrix html: decisions for every class of machine "
+                            r"(\d+)/\1 \(\d+\.\d s\)", line) for line in progress), result.stderr
 
     again = run_cli(["matrix", "html", "-o", str(out), "--specifiers", "none"])
     assert again.returncode == 2

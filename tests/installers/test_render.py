@@ -104,6 +104,22 @@ def test_every_file_starts_with_the_provenance_header(
     assert __version__ and re.fullmatch(r"\d{4}-\d{2}-\d{2}", plan["matrix_version"])
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_file_carries_the_plans_warnings_after_the_header(fmt: str) -> None:
+    from torchenv.installers.render import render_file
+    from torchenv.resolver.plan import Plan
+
+    plan = Plan(torch="2.8.0", torchvision=None, torchaudio=None, variant="cpu",
+                index_url="https://download.pytorch.org/whl/cpu", python="3.12",
+                platform="linux-x86_64", accelerator="cpu", level="compat",
+                matrix_version="2026-01-01", local_tag="cpu",
+                warnings=("no torchvision release pairs with torch 2.8.0; left out",
+                          "second"))
+    lines = render_file(plan, fmt).splitlines()
+    assert lines[2:4] == ["# Warning: no torchvision release pairs with torch 2.8.0; left out",
+                          "# Warning: second"]
+
+
 # --------------------------------------------------------------------------- environment.yml
 
 #: conda's environment file format (conda env create -f / conda env update), as a JSON schema

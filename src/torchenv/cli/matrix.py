@@ -200,13 +200,13 @@ def run_coverage(args: argparse.Namespace) -> int:
     from torchenv.matrix.loader import load_matrix
 
     report = coverage(load_matrix(overlay=False))
-    text = coverage_markdown(report, generated_by=COVERAGE_COMMAND)
     if args.output:
         from torchenv._files import write_atomic
 
+        text = coverage_markdown(report, generated_by=COVERAGE_COMMAND)  # the file's header
         write_atomic(Path(args.output), text, force=args.force)
     if args.json:
         emit_json(report)
     elif not args.output:
-        print(text, end="")
+        print(coverage_markdown(report), end="")
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -87,8 +88,16 @@ def run_html(args: argparse.Namespace) -> int:
         raise BadInput(f"{args.output} already exists", hint="pass --force to overwrite it")
     matrix = load_matrix_reported()
     specifiers = _specifiers(args.specifiers, {r.minor for r in matrix.releases})
+    from torchenv.cli._progress import Steps, step_progress
+
     started = time.perf_counter()
-    tables = build_tables(matrix, spell=spell, specifiers=specifiers, workers=args.jobs)
+    with step_progress("matrix html", throttle=1.0) as progress:
+        if isinstance(progress, Steps):
+            workers = args.jobs or os.cpu_count() or 1
+            progress.line(f"answering every class of machine with {workers} worker "
+                          "process(es)", timed=False)
+        tables = build_tables(matrix, spell=spell, specifiers=specifiers, workers=args.jobs,
+                              progress=progress)
     try:
         html = render_page(matrix, tables)
     except ValueError as exc:  # over the size limit

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from torchenv.cli._common import emit_json
 from torchenv.errors import BadInput
@@ -49,7 +49,8 @@ def register(msub: Subcommands) -> None:
     p.add_argument("--timeout", metavar="S",
                    help="read timeout per request in seconds, 0 < S <= 600 (default 30; env "
                    "TORCHENV_HTTP_TIMEOUT)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress: neither the bar on a terminal nor the lines elsewhere")
     p.add_argument("--json", action="store_true",
                    help="print one JSON document on stdout (progress and logs go to stderr)")
     p.set_defaults(func=run)
@@ -72,8 +73,10 @@ def run(args: argparse.Namespace) -> int:
         since=since,
         policy=policy,
     )
-    show_progress = not args.quiet and sys.stderr.isatty()
-    result = _run_with_bar(options, run_update) if show_progress else run_update(options)
+    from torchenv.cli._progress import step_progress
+
+    with step_progress("matrix update", quiet=args.quiet) as progress:
+        result = run_update(options, progress=progress)
 
     for warning in result.warnings:
         print(f"torchenv: warning: {warning}", file=sys.stderr)
@@ -122,18 +125,3 @@ def _since(raw: str | None) -> Version | None:
     except InvalidVersion:
         raise BadInput(f"--since: {raw!r} is not a torch version; e.g. --since 2.5 or "
                        "--since 2.5.1") from None
-
-
-def _run_with_bar(options: Any, run_update: Any) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    from torchenv.cli._common import console
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  console=console(stderr=True), transient=True) as bar:
-        task = bar.add_task("reading the index", total=3)
-
-        def hook(what: str, done: int, total: int) -> None:
-            bar.update(task, description=what, completed=done, total=total)
-
-        return run_update(options, progress=hook)

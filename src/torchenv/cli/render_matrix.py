@@ -130,9 +130,8 @@ def release_detail(matrix: Matrix, r: Release) -> None:
             out.print("      " + escape(_fact_line(plat, fact)), soft_wrap=True)
         if v.note:
             out.print(f"      note: {escape(v.note)}", soft_wrap=True)
-    out.print(escape(
-        f"  conda: pytorch channel {r.conda.pytorch_channel}, conda-forge {r.conda.conda_forge}"
-    ))
+    out.print(escape(f"  conda: pytorch channel {_has(r.conda.pytorch_channel)}, "
+                     f"conda-forge {_has(r.conda.conda_forge)}"))
     if r.note:
         out.print(f"  note: {escape(r.note)}", soft_wrap=True)
     cited = list(r.sources)
@@ -144,3 +143,11 @@ def release_detail(matrix: Matrix, r: Release) -> None:
             out.print(escape(f"  source {sid}: {s.title} <{s.url}>")
                       + ("" if s.primary else " (corroboration only, not a primary source)"),
                       soft_wrap=True)
+
+
+def _has(answer: object) -> str:
+    """Whether a conda channel has the release, in words (the data says True, False or
+    unknown)."""
+    if answer is True:
+        return "has it"
+    return "does not have it" if answer is False else "not known"

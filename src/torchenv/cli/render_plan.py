@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from torchenv.cli._common import console
@@ -15,7 +16,8 @@ from torchenv.resolver.plan import NoMatch, Plan, Rejection
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["group_rejections", "render_no_match", "render_plan"]
+__all__ = ["Choice", "advice", "compact", "group_rejections", "render_no_match", "render_plan",
+           "same_reason"]
 
 
 def escape(text: str) -> str:
@@ -25,57 +27,108 @@ def escape(text: str) -> str:
     return rich_escape(text)
 
 
+_TITLES = {
+    "python": "Python / platform",
+    "platform": "Python / platform",
+    "glibc": "glibc",
+    "driver": "driver",
+    "arch": "GPU architecture",
+    "no-gpu": "no matching GPU",
+    "cpu-on-gpu-host": "CPU builds on a GPU host",
+}
+
+
 def group_rejections(rejected: tuple[Rejection, ...]) -> dict[str, list[str]]:
-    """Reasons grouped by kind, each line ``torch variant: reason`` (for ``--explain``)."""
-    titles = {
-        "python": "Python / platform",
-        "platform": "Python / platform",
-        "glibc": "glibc",
-        "driver": "driver",
-        "arch": "GPU architecture",
-        "no-gpu": "no matching GPU",
-        "cpu-on-gpu-host": "CPU builds on a GPU host",
-    }
+    """Reasons grouped by kind, each line ``torch variant: reason``."""
     groups: dict[str, list[str]] = defaultdict(list)
     for r in rejected:
-        groups[titles.get(r.category, "other")].append(f"{r.torch} {r.variant}: {r.reason}")
+        groups[_title(r)].append(f"{r.torch} {r.variant}: {r.reason}")
     return dict(groups)
 
 
+def _title(r: Rejection) -> str:
+    return _TITLES.get(r.category, "other")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A build offered beside the answer: why it is offered, and its command."""
+
+    label: str  # "fits without warnings"
+    torch: str
+    variant: str
+    command: str
+
+
+def advice(plan: Plan) -> list[str]:
+    """What the plan's warnings mean for the user, as what to do: install the answer anyway, or
+    take the named build that does not have the problem."""
+    out = []
+    evidence, alt = plan.evidence, plan.confirmed_alternative
+    other = f", or take torch {alt.torch} {alt.variant}" if alt is not None else ""
+    if evidence is not None and evidence.index != "confirmed":
+        state = "only inferred" if evidence.index == "inferred" else "not yet confirmed"
+        out.append(f"this build's entry on the PyTorch index is {state}: install it (the "
+                   "installer stops with an error if the wheel is not there)"
+                   + (f"{other}, which is confirmed" if alt is not None else ""))
+        alt = None  # named once
+    if evidence is not None and evidence.arch == "unknown":
+        found = plan.evidence_alternative
+        out.append("nothing proves this build runs on your GPU: install it and run "
+                   "'torchenv validate'"
+                   + (f", or take torch {found.torch} {found.variant}, whose support is "
+                      f"{found.evidence}" if found is not None else ""))
+    elif plan.level == "compat" and alt is not None:
+        out.append(f"this build works with the warnings above: install it{other}, "
+                   "which fits without any")
+    return out
+
+
 def render_plan(
-    plan: Plan, host: HostProfile, commands: Mapping[str, str], *, explain: bool = False
+    plan: Plan,
+    host: HostProfile,
+    commands: Mapping[str, str],
+    *,
+    explain: bool = False,
+    alternatives: Sequence[Choice] = (),
 ) -> None:
-    """The plan on stdout; commands and flag suggestions are never broken across lines."""
+    """The plan on stdout: the build to install and its command first, then what the warnings
+    mean for the user, why, the other installers, and clearly labelled alternatives. Commands
+    and flag suggestions are never broken across lines."""
     out = console()
     extras = ", ".join(
         f"{n} {v}"
         for n, v in (("torchvision", plan.torchvision), ("torchaudio", plan.torchaudio))
         if v
     )
+    first, *others = commands.items()
     out.print(
-        f"[bold green]torch {escape(plan.torch)}[/bold green] [bold]{escape(plan.variant)}[/bold]"
-        + (f"  ({escape(extras)})" if extras else "")
-        + f"  for {escape(plan.platform)}, Python {escape(plan.python)}"
+        f"[bold]Install[/bold] [bold green]torch {escape(plan.torch)}[/bold green] "
+        f"[bold]{escape(plan.variant)}[/bold]"
+        + (f" ({escape(extras)})" if extras else "")
+        + f" for {escape(plan.platform)}, Python {escape(plan.python)}:"
     )
-    out.print("[bold]Why[/bold]")
-    for r in plan.reasons:  # they may name flags to copy (--torch ==2.11.0 --variant cu128)
-        out.print(f"  • {escape(r)}", soft_wrap=True)
+    out.print(f"  {escape(first[1])}", soft_wrap=True)
+    out.print("  then prove it works: [bold]torchenv validate[/bold]")
     if plan.warnings:
         out.print("[bold yellow]Warnings[/bold yellow]")
         for w in plan.warnings:
             out.print(f"  ! {escape(w)}", soft_wrap=True)
+        for a in advice(plan):
+            out.print(f"  [bold]→[/bold] {escape(a)}", soft_wrap=True)
     _render_host_warnings(out, plan.host_warnings)
-    alt = plan.confirmed_alternative
-    if alt is not None:
-        out.print(escape(
-            f"  newest build that fits without warnings: torch {alt.torch} {alt.variant} "
-            f"(--torch =={alt.torch} --variant {alt.variant})"
-        ), soft_wrap=True)
-    out.print("[bold]Install[/bold]")
-    width = max(len(k) for k in commands)
-    for name, cmd in commands.items():
-        out.print(f"  {escape(name):<{width}}  {escape(cmd)}", soft_wrap=True)
-    out.print("Then prove it works: [bold]torchenv validate[/bold]")
+    out.print("[bold]Why this build[/bold]")
+    for r in plan.reasons:  # they may name flags to copy (--torch ==2.11.0 --variant cu128)
+        out.print(f"  • {escape(r)}", soft_wrap=True)
+    if others:
+        out.print("[bold]The same build with another installer[/bold]")
+        width = max(len(k) for k, _ in others)
+        for name, cmd in others:
+            out.print(f"  {escape(name):<{width}}  {escape(cmd)}", soft_wrap=True)
+    for choice in alternatives:
+        out.print(f"[bold]Alternative, not the answer above:[/bold] torch {escape(choice.torch)} "
+                  f"{escape(choice.variant)} {escape(choice.label)}")
+        out.print(f"  {escape(choice.command)}", soft_wrap=True)
     if explain:
         _render_rejections(out, plan.rejected)
     elif plan.rejected:
@@ -93,13 +146,36 @@ def _render_host_warnings(out: Console, warnings: tuple[str, ...]) -> None:
 
 
 def _render_rejections(out: Console, rejected: tuple[Rejection, ...]) -> None:
+    """Grouped by kind, and within a kind by reason: candidates rejected for the same reason
+    are one line with a compact list of them (``2.15.0: cu130, cu132 · 2.14.1: cu126``)."""
     if not rejected:
         return
     out.print("[bold]Rejected[/bold]")
     for title, lines in group_rejections(rejected).items():
         out.print(f"  [bold]{escape(title)}[/bold] ({len(lines)})")
-        for line in lines:
-            out.print(f"    {escape(line)}", soft_wrap=True)
+        for reason, builds in same_reason(r for r in rejected if _title(r) == title).items():
+            if len(builds) == 1:
+                torch, variant = builds[0]
+                out.print(f"    {escape(f'{torch} {variant}: {reason}')}", soft_wrap=True)
+                continue
+            out.print(f"    {escape(f'{len(builds)} candidates: {reason}')}", soft_wrap=True)
+            out.print(f"      {escape(compact(builds))}", soft_wrap=True)
+
+
+def same_reason(rejected: Iterable[Rejection]) -> dict[str, list[tuple[str, str]]]:
+    """reason → the (torch, variant) candidates rejected for it, in their order."""
+    out: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for r in rejected:
+        out[r.reason].append((r.torch, r.variant))
+    return dict(out)
+
+
+def compact(builds: Sequence[tuple[str, str]]) -> str:
+    """``2.15.0: cu130, cu132 · 2.14.1: cu126``: each release once, with its variants."""
+    by_torch: dict[str, list[str]] = defaultdict(list)
+    for torch, variant in builds:
+        by_torch[torch].append(variant)
+    return " · ".join(f"{torch}: {', '.join(variants)}" for torch, variants in by_torch.items())
 
 
 def render_no_match(exc: NoMatch, *, explain: bool) -> None:

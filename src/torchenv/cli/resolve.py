@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import argparse
 
     from torchenv.cli._common import Subcommands
+    from torchenv.cli.render_plan import Choice
     from torchenv.detection.profile import HostProfile
     from torchenv.matrix.model import Matrix
     from torchenv.resolver.plan import Plan
@@ -200,7 +201,7 @@ def _decide(
     args: argparse.Namespace,
     python_exe: str | None = None,
     defaults: dict[str, str] | None = None,
-) -> tuple[Plan, HostProfile, Matrix]:
+) -> tuple[Plan, HostProfile, Matrix, Request]:
     from torchenv.cli._common import index_base_warning, load_matrix_reported
     from torchenv.resolver.resolve import resolve
 
@@ -216,14 +217,14 @@ def _decide(
             from dataclasses import replace
 
             plan = replace(plan, warnings=(*plan.warnings, warning))
-    return plan, host, matrix
+    return plan, host, matrix, request
 
 
 def run_resolve(args: argparse.Namespace) -> int:
     from torchenv.resolver.resolve import NoMatch
 
     try:
-        plan, host, _ = _decide(args)
+        plan, host, matrix, request = _decide(args)
     except NoMatch as exc:
         if args.json:
             emit_json(exc.to_json(spell))
@@ -232,16 +233,55 @@ def run_resolve(args: argparse.Namespace) -> int:
 
             render_no_match(exc, explain=args.explain)
         return exc.exit_code
-    from torchenv.installers.render import all_commands
-
-    commands = all_commands(plan, host, spell=spell)
+    commands = _commands(args, plan, host)
     if args.json:
         emit_json(plan.to_json(commands))
         return 0
     from torchenv.cli.render_plan import render_plan
 
-    render_plan(plan, host, commands, explain=args.explain)
+    render_plan(plan, host, commands, explain=args.explain,
+                alternatives=_alternatives(plan, request, host, matrix))
     return 0
+
+
+def _commands(args: argparse.Namespace, plan: Plan, host: HostProfile) -> dict[str, str]:
+    """Every installer's command. The pixi command repeats the decision with the target's
+    facts; for a described platform, glibc is one only when it was given: this machine's
+    glibc says nothing about another machine."""
+    from dataclasses import replace
+
+    from torchenv.installers.render import all_commands
+
+    given_here = sources(args)
+    if "platform" in given_here and "glibc" not in given_here and not args.host:
+        host = replace(host, glibc=None)
+    return all_commands(plan, host, spell=spell)
+
+
+def _alternatives(plan: Plan, request: Request, host: HostProfile,
+                  matrix: Matrix) -> list[Choice]:
+    """The builds the plan names beside its choice (one that fits without warnings, one whose
+    support for the GPUs is known), each with the pip command that installs it."""
+    from dataclasses import replace
+
+    from torchenv.cli.render_plan import Choice
+    from torchenv.installers.render import pip_command
+    from torchenv.resolver.resolve import resolve
+
+    named: list[tuple[str, str, str]] = []
+    if plan.confirmed_alternative is not None:
+        alt = plan.confirmed_alternative
+        named.append(("fits without warnings", alt.torch, alt.variant))
+    if plan.evidence_alternative is not None:
+        found = plan.evidence_alternative
+        named.append((f"has {found.evidence} support for your GPU", found.torch, found.variant))
+    out: list[Choice] = []
+    for label, torch, variant in named:
+        if any((c.torch, c.variant) == (torch, variant) for c in out):
+            continue
+        other = resolve(replace(request, torch=f"=={torch}", variant=variant), host, matrix)
+        out.append(Choice(label, torch, variant, pip_command(other)))
+    return out
 
 
 def run_env(args: argparse.Namespace) -> int:
@@ -260,7 +300,7 @@ def run_env(args: argparse.Namespace) -> int:
         raise BadInput(
             f"--format: {args.format!r} is not a format", hint="use " + ", ".join(FORMATS)
         )
-    plan, _, _ = _decide(args)
+    plan, host, *_ = _decide(args)
     from torchenv.matrix.index import strip_credentials
 
     text = render_file(plan, fmt, pytorch_channel=args.conda_channel == "pytorch")
@@ -276,13 +316,15 @@ def run_env(args: argparse.Namespace) -> int:
 
         write_atomic(Path(args.output), text, force=args.force)  # BadInput (exit 2) on failure
         if args.json:
-            emit_json({"written": args.output, "format": fmt, "plan": plan.to_json()})
+            emit_json({"written": args.output, "format": fmt,
+                       "plan": plan.to_json(_commands(args, plan, host))})
         else:
             print(
                 f"wrote {args.output} ({fmt}: torch {plan.torch} {plan.variant})", file=sys.stderr
             )
     elif args.json:
-        emit_json({"format": fmt, "content": text, "plan": plan.to_json()})
+        emit_json({"format": fmt, "content": text,
+                   "plan": plan.to_json(_commands(args, plan, host))})
     else:
         sys.stdout.write(text)
     return 0
@@ -382,6 +424,19 @@ def _find_uv(python: str) -> str:
         "(https://docs.astral.sh/uv/getting-started/installation/), or use --installer pip")
 
 
+def _uv_for(python: str, *, dry_run: bool) -> str:
+    """The uv to run; a dry run runs nothing, so without uv it shows the command with plain
+    ``uv`` and says so."""
+    try:
+        return _find_uv(python)
+    except BadInput as exc:
+        if not dry_run:
+            raise
+        print(f"torchenv: warning: {exc.message}; the command shows plain 'uv'",
+              file=sys.stderr)
+        return "uv"
+
+
 class _Echo:
     """Shows an installer's output as it arrives and keeps its last ``_TAIL`` characters.
 
@@ -442,10 +497,10 @@ def run_install(args: argparse.Namespace) -> int:
 
     timeout = _install_timeout(args.timeout)  # before anything is detected or started
     python = args.python_exe or sys.executable
-    uv = _find_uv(python) if args.installer == "uv" else None
+    uv = _uv_for(python, dry_run=args.dry_run) if args.installer == "uv" else None
     defaults = _project_defaults(os.getcwd())
     _refuse_other_machines(args, defaults)
-    plan, host, _ = _decide(args, python_exe=args.python_exe, defaults=defaults)
+    plan, host, *_ = _decide(args, python_exe=args.python_exe, defaults=defaults)
     notes, replace = _describe_installed(host, plan)
     argv = install_argv(plan, args.installer, python=python, program=uv, replace=replace)
     command = quote_command(argv, shell_for(plan.platform))  # shown, never parsed back
@@ -453,9 +508,9 @@ def run_install(args: argparse.Namespace) -> int:
     for n in notes:
         print(n, file=out)
     for w in plan.warnings:  # before the question, so the answer can take them into account
-        print(f"warning: {w}", file=out)
+        print(f"torchenv: warning: {w}", file=out)
     for w in plan.host_warnings:
-        print(f"detection could not read everything: {w}", file=out)
+        print(f"torchenv: warning: detection could not read everything: {w}", file=out)
     if args.dry_run:
         if args.json:
             emit_json({"command": command, "argv": argv, "ran": False, "notes": notes,

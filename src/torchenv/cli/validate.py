@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     import argparse
 
     from torchenv.cli._common import Subcommands
+    from torchenv.cli._progress import Steps
     from torchenv.validation.host import GpuHost
     from torchenv.validation.report import Report
     from torchenv.validation.runner import Peak, ProgressEvent
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         nnodes=args.nnodes, node_rank=args.node_rank, rdzv_endpoint=args.rdzv_endpoint,
         nproc_per_node=args.nproc_per_node, host=host, only=_only(args.only),
         peak_lookup=_catalog_peak if args.level == "full" else None)
-    with _Progress() as progress:
+    with _Progress(options.python) as progress:
         try:
             report = validate(options, progress=progress.update)
         except Interrupted as stopped:
@@ -165,36 +166,63 @@ def _catalog_peak(name: str) -> Optional[Peak]:
 
 
 class _Progress:
-    """A live progress display on stderr (only when stderr is a terminal)."""
+    """The checks as they run, on stderr: a live bar on a terminal (its count appears with the
+    plan, never ``0/None``), elsewhere one line as each check starts and one as it ends, with
+    its time."""
 
-    def __init__(self) -> None:
+    def __init__(self, python: str) -> None:
+        self._python = python
         self._progress: Any = None
         self._task: Any = None
+        self._lines: Steps | None = None
+        self._total: int | None = None
+        self._done = 0
 
     def __enter__(self) -> _Progress:
-        if sys.stderr.isatty():
-            from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
+        from torchenv.cli._progress import Steps, stderr_is_a_terminal
 
-            from torchenv.cli._common import console
+        if not stderr_is_a_terminal():
+            self._lines = Steps("validate")
+            self._lines.line(f"starting the validation child ({self._python})", timed=False)
+            return self
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 
-            self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
-                                      BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                                      console=console(stderr=True), transient=True)
-            self._progress.start()
-            self._task = self._progress.add_task("starting the validation child", total=None)
+        from torchenv.cli._common import console
+
+        self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+                                  BarColumn(), TextColumn("{task.fields[count]}"),
+                                  console=console(stderr=True), transient=True)
+        self._progress.start()
+        self._task = self._progress.add_task("starting the validation child", total=None,
+                                             count="")
         return self
 
     def update(self, event: ProgressEvent) -> None:
+        if event[0] == "plan":
+            self._total = len(event[1])
+        elif event[0] == "result":
+            self._done += 1
+            if self._total is not None:  # node-health checks are not in the plan
+                self._total = max(self._total, self._done)
+        count = f"{self._done}/{self._total}" if self._total is not None else ""
+        if self._lines is not None:
+            if event[0] == "start":
+                self._lines.line(f"{event[1]} started", timed=False)
+            elif event[0] == "result":
+                r = event[1]
+                self._lines.line(f"{r.name} {r.status} in {r.seconds:.2f} s"
+                                 + (f" ({count})" if count else ""), timed=False)
+            return
         if self._progress is None:
             return
-        if event[0] == "plan":
-            self._progress.update(self._task, total=len(event[1]))
-        elif event[0] == "start":
+        if event[0] == "start":
             from rich.markup import escape
 
-            self._progress.update(self._task, description=f"running {escape(event[1])}")
+            self._progress.update(self._task, description=f"running {escape(event[1])}",
+                                  count=count)
         else:
-            self._progress.advance(self._task)
+            self._progress.update(self._task, total=self._total, completed=self._done,
+                                  count=count)
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Optional, Union
@@ -186,10 +186,12 @@ def _chunks(items: Sequence[Job], size: int) -> Iterator[Sequence[Job]]:
 class _Runner:
     """Runs jobs in order, over one pool of ``workers`` processes kept for every phase."""
 
-    def __init__(self, matrix: Matrix, spell: Speller, workers: int) -> None:
+    def __init__(self, matrix: Matrix, spell: Speller, workers: int,
+                 progress: Progress | None = None) -> None:
         self.matrix = matrix
         self.spell = spell
         self.workers = workers
+        self.progress = progress
         self.pool: ProcessPoolExecutor | None = None
 
     def __enter__(self) -> _Runner:
@@ -202,14 +204,23 @@ class _Runner:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
 
-    def run(self, jobs: Sequence[Job]) -> list[_Result]:
+    def run(self, jobs: Sequence[Job], what: str) -> list[_Result]:
+        """The answers to ``jobs``, in order; ``what`` names them in the progress reports,
+        one per finished chunk."""
         if self.pool is None or len(jobs) < 64:
-            return [_run(self.matrix, self.spell, job) for job in jobs]
+            out = [_run(self.matrix, self.spell, job) for job in jobs]
+            self._report(what, len(out), len(jobs))
+            return out
         size = max(4, len(jobs) // (self.workers * 16))
-        out: list[_Result] = []
+        out = []
         for part in self.pool.map(_run_chunk, _chunks(jobs, size)):
             out.extend(part)
+            self._report(what, len(out), len(jobs))
         return out
+
+    def _report(self, what: str, done: int, total: int) -> None:
+        if self.progress is not None and total:
+            self.progress(what, done, total)
 
 
 def python_tags(matrix: Matrix, platform: str) -> list[str]:
@@ -313,12 +324,16 @@ def _cover(tags: dict[str, set[tuple[str, str]]], wanted: set[tuple[str, str]]) 
     return chosen
 
 
+Progress = Callable[[str, int, int], None]
+"""Told (what, done, total) as the decisions of each phase finish."""
+
+
 def build_tables(matrix: Matrix, *, spell: Speller, specifiers: Sequence[str] | None = None,
-                 workers: int | None = None) -> Tables:
+                 workers: int | None = None, progress: Progress | None = None) -> Tables:
     """Every table of the page. ``spell``: how a fix's change of the request is written (the
     page shows the answers of ``torchenv resolve --json``, so the command line's way);
     ``specifiers``: the minors (``2.7``) whose ``==X.Y.*`` answers are precomputed (None: every
-    minor); ``workers``: processes (None: one per CPU)."""
+    minor); ``workers``: processes (None: one per CPU); ``progress``: told as decisions finish."""
     workers = workers if workers is not None else (os.cpu_count() or 1)
     names = gfx_names(matrix)
     windows: dict[str, Classes] = {}
@@ -334,7 +349,7 @@ def build_tables(matrix: Matrix, *, spell: Speller, specifiers: Sequence[str] | 
             inside = tuple(sorted({torch for torch, _ in found}))
             jobs.extend(Job(platform, python, gpu, releases=inside) for gpu in classes.slots())
     grid_jobs, grid_layout = _grid_jobs(matrix, candidates, names)
-    with _Runner(matrix, spell, workers) as runner:
+    with _Runner(matrix, spell, workers, progress) as runner:
         return _build(matrix, runner, windows, jobs, grid_jobs, grid_layout, candidates,
                       names, specifiers)
 
@@ -344,7 +359,7 @@ def _build(matrix: Matrix, runner: _Runner, windows: dict[str, Classes], jobs: l
            candidates: dict[str, dict[str, set[tuple[str, str]]]], names: list[str],
            specifiers: Sequence[str] | None) -> Tables:
     plans = _Plans()
-    results = runner.run(jobs + grid_jobs)
+    results = runner.run(jobs + grid_jobs, "decisions for every class of machine")
 
     window_out: dict[str, dict[str, Any]] = {}
     position = 0
@@ -400,7 +415,8 @@ def _specifier_decisions(matrix: Matrix, runner: _Runner, windows: dict[str, Cla
         return Job(platform, python, slots_of[key][slot], torch=f"=={minor}.*",
                    releases=tuple(sorted(inside)))
 
-    first = runner.run([job(k, m, slots[0]) for k, m, slots in groups])
+    first = runner.run([job(k, m, slots[0]) for k, m, slots in groups],
+                       "decisions for each torch series")
     pending: list[tuple[str, str, list[int]]] = []
     for (key, minor, slots), result in zip(groups, first):
         text = str(result)
@@ -419,7 +435,8 @@ def _specifier_decisions(matrix: Matrix, runner: _Runner, windows: dict[str, Cla
                     window_out[key]["specs"][minor][slot] = pid
             else:
                 pending.append((key, minor, part))
-    more = runner.run([job(k, m, part[0]) for k, m, part in pending])
+    more = runner.run([job(k, m, part[0]) for k, m, part in pending],
+                      "decisions that depend on the machine's own answer")
     for (key, minor, part), result in zip(pending, more):
         pid = plans.add(str(result))
         for slot in part:
