@@ -179,6 +179,7 @@ class Server:
         self.routes: dict[str, Route] = {}
         self.default_metadata: bytes | None = None  # for any wheel without its own
         self.format = "html"
+        self.requests: list[str] = []  # every path asked for, in order
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -186,6 +187,7 @@ class Server:
                 pass
 
             def do_GET(self) -> None:
+                outer.requests.append(self.path)
                 route = outer.routes.get(self.path)
                 if route is None and self.path.endswith(".whl.metadata") \
                         and outer.default_metadata is not None:
@@ -637,3 +639,44 @@ def test_derive_pypi_tool_and_update_derive_the_same_release(
     assert {k: from_tool[k] for k in keys} == {k: from_update[k] for k in keys}
     assert from_update["pypi_default"]["linux-aarch64"] == "cpu"
     assert from_update["note"].startswith(from_tool["note"])
+
+
+@pytest.mark.parametrize("content", ["root:x:0:0:root:/root:/bin/bash\n", "just: [a, mapping]\n"],
+                         ids=["not-yaml-mapping", "other-keys"])
+def test_an_output_that_is_not_an_overlay_is_refused_before_any_request(
+        server: Server, capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str) -> None:
+    names, _ = _planted()
+    server.serve_index(names)
+    precious = tmp_path / "passwd"
+    precious.write_text(content)
+    code, _, err = _cli(capsys, _run(server, "--output", str(precious)))
+    assert code == 2
+    assert "is not a matrix overlay; matrix update will not replace it" in err
+    assert precious.read_text() == content
+    assert not list(tmp_path.glob("*.bak"))
+    assert server.requests == []
+
+
+def test_force_replaces_it_and_keeps_a_backup(
+        server: Server, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    names, _ = _planted()
+    server.serve_index(names)
+    other = tmp_path / "notes.yaml"
+    other.write_text("just: [a, mapping]\n")
+    code, _, err = _cli(capsys, _run(server, "--output", str(other), "--force"))
+    assert code == 0, err
+    assert load_matrix(overlay=other).overlay_error is None
+    assert (tmp_path / "notes.yaml.bak").read_text() == "just: [a, mapping]\n"
+
+
+def test_an_older_backup_is_never_overwritten(
+        server: Server, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    names, _ = _planted()
+    server.serve_index(names)
+    out = tmp_path / "overlay.yaml"
+    out.write_text("schema_version: 1\nmatrix_version: '2026-01-01'\nreleases: []\n")
+    (tmp_path / "overlay.yaml.bak").write_text("the first backup\n")
+    code, _, err = _cli(capsys, _run(server, "--output", str(out)))
+    assert code == 0, err
+    assert (tmp_path / "overlay.yaml.bak").read_text() == "the first backup\n"
+    assert (tmp_path / "overlay.yaml.1.bak").read_text().startswith("schema_version: 1")

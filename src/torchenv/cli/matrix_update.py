@@ -35,6 +35,8 @@ def register(msub: Subcommands) -> None:
     p.add_argument("--output", metavar="FILE",
                    help="overlay file to write (default: the user overlay, see "
                    "TORCHENV_MATRIX_OVERLAY)")
+    p.add_argument("--force", action="store_true",
+                   help="replace the --output file even when it is not a matrix overlay")
     p.add_argument("--index-base", metavar="URL",
                    help="PyTorch wheel index root (default https://download.pytorch.org/whl; "
                    "env TORCHENV_INDEX_BASE)")
@@ -70,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         pypi_base=_given(args, "pypi_base") or DEFAULT_PYPI_BASE,
         output=Path(args.output) if args.output else None,
         check=args.check,
+        force=args.force,
         since=since,
         policy=policy,
     )

@@ -38,6 +38,7 @@ __all__ = [
     "build_cache",
     "default_overlay_path",
     "embedded_digest",
+    "is_overlay_document",
     "load_embedded_documents",
     "load_matrix",
     "merge_overlay",
@@ -210,11 +211,21 @@ def load_embedded_documents(data_dir: StrPath | None = None) -> tuple[dict[str, 
     return _parse_yaml_files(folder), False
 
 
+_OVERLAY_META_KEYS = ("schema_version", "matrix_version", "note", "generated_by")
+
+
+def is_overlay_document(doc: object) -> bool:
+    """Whether ``doc`` (a parsed YAML document) has the shape of an overlay: a mapping of
+    overlay keys only. Its entries may still be wrong; this tells an overlay from another file."""
+    return isinstance(doc, dict) and all(k in _OVERLAY_KEYS or k in _OVERLAY_META_KEYS
+                                         for k in doc)
+
+
 def merge_overlay(documents: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
     """Documents with the overlay's entries added or replacing those with the same key."""
     merged: dict[str, Any] = {name: dict(doc) for name, doc in documents.items()}
     for key, value in overlay.items():
-        if key in ("schema_version", "matrix_version", "note", "generated_by"):
+        if key in _OVERLAY_META_KEYS:
             continue
         if key not in _OVERLAY_KEYS:
             raise MatrixError(f"overlay: unknown top-level key {key!r}")

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Any, Optional
 from packaging.version import Version
 
 from torchenv import __version__
-from torchenv.errors import MatrixError
+from torchenv.errors import BadInput, MatrixError
 from torchenv.matrix.index import DEFAULT_INDEX_BASE
 from torchenv.matrix.live.derive import (
     Diff,
@@ -79,6 +78,7 @@ class UpdateOptions:
     output: Optional[Path] = None       # None: loader.default_overlay_path()
     check: bool = False
     since: Optional[Version] = None     # None: the oldest release in the matrix
+    force: bool = False                 # replace an output that is not a matrix overlay
     policy: FetchPolicy = field(default_factory=FetchPolicy)
 
 
@@ -132,6 +132,8 @@ def run_update(options: UpdateOptions, *, progress: ProgressHook | None = None,
     check_url(index_base + "/", allow_http=options.policy.allow_http, field="index_base")
     check_url(pypi_base + "/", allow_http=options.policy.allow_http, field="pypi_base")
     path = options.output or default_overlay_path()
+    if not options.check and not options.force:
+        _refuse_what_is_not_an_overlay(path)
     result = UpdateResult(diff=Diff(), overlay_path=path)
 
     documents, _ = load_embedded_documents()
@@ -299,7 +301,8 @@ def _companions(fetcher: Fetcher, pypi_base: str, read: Any, result: UpdateResul
 
 
 def write_overlay(path: Path, overlay: dict[str, Any]) -> None:
-    """Write atomically; the file it replaces is kept as ``<name>.bak``."""
+    """Write atomically; the file it replaces is kept as ``<name>.bak`` (or, when that name is
+    taken, the first free ``<name>.N.bak``: an older backup is never overwritten)."""
     import yaml
 
     text = ("# written by `torchenv matrix update`; entries here replace or extend the "
@@ -310,8 +313,47 @@ def write_overlay(path: Path, overlay: dict[str, Any]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_file():
-            shutil.copy2(path, path.with_name(path.name + ".bak"))
+            _back_up(path)
     except OSError as exc:
         raise MatrixError(f"{path}: cannot write the overlay: {exc.strerror or exc}",
                           hint="choose another place with --output") from exc
     write_atomic(path, text)
+
+
+def _back_up(path: Path) -> Path:
+    """A copy of ``path`` under the first backup name nobody has taken (claimed exclusively)."""
+    from torchenv._files import write_atomic
+
+    data = path.read_bytes()
+    for n in range(1000):
+        backup = path.with_name(path.name + (".bak" if n == 0 else f".{n}.bak"))
+        try:
+            return write_atomic(backup, data, force=False)
+        except BadInput:
+            if not backup.exists():  # a failure other than a taken name
+                raise
+    raise MatrixError(f"{path}: a thousand backups of it exist already",
+                      hint="remove old .bak files beside it")
+
+
+def _refuse_what_is_not_an_overlay(path: Path) -> None:
+    """An existing file at ``path`` is replaced only when it is a matrix overlay (a YAML
+    mapping of overlay keys, broken entries or not): any other file is refused before anything
+    is fetched."""
+    from torchenv.matrix.loader import is_overlay_document, read_yaml
+
+    if not path.exists() and not path.is_symlink():
+        return
+    why = None
+    if not path.is_file():
+        why = "is not a regular file"
+    else:
+        try:
+            doc = read_yaml(path)
+        except MatrixError:
+            doc = None
+        if not is_overlay_document(doc):
+            why = "is not a matrix overlay"
+    if why is not None:
+        raise BadInput(f"{path} {why}; matrix update will not replace it",
+                       hint="write the overlay somewhere else, or pass --force to replace it")
