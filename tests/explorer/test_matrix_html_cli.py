@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import os
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,7 @@ def test_writes_one_page_and_says_what_it_wrote(matrix: Matrix, tmp_path: Path) 
     (["--specifiers", "9.9"], "no torch 9.9 release"),
     (["--specifiers", "2.x"], "is not a torch series"),
     (["--jobs", "0"], "--jobs"),
+    (["--jobs", "1" + "0" * 30], "is not a whole number"),
 ])
 def test_bad_values_are_named(tmp_path: Path, args: list[str], message: str) -> None:
     result = run_cli(["matrix", "html", "-o", str(tmp_path / "x.html"), *args])
@@ -65,3 +67,12 @@ def test_the_default_series_are_the_newest(matrix: Matrix) -> None:
     assert _specifiers("none", known) == []
     with pytest.raises(BadInput):
         _specifiers("2.7,x", known)
+
+
+def test_more_jobs_than_cpus_are_capped(tmp_path: Path) -> None:
+    result = run_cli(["matrix", "html", "-o", str(tmp_path / "x.html"), "--specifiers", "none",
+                      "--jobs", "4000"], timeout=300)
+    assert result.returncode == 0, result.stderr
+    cpus = os.cpu_count() or 1
+    assert f"--jobs 4000 is more than the {cpus} CPU(s) here; using {cpus}" in result.stderr
+    assert f"with {cpus} worker process(es)" in result.stderr

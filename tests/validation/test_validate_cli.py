@@ -175,8 +175,16 @@ def test_missing_torch_table(bare_venv: Path) -> None:
     (["--python", "/nonexistent/python"], "cannot run /nonexistent/python"),
     (["--timeout", "0"], "--timeout"),
     (["--nnodes", "2"], "--rdzv-endpoint"),
-    (["--level", "full", "--nproc-per-node", "100000"], "--nproc-per-node 100000: this node has"),
-], ids=["missing-interpreter", "zero-timeout", "nnodes-without-endpoint", "nproc-above-cpus"])
+    (["--level", "full", "--nproc-per-node", "1000"], "--nproc-per-node 1000: this node has"),
+    (["--nproc-per-node", "99999999999999999999"], "is not a whole number from 1 to 1024"),
+    (["--nnodes", "2", "--node-rank", "-1", "--rdzv-endpoint", "h:29500"], "out of range"),
+    (["--nnodes", "2", "--node-rank", "5", "--rdzv-endpoint", "h:29500"],
+     "--node-rank: 5 is not a rank of 2 node(s)"),
+    (["--nnodes", "2", "--node-rank", "0", "--rdzv-endpoint", "h:70000"],
+     "--rdzv-endpoint: port 70000 is out of range"),
+    (["--nnodes", "2", "--node-rank", "0", "--rdzv-endpoint", "nohost"], "is not HOST:PORT"),
+], ids=["missing-interpreter", "zero-timeout", "nnodes-without-endpoint", "nproc-above-cpus",
+        "nproc-20-digits", "negative-rank", "rank-past-nodes", "port-70000", "no-port"])
 def test_bad_input_exits_2(args: list[str], message: str) -> None:
     proc = run_cli("validate", *args)
     assert proc.returncode == 2

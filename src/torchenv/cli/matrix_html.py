@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchenv.cli._common import add_json_flag, emit_json
+from torchenv.cli._numbers import count
 from torchenv.errors import BadInput
 
 if TYPE_CHECKING:
@@ -42,8 +43,9 @@ def register_html(msub: Subcommands) -> None:
                    help="the torch series the page answers '--torch ==X.Y.*' for: minors such "
                    f"as 2.7,2.8, all, or none (default: the {NEWEST} newest; each series adds "
                    "to the time it takes)")
-    p.add_argument("--jobs", metavar="N", type=int,
-                   help="worker processes (default: one per CPU)")
+    p.add_argument("--jobs", metavar="N", type=count(1, 4096),
+                   help="worker processes (default: one per CPU; more than the CPUs are "
+                   "capped at their number)")
     add_json_flag(p)
     p.set_defaults(func=run_html)
 
@@ -79,9 +81,11 @@ def run_html(args: argparse.Namespace) -> int:
     from torchenv.explorer.page import render_page
     from torchenv.explorer.tables import build_tables
 
-    if args.jobs is not None and args.jobs < 1:
-        raise BadInput(f"--jobs: {args.jobs} is not a number of processes",
-                       hint="give 1 or more")
+    cpus = os.cpu_count() or 1
+    if args.jobs is not None and args.jobs > cpus:
+        print(f"torchenv: note: --jobs {args.jobs} is more than the {cpus} CPU(s) here; "
+              f"using {cpus}", file=sys.stderr)
+        args.jobs = cpus
     if args.output == "-" and args.json:
         raise BadInput("--json needs -o FILE: with '-o -' stdout carries the page")
     if args.output != "-" and not args.force and Path(args.output).exists():

@@ -6,6 +6,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Optional
 
 from torchenv.cli._common import add_json_flag
+from torchenv.cli._numbers import count
 from torchenv.errors import BadInput
 
 if TYPE_CHECKING:
@@ -41,10 +42,13 @@ def register(sub: Subcommands) -> None:
     p.add_argument("--timeout", metavar="S", type=float, default=None,
                    help="seconds each check may take (default: each check's own budget)")
     g = p.add_argument_group("multi-node collectives (passed to torchrun)")
-    g.add_argument("--nnodes", type=int, default=1, metavar="N")
-    g.add_argument("--node-rank", type=int, default=None, metavar="R")
-    g.add_argument("--rdzv-endpoint", default=None, metavar="HOST:PORT")
-    g.add_argument("--nproc-per-node", type=int, default=None, metavar="N",
+    g.add_argument("--nnodes", type=count(1, MAX_NODES), default=1, metavar="N",
+                   help=f"nodes taking part, 1 to {MAX_NODES} (default 1)")
+    g.add_argument("--node-rank", type=count(0, MAX_NODES - 1), default=None, metavar="R",
+                   help="this node's rank, 0 to N-1")
+    g.add_argument("--rdzv-endpoint", default=None, metavar="HOST:PORT",
+                   help="the rendezvous every node reaches (port 1 to 65535)")
+    g.add_argument("--nproc-per-node", type=count(1, MAX_PROCS), default=None, metavar="N",
                    help="processes per node (default: the GPU count, or 2 on CPU)")
     p.set_defaults(func=run)
 
@@ -57,12 +61,13 @@ def run(args: argparse.Namespace) -> int:
                        f"{_MAX_TIMEOUT:g}, not {args.timeout:g}")
     if args.junit:
         _check_writable(args.junit)  # before the checks run, not after
-    if args.nnodes < 1:
-        raise BadInput(f"--nnodes: must be at least 1, not {args.nnodes}")
     if args.nnodes > 1 and not args.rdzv_endpoint:
         raise BadInput("--nnodes > 1 needs --rdzv-endpoint HOST:PORT reachable from every node")
-    if args.nproc_per_node is not None and args.nproc_per_node < 1:
-        raise BadInput(f"--nproc-per-node: must be at least 1, not {args.nproc_per_node}")
+    if args.node_rank is not None and args.node_rank >= args.nnodes:
+        raise BadInput(f"--node-rank: {args.node_rank} is not a rank of {args.nnodes} node(s)",
+                       hint=f"give 0 to {args.nnodes - 1}")
+    if args.rdzv_endpoint is not None:
+        _check_endpoint(args.rdzv_endpoint)
     host = _gpu_host()
     _check_nproc(args.nproc_per_node, host)
     options = ValidationOptions(
@@ -97,6 +102,24 @@ def run(args: argparse.Namespace) -> int:
 
 
 _MAX_TIMEOUT = 86400.0
+MAX_NODES = 4096
+MAX_PROCS = 1024
+
+
+def _check_endpoint(endpoint: str) -> None:
+    """HOST:PORT with a port torchrun can listen on, refused before anything starts."""
+    import argparse as _argparse
+
+    from torchenv.cli._numbers import port
+
+    host, sep, number = endpoint.rpartition(":")
+    if not sep or not host.strip("[]"):
+        raise BadInput(f"--rdzv-endpoint: {endpoint!r} is not HOST:PORT",
+                       hint="e.g. node-01:29500")
+    try:
+        port(number)
+    except _argparse.ArgumentTypeError as exc:
+        raise BadInput(f"--rdzv-endpoint: port {exc}", hint="e.g. node-01:29500") from None
 
 
 def _check_nproc(nproc: Optional[int], host: GpuHost) -> None:
