@@ -74,11 +74,16 @@ def register(sub: Subcommands) -> None:
 def run_show(args: argparse.Namespace) -> int:
     from torchenv.cli._common import load_matrix_reported
     from torchenv.matrix.render import matrix_to_json, release_detail, render_table, select
+    from torchenv.resolver.request import read_torch_spec
+    from torchenv.values import InvalidValue, TorchVersion
 
     matrix = load_matrix_reported()
-    releases = select(matrix, args.torch)
+    releases = select(matrix, read_torch_spec(args.torch) if args.torch else None)
     if args.release:
-        rel = matrix.release(args.release)
+        try:
+            rel = matrix.release(TorchVersion.plain(args.release))
+        except InvalidValue:
+            rel = None
         if rel is None:
             raise BadInput(
                 f"--release: torch {args.release} is not in the matrix",

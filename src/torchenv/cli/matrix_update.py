@@ -13,9 +13,8 @@ from torchenv.errors import BadInput
 if TYPE_CHECKING:
     import argparse
 
-    from packaging.version import Version
-
     from torchenv.cli._common import Subcommands
+    from torchenv.values import TorchVersion
 
 __all__ = ["register", "run"]
 
@@ -104,15 +103,15 @@ def _env(name: str) -> str | None:
     return os.environ.get(name, "").strip() or None
 
 
-def _since(raw: str | None) -> Version | None:
+def _since(raw: str | None) -> TorchVersion | None:
     """``--since`` as a version; :class:`BadInput` naming the value when it is not one."""
-    from packaging.version import InvalidVersion, Version
+    from torchenv.values import InvalidValue, TorchVersion
 
     if raw is None:
         return None
     try:
-        return Version(raw)
-    except InvalidVersion:
+        return TorchVersion(raw)
+    except InvalidValue:
         raise BadInput(f"--since: {raw!r} is not a torch version; e.g. --since 2.5 or "
                        "--since 2.5.1") from None
 

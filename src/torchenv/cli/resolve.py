@@ -160,13 +160,14 @@ def _request(args: argparse.Namespace, defaults: dict[str, str]) -> Request:
         args.target_python = normalize_python(defaults["python"], origin=f"{_PYPROJECT} python")
     try:
         if defaults:  # a bad value from the file must name the file, not a flag
-            Request(torch=None if args.torch else defaults.get("torch"),
-                    variant=(None if args.variant else defaults.get("variant")) or "auto")
+            Request.from_text(torch=None if args.torch else defaults.get("torch"),
+                              variant=None if args.variant else defaults.get("variant"))
     except BadInput as exc:
-        raise BadInput(f"{_PYPROJECT}: {exc.message}", hint=exc.hint) from exc
-    return Request(
+        raise BadInput(f"{_PYPROJECT}: {exc.message}", hint=exc.hint, field=exc.field,
+                       value=exc.value) from exc
+    return Request.from_text(
         torch=args.torch or defaults.get("torch"),
-        variant=args.variant or defaults.get("variant") or "auto",
+        variant=args.variant or defaults.get("variant"),
         cuda=args.cuda,
         with_torchvision=not args.no_torchvision,
         with_torchaudio=not args.no_torchaudio,
@@ -183,13 +184,13 @@ def _check_known(args: argparse.Namespace, request: Request, matrix: Matrix) -> 
         if request.variant not in variants:
             origin = "--variant" if args.variant else f"{_PYPROJECT} variant"
             raise BadInput(f"{origin}: no release in the matrix has the variant "
-                           f"{request.variant!r}",
-                           hint="known variants: " + ", ".join(variants))
+                           f"{str(request.variant)!r}",
+                           hint="known variants: " + ", ".join(map(str, variants)))
     if request.cuda is not None:
         versions = known_cuda_versions(matrix)
         if request.cuda not in versions:
             raise BadInput(f"--cuda: no release in the matrix is built for CUDA {request.cuda}",
-                           hint="known CUDA versions: " + ", ".join(versions))
+                           hint="known CUDA versions: " + ", ".join(map(str, versions)))
 
 
 def _decide(
@@ -287,7 +288,7 @@ def _refuse_other_machines(args: argparse.Namespace, defaults: dict[str, str]) -
         python_info_from,
     )
     from torchenv.detection.detect import current_platform
-    from torchenv.detection.overrides import normalize_platform, normalize_python
+    from torchenv.detection.overrides import normalize_python, read_platform
 
     hint = ("'torchenv resolve' answers for other machines; --python-exe PATH picks the "
             "interpreter to install into")
@@ -296,7 +297,7 @@ def _refuse_other_machines(args: argparse.Namespace, defaults: dict[str, str]) -
     platform, origin = args.platform, "--platform"
     if not platform:
         platform, origin = os.environ.get("TORCHENV_PLATFORM", "").strip(), "TORCHENV_PLATFORM"
-    if platform and normalize_platform(platform, origin=origin) != current_platform():
+    if platform and read_platform(platform, origin=origin) != current_platform():
         raise BadInput(f"install: {origin} {platform} is not this machine "
                        f"({current_platform()})", hint=hint)
     wanted, origin = target_python(args)

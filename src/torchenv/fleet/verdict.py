@@ -171,7 +171,8 @@ def summarize(reports: NodeReports) -> NodeSummary:
             names += list(detect.rocm.gfx_targets)
         gpu_count, gpu_models = len(names), tuple(sorted(set(names)))
         # None: a driver is there but its version could not be read
-        driver = NONE if detect.nvidia is None else detect.nvidia.driver_version
+        nv = detect.nvidia
+        driver = NONE if nv is None else str(nv.driver_version) if nv.driver_version else None
         torch = detect.torch.version if detect.torch is not None else NONE
     build = BuildFacts()
     failed: list[FailedCheck] = []

@@ -176,10 +176,10 @@ def decision_flags(plan: Plan, host: Optional[HostProfile] = None) -> list[str]:
         return flags
     nvidia, rocm = host.nvidia, plan.variant.startswith("rocm")
     if plan.cuda and nvidia is not None and nvidia.driver_version:
-        flags += ["--driver", nvidia.driver_version]
+        flags += ["--driver", str(nvidia.driver_version)]
         for gpu in nvidia.visible_gpus():
             if gpu.compute_capability:
-                flags += ["--gpu", gpu.compute_capability]
+                flags += ["--gpu", str(gpu.compute_capability)]
     elif rocm and host.rocm is not None and host.rocm.gfx_targets:
         for gfx in host.rocm.gfx_targets:
             flags += ["--rocm-arch", gfx]

@@ -7,23 +7,22 @@ from typing import Any
 
 from torchenv.errors import BadInput
 from torchenv.matrix.inference import describe
-from torchenv.matrix.model import PLATFORMS, ArchFact, Matrix, Release, parse_version_tuple
+from torchenv.matrix.model import ALL_PLATFORMS, ArchFact, Matrix, Release, python_sort_key
+from torchenv.values import Platform, TorchSpec, optional_text
 
 __all__ = ["matrix_to_json", "release_detail", "release_to_json", "render_table", "select"]
 
 
-def select(matrix: Matrix, spec_text: str | None) -> list[Release]:
+def select(matrix: Matrix, spec: TorchSpec | None) -> list[Release]:
     """Releases matching ``--torch SPEC`` (a bare ``2.7`` means the 2.7 series), newest first."""
-    if not spec_text:
+    if spec is None:
         return list(matrix.releases)
-    from torchenv.resolver.request import torch_specifier
-
-    spec: Any = torch_specifier(spec_text)
-    chosen = [r for r in matrix.releases if spec.contains(r.torch, prereleases=True)]
+    chosen = [r for r in matrix.releases if spec.contains(r.torch)]
     if not chosen:
         raise BadInput(
-            f"--torch: no release in the matrix matches {spec_text!r}",
+            f"--torch: no release in the matrix matches {spec.text!r}",
             hint="see 'torchenv matrix show' for the releases it knows",
+            field="torch", value=spec.text,
         )
     return chosen
 
@@ -32,31 +31,31 @@ def release_to_json(r: Release, *, with_sources: bool = False) -> dict[str, Any]
     variants = []
     for v in r.variants:
         entry: dict[str, Any] = {
-            "name": v.name,
-            "platforms": list(v.platforms),
-            "arch_list": list(v.arch_list) if v.arch_list is not None else None,
+            "name": str(v.name),
+            "platforms": [str(p) for p in v.platforms],
+            "arch_list": _texts(v.arch_list),
         }
         if v.arch_list_by_platform:
             entry["arch_list_by_platform"] = {
-                k: list(a) if a is not None else None for k, a in v.arch_list_by_platform.items()
+                str(k): _texts(a) for k, a in v.arch_list_by_platform.items()
             }
         if v.python:
-            entry["python"] = {k: list(t) for k, t in v.python.items()}
+            entry["python"] = {str(k): list(t) for k, t in v.python.items()}
         entry.update(cudnn=v.cudnn, nccl=v.nccl, status=v.status, index=v.index)
         if v.arch_facts:
-            entry["evidence"] = {plat: describe(f) for plat, f in v.arch_facts.items()}
+            entry["evidence"] = {str(plat): describe(f) for plat, f in v.arch_facts.items()}
         if with_sources:
             entry["sources"] = list(v.sources)
             entry["note"] = v.note
         variants.append(entry)
     doc: dict[str, Any] = {
-        "torch": r.torch,
-        "torchvision": r.torchvision,
-        "torchaudio": r.torchaudio,
+        "torch": str(r.torch),
+        "torchvision": optional_text(r.torchvision),
+        "torchaudio": optional_text(r.torchaudio),
         "released": r.released,
-        "python": {p: list(r.python[p]) for p in PLATFORMS if p in r.python},
-        "pypi_default": dict(r.pypi_default),
-        "manylinux": dict(r.manylinux),
+        "python": {str(p): list(r.python[p]) for p in ALL_PLATFORMS if p in r.python},
+        "pypi_default": {str(p): str(v) for p, v in r.pypi_default.items()},
+        "manylinux": {str(p): floor for p, floor in r.manylinux.items()},
         "variants": variants,
         "conda": {"pytorch_channel": r.conda.pytorch_channel, "conda_forge": r.conda.conda_forge},
     }
@@ -66,6 +65,10 @@ def release_to_json(r: Release, *, with_sources: bool = False) -> dict[str, Any]
         doc["sources"] = list(r.sources)
         doc["note"] = r.note
     return doc
+
+
+def _texts(values: Sequence[object] | None) -> list[str] | None:
+    return [str(v) for v in values] if values is not None else None
 
 
 def matrix_to_json(
@@ -89,7 +92,7 @@ def _py_range(tags: Sequence[str]) -> str:
     free = [t for t in tags if t.endswith("t")]
     if not plain:
         return ", ".join(free) or "–"
-    plain.sort(key=lambda t: parse_version_tuple(t))
+    plain.sort(key=python_sort_key)
     text = plain[0] if len(plain) == 1 else f"{plain[0]}–{plain[-1]}"
     return text + (f" +{','.join(free)}" if free else "")
 
@@ -106,23 +109,25 @@ def render_table(matrix: Matrix, releases: Sequence[Release]) -> None:
     headers = ("torch", "released", "vision", "audio", "Python (linux-x86_64)", "PyPI (Linux)",
                "variants", "conda")
     rows = []
+    linux, arm64 = Platform("linux-x86_64"), Platform("linux-aarch64")
     for r in releases:
-        pypi = r.pypi_default.get("linux-x86_64", "–")
-        arm = r.pypi_default.get("linux-aarch64")
-        if arm and arm != "cpu":
+        pypi = str(r.pypi_default.get(linux, "–"))
+        arm = r.pypi_default.get(arm64)
+        if arm and arm.kind != "cpu":
             pypi += f" (arm {arm})"
-        variants = " ".join(v.name + ("?" if v.status != "verified" else "") for v in r.variants)
+        variants = " ".join(f"{v.name}{'?' if v.status != 'verified' else ''}"
+                            for v in r.variants)
         conda = []
         if r.conda.pytorch_channel is True:
             conda.append("pytorch")
         if r.conda.conda_forge is True:
             conda.append("conda-forge")
         rows.append((
-            r.torch,
+            str(r.torch),
             r.released,
-            r.torchvision or ("?" if "torchvision" in r.unconfirmed else "–"),
-            r.torchaudio or ("?" if "torchaudio" in r.unconfirmed else "–"),
-            _py_range(r.python.get("linux-x86_64", ())),
+            str(r.torchvision or ("?" if "torchvision" in r.unconfirmed else "–")),
+            str(r.torchaudio or ("?" if "torchaudio" in r.unconfirmed else "–")),
+            _py_range(r.python.get(linux, ())),
             pypi,
             variants,
             ", ".join(conda) or "–",
@@ -148,9 +153,9 @@ def render_table(matrix: Matrix, releases: Sequence[Release]) -> None:
     )
 
 
-def _fact_line(platform: str, fact: ArchFact) -> str:
+def _fact_line(platform: Platform, fact: ArchFact) -> str:
     """``linux-x86_64: 7.5, …, 12.0 — SASS confirmed, PTX confirmed (sources: a, b)``."""
-    arch = ", ".join(fact.arch_list) if fact.arch_list is not None else "unknown"
+    arch = ", ".join(map(str, fact.arch_list)) if fact.arch_list is not None else "unknown"
     how = f"SASS {fact.sass}, PTX {fact.ptx}"
     if fact.rule:
         how += f" by rule {fact.rule}"
@@ -165,21 +170,21 @@ def release_detail(matrix: Matrix, r: Release) -> None:
 
     out = console()
     out.print(
-        f"[bold]torch {escape(r.torch)}[/bold]  "
+        f"[bold]torch {escape(str(r.torch))}[/bold]  "
         + escape(f"released {r.released}  torchvision {r.torchvision or '–'}  torchaudio "
                  f"{r.torchaudio or '–'}")
     )
-    for plat in PLATFORMS:
+    for plat in ALL_PLATFORMS:
         if plat in r.python:
             out.print(escape(
-                f"  {plat:<14} Python {', '.join(r.python[plat])}"
+                f"  {plat!s:<14} Python {', '.join(r.python[plat])}"
                 + (f"  PyPI build {r.pypi_default[plat]}" if plat in r.pypi_default else "")
                 + (f"  glibc ≥ {r.manylinux[plat]}" if plat in r.manylinux else "")
             ))
     for v in r.variants:
         out.print(
-            f"  [bold]{escape(v.name)}[/bold] "
-            + escape(f"on {', '.join(v.platforms)}"
+            f"  [bold]{escape(str(v.name))}[/bold] "
+            + escape(f"on {', '.join(map(str, v.platforms))}"
                      + (f"; cuDNN {v.cudnn}" if v.cudnn else "")
                      + (f"; NCCL {v.nccl}" if v.nccl else "")
                      + f"; index entry {v.index}")
