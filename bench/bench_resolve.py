@@ -92,9 +92,10 @@ def run_sweep(matrix: Matrix, platforms: list[str], pythons: list[str], profiles
     from torchenv.detection.overrides import Overrides
     from torchenv.detection.profile import HostProfile, PythonInfo
     from torchenv.resolver import NoMatch, Request, resolve
+    from torchenv.values import Platform
 
-    base = HostProfile(platform="linux-x86_64", python=PythonInfo(version="3.11"), os="linux",
-                       machine="x86_64", glibc="2.35")
+    base = HostProfile(platform=Platform("linux-x86_64"), python=PythonInfo(version="3.11"),
+                       os="linux", machine="x86_64", glibc="2.35")
     request = Request()
     counts = {"plan": 0, "nomatch": 0, "error": 0}
     errors: dict[str, str] = {}

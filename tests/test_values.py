@@ -3,6 +3,7 @@ equality and hash, and the canonical spelling ``str()`` gives back."""
 
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any, Callable
 
@@ -20,6 +21,7 @@ from torchenv.values import (
     TorchSpec,
     TorchVersion,
     VariantName,
+    optional_text,
 )
 
 # (constructor, text, canonical spelling)
@@ -535,6 +537,34 @@ def test_torch_specs_are_not_ordered() -> None:
 ], ids=str)
 def test_platform_system(platform: str, system: str) -> None:
     assert Platform(platform).system == system
+
+
+def test_another_platform_names_itself_and_sorts_last() -> None:
+    other = Platform.other("freebsd-amd64")
+    assert (str(other), other.system) == ("freebsd-amd64", "other")
+    assert other == Platform.other("freebsd-amd64") != Platform.other("sunos-i86pc")
+    assert max(Platform(name) for name in PLATFORMS) < other
+    for name in ("linux-x86_64", ""):
+        with pytest.raises(InvalidValue):
+            Platform.other(name)
+
+
+def test_each_platform_is_one_object() -> None:
+    assert Platform("linux") is Platform("linux-x86_64") is Platform(" LINUX-X86_64 ")
+    for platform in (*(Platform(name) for name in PLATFORMS), Platform.other("freebsd-amd64")):
+        assert copy.deepcopy(platform) == platform
+    assert copy.deepcopy(Platform("win")) is Platform("win-amd64")
+
+
+def test_a_document_writes_a_value_as_its_text() -> None:
+    assert (optional_text(CudaVersion("12.08")), optional_text(None)) == ("12.8", None)
+
+
+def test_arch_entry_without_ptx() -> None:
+    assert ArchEntry("12.0+PTX").without_ptx() == ArchEntry("12.0")
+    assert str(ArchEntry("9.0a+PTX").without_ptx()) == "9.0a"
+    entry = ArchEntry("8.6")
+    assert entry.without_ptx() is entry
 
 
 # --------------------------------------------------------------------------- the shipped data

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from packaging.version import Version
 
     VariantKind = Literal["cpu", "cuda", "rocm", "xpu"]
-    System = Literal["linux", "win", "macos"]
+    System = Literal["linux", "win", "macos", "other"]
 
 __all__ = [
     "PLATFORMS",
@@ -52,6 +52,7 @@ __all__ = [
     "TorchSpec",
     "TorchVersion",
     "VariantName",
+    "optional_text",
 ]
 
 
@@ -71,6 +72,11 @@ class InvalidValue(ValueError):
         self.text = text
         self.message = message
         self.expected = expected
+
+
+def optional_text(value: object) -> str | None:
+    """``str(value)``, or None for None: how a document (JSON, YAML) writes an optional value."""
+    return None if value is None else str(value)
 
 
 def _shown(text: str) -> str:
@@ -525,6 +531,14 @@ class ArchEntry(_Value):
         any later GPU."""
         return self._key[3]
 
+    def without_ptx(self) -> ArchEntry:
+        """The SASS part of this entry: ``12.0`` of ``12.0+PTX`` (itself when it has no PTX)."""
+        if not self._key[3]:
+            return self
+        value = ArchEntry.__new__(ArchEntry)
+        value._key = (*self._key[:3], False)
+        return value
+
     @property
     def sm(self) -> str:
         """The compiler's spelling of the SASS target: ``sm_120`` of ``12.0+PTX``."""
@@ -715,6 +729,13 @@ class Platform(_Value):
     Also reads the common other names (``linux``, ``windows``, ``macos``, ``linux-arm64``,
     ``win_amd64``, ``darwin-x86_64``, ...), in any case and with surrounding whitespace;
     ``str()`` is always the canonical name. Ordered as :data:`PLATFORMS`.
+
+    :meth:`other` names a machine torchenv has no wheels for (``freebsd-amd64``), as detection
+    finds one: no matrix entry is keyed by it, so every question about its wheels says "none".
+
+    Each of the five is one object (``Platform("linux") is Platform("linux-x86_64")``), as the
+    members of an enum are: the matrix looks platforms up in every resolve, and a lookup that
+    finds the very object it holds compares nothing.
     """
 
     __slots__ = ()
@@ -723,21 +744,46 @@ class Platform(_Value):
     _A_KIND = "a platform"
     _EXPECTED = "one of " + ", ".join(PLATFORMS)
 
-    _key: tuple[int]
+    _key: tuple[int, str]
 
-    def __init__(self, text: str) -> None:
+    def __new__(cls, text: str) -> Platform:
         given = _given(Platform, text)
         name = given.strip()
         name = name.lower() if name.isascii() else name
         name = _PLATFORM_ALIASES.get(name, name)
         if name not in PLATFORMS:
             raise _invalid(Platform, given)
-        self._key = (PLATFORMS.index(name),)
+        return _KNOWN_PLATFORMS[PLATFORMS.index(name)]
+
+    @classmethod
+    def _of(cls, index: int, other: str = "") -> Platform:
+        value = object.__new__(cls)
+        value._key = (index, other)
+        return value
+
+    @classmethod
+    def other(cls, name: str) -> Platform:
+        """A platform outside :data:`PLATFORMS`, by the name detection gives it
+        (``freebsd-amd64``); it sorts after the five and its :attr:`system` is ``other``."""
+        if name in PLATFORMS or not name:
+            raise _invalid(cls, name, f"{_shown(name)} is not another platform",
+                           "a name outside " + ", ".join(PLATFORMS))
+        return cls._of(len(PLATFORMS), name)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copies (and a process pool's transfers) give back the one object of each name."""
+        index, other = self._key
+        return (Platform.other, (other,)) if other else (Platform, (PLATFORMS[index],))
 
     @property
     def system(self) -> System:
-        """``linux``, ``win`` or ``macos``."""
-        return _SYSTEMS[self._key[0]]
+        """``linux``, ``win`` or ``macos``; ``other`` for a platform without wheels."""
+        index = self._key[0]
+        return _SYSTEMS[index] if index < len(_SYSTEMS) else "other"
 
     def __str__(self) -> str:
-        return PLATFORMS[self._key[0]]
+        index, other = self._key
+        return PLATFORMS[index] if index < len(PLATFORMS) else other
+
+
+_KNOWN_PLATFORMS = tuple(Platform._of(index) for index in range(len(PLATFORMS)))

@@ -46,8 +46,9 @@ def test_proc_then_nvidia_smi(tmp_path: Path) -> None:
     nv = profile.nvidia
     assert nv is not None
     # the CUDA version is not asked of nvidia-smi: the driver version decides
-    assert (nv.driver_version, nv.source, nv.cuda_driver_version) == ("580.173.02", "proc", None)
-    assert [g.compute_capability for g in nv.visible_gpus()] == ["8.6"]
+    assert (str(nv.driver_version), nv.source, nv.cuda_driver_version) == (
+        "580.173.02", "proc", None)
+    assert [str(g.compute_capability) for g in nv.visible_gpus()] == ["8.6"]
     assert profile.sources["nvidia"] == "/proc/driver/nvidia/version"
     assert profile.sources["nvidia.gpus"] == "nvidia-smi --query-gpu"
 
@@ -66,7 +67,8 @@ def test_a_loaded_driver_of_another_root_does_not_speak_for_the_nvidia_smi_that_
     profile = detect(root=tmp_path, environ={"PATH": f"{smi.parent}:/usr/bin:/bin"})
     nv = profile.nvidia
     assert nv is not None
-    assert (nv.driver_version, [g.name for g in nv.gpus]) == ("384.98", ["GeForce GTX 1080"])
+    assert (str(nv.driver_version), [g.name for g in nv.gpus]) == (
+        "384.98", ["GeForce GTX 1080"])
     assert nv.gpus[0].compute_capability is None  # unknown, and said so
     assert any("compute capability unknown" in w for w in profile.warnings)
     calls = marker.read_text().splitlines()
@@ -81,7 +83,7 @@ def test_proc_only_warns_about_unknown_capability(tmp_path: Path) -> None:
     (info / "information").write_text("Model: \t\t NVIDIA H200\nDevice Minor: \t 0\n")
     profile = detect(root=tmp_path, environ={"PATH": ""})
     assert profile.nvidia is not None
-    assert profile.nvidia.driver_version == "580.173.02"
+    assert str(profile.nvidia.driver_version) == "580.173.02"
     assert [g.name for g in profile.nvidia.gpus] == ["NVIDIA H200"]
     assert any("compute capability unknown for GPU 0" in w for w in profile.warnings)
 
@@ -95,7 +97,8 @@ def test_wsl2_driver_from_nvidia_smi(tmp_path: Path) -> None:
     profile = detect(root=tmp_path, environ={"PATH": f"{smi.parent}:/usr/bin:/bin"})
     assert profile.wsl
     assert profile.nvidia is not None
-    assert (profile.nvidia.driver_version, profile.nvidia.source) == ("572.60", "nvidia-smi")
+    assert (str(profile.nvidia.driver_version), profile.nvidia.source) == (
+        "572.60", "nvidia-smi")
     assert "nvidia.wsl" in profile.sources
 
 

@@ -64,5 +64,5 @@ def test_a_full_detect_document_still_loads() -> None:
                     "class": "0x030000", "driver": "nvidia"}],
            "a_key_from_a_newer_torchenv": {"anything": [1, 2]}}
     host = HostProfile.from_json(doc, origin="node.json")
-    assert host.nvidia is not None and host.nvidia.cuda_driver_version == "12.8"
+    assert host.nvidia is not None and str(host.nvidia.cuda_driver_version) == "12.8"
     assert HostProfile.from_json(host.to_json()) == host

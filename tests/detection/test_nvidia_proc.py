@@ -14,6 +14,7 @@ from torchenv.detection._nvidia_proc import (
     read_kernel_driver_version,
     read_proc_gpus,
 )
+from torchenv.values import DriverVersion
 
 
 @pytest.mark.parametrize(
@@ -28,11 +29,11 @@ from torchenv.detection._nvidia_proc import (
     ids=["proprietary-384", "proprietary-580", "open-565", "open-525-nodate", "jetson"],
 )
 def test_proc_version_captures(fixture: str, version: str) -> None:
-    assert parse_proc_driver_version(data(fixture)) == version
+    assert str(parse_proc_driver_version(data(fixture))) == version
 
 
 def test_sys_module_capture() -> None:
-    assert parse_sys_module_version(data("sys_module_nvidia_version_550.78.txt")) == "550.78"
+    assert str(parse_sys_module_version(data("sys_module_nvidia_version_550.78.txt"))) == "550.78"
 
 
 @pytest.mark.parametrize("text", ["", "GCC version:  gcc version 12.2.0\n", "NVRM version: ?\n",
@@ -49,8 +50,8 @@ def test_proc_version_roundtrip(major: int, minor: int, patch: int | None, open_
     version = f"{major}.{minor:02d}" + (f".{patch:02d}" if patch is not None else "")
     module = "Open Kernel Module for x86_64" if open_module else "x86_64 Kernel Module"
     line = f"NVRM version: NVIDIA UNIX {module}  {version}  Release Build  (b@h)  date\n"
-    assert parse_proc_driver_version(line) == version
-    assert parse_sys_module_version(version + "\n") == version
+    assert str(parse_proc_driver_version(line)) == version
+    assert str(parse_sys_module_version(version + "\n")) == version
 
 
 GPU_INFO = """Model: \t\t NVIDIA GeForce RTX 3090
@@ -76,11 +77,11 @@ def test_readers_on_fake_trees(tmp_path: Path) -> None:
     sys_mod = tmp_path / "sys/module/nvidia"
     sys_mod.mkdir(parents=True)
     (sys_mod / "version").write_text(data("sys_module_nvidia_version_550.78.txt"))
-    assert read_kernel_driver_version(tmp_path) == ("550.78", "sysfs")
+    assert read_kernel_driver_version(tmp_path) == (DriverVersion("550.78"), "sysfs")
     proc = tmp_path / "proc/driver/nvidia"
     (proc / "gpus/0000:01:00.0").mkdir(parents=True)
     (proc / "version").write_text(data("proc_driver_nvidia_version_proprietary_580.173.02.txt"))
     (proc / "gpus/0000:01:00.0/information").write_text(GPU_INFO)
-    assert read_kernel_driver_version(tmp_path) == ("580.173.02", "proc")
+    assert read_kernel_driver_version(tmp_path) == (DriverVersion("580.173.02"), "proc")
     (gpu,) = read_proc_gpus(tmp_path)
     assert (gpu.index, gpu.name, gpu.compute_capability) == (0, "NVIDIA GeForce RTX 3090", None)

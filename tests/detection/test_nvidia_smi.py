@@ -15,9 +15,15 @@ from torchenv.detection._nvidia_smi import (
     parse_smi_versions,
     probe_nvidia_smi,
 )
+from torchenv.values import ComputeCapability, CudaVersion, DriverVersion
+
 
 # The shape of --query-gpu=index,name,compute_cap,memory.total,uuid,driver_version
 # --format=csv,noheader,nounits (no capture with both flags exists; see data/README.md)
+def _text(value: object) -> str | None:
+    return str(value) if value is not None else None
+
+
 SINGLE = "0, NVIDIA H200, 9.0, 143771, GPU-00000000-0000-0000-0000-000000000000, 580.82.07\n"
 MULTI = (
     "0, NVIDIA GeForce GTX 1080, 6.1, 8192, GPU-00000000-0000-0000-0000-000000000000, 550.54.15\n"
@@ -27,15 +33,15 @@ MULTI = (
 
 def test_query_single() -> None:
     (gpu,), driver = parse_query_csv(SINGLE)
-    assert driver == "580.82.07"
+    assert driver == DriverVersion("580.82.07")
     assert (gpu.index, gpu.name, gpu.compute_capability, gpu.memory_mib) == (
-        0, "NVIDIA H200", "9.0", 143771)
+        0, "NVIDIA H200", ComputeCapability("9.0"), 143771)
 
 
 def test_query_multi_and_na_fields() -> None:
     gpus, driver = parse_query_csv(MULTI + "2, NVIDIA A100, [N/A], [N/A], [N/A], 550.54.15\n")
-    assert driver == "550.54.15"
-    assert [g.compute_capability for g in gpus] == ["6.1", "8.6", None]
+    assert driver == DriverVersion("550.54.15")
+    assert [_text(g.compute_capability) for g in gpus] == ["6.1", "8.6", None]
     assert gpus[2].memory_mib is None
     assert gpus[2].uuid is None
 
@@ -43,22 +49,22 @@ def test_query_multi_and_na_fields() -> None:
 def test_query_capture_with_header() -> None:
     fields = ("compute_cap", "compute_mode", "driver_version", "name", "index")
     gpus, driver = parse_query_csv(data("query_csv_header_2gpu_mixed_570.86.15.csv"), fields)
-    assert driver == "570.86.15"
-    assert [(g.index, g.name, g.compute_capability) for g in gpus] == [
+    assert driver == DriverVersion("570.86.15")
+    assert [(g.index, g.name, _text(g.compute_capability)) for g in gpus] == [
         (0, "NVIDIA TITAN V", "7.0"), (1, "NVIDIA RTX 5880 Ada Generation", "8.9")]
 
 
 def test_query_capture_driver_only_wsl() -> None:
     gpus, driver = parse_query_csv(data("query_csv_noheader_driver_version_wsl2_2gpu.txt"),
                                    ("driver_version",))
-    assert driver == "572.60"
+    assert driver == DriverVersion("572.60")
     assert len(gpus) == 2
 
 
 def test_query_name_with_comma() -> None:
     (gpu,), _ = parse_query_csv("0, Odd, Name, 8.0, 40960, GPU-1, 550.1\n")
     assert gpu.name == "Odd, Name"
-    assert gpu.compute_capability == "8.0"
+    assert gpu.compute_capability == ComputeCapability("8.0")
 
 
 def test_query_malformed_names_the_line() -> None:
@@ -84,7 +90,7 @@ def test_query_malformed_names_the_line() -> None:
     ids=lambda v: v.split("_")[0] + "-" + v.split("_")[-1] if "_" in v else v,
 )
 def test_versions_from_captures(fixture: str, driver: str, cuda: str) -> None:
-    assert parse_smi_versions(data(fixture)) == (driver, cuda)
+    assert parse_smi_versions(data(fixture)) == (DriverVersion(driver), CudaVersion(cuda))
 
 
 def test_errors_from_captures() -> None:
@@ -107,7 +113,7 @@ def test_probe_single_is_one_call(tmp_path: Path) -> None:
     res = probe_nvidia_smi(str(exe))
     assert res.ok
     assert res.warnings == ()
-    assert (res.driver_version, res.cuda_driver_version) == ("580.82.07", None)
+    assert (res.driver_version, res.cuda_driver_version) == (DriverVersion("580.82.07"), None)
     assert [g.name for g in res.gpus] == ["NVIDIA H200"]
     assert len(res.calls) == 1
     assert len(marker.read_text().splitlines()) == 1
@@ -117,7 +123,7 @@ def test_probe_multi(tmp_path: Path) -> None:
     exe = fake_smi(tmp_path, query=MULTI,
                    version=data("version_wsl2_smi555.42.03_driver555.85.txt"))
     res = probe_nvidia_smi(str(exe))
-    assert [g.compute_capability for g in res.gpus] == ["6.1", "8.6"]
+    assert [_text(g.compute_capability) for g in res.gpus] == ["6.1", "8.6"]
     assert res.driver_version is not None and res.cuda_driver_version is None
 
 
@@ -139,7 +145,7 @@ def test_probe_old_smi_without_compute_cap(tmp_path: Path) -> None:
 ])
 def test_only_an_old_kernel_driver_says_in_advance_that_compute_cap_is_missing(
         kernel: str | None, lacks: bool) -> None:
-    assert lacks_compute_cap(kernel) is lacks
+    assert lacks_compute_cap(DriverVersion(kernel) if kernel else None) is lacks
 
 
 def test_only_an_nvidia_smi_where_drivers_put_it_is_the_drivers_own(tmp_path: Path) -> None:
@@ -156,11 +162,12 @@ def test_an_old_kernel_driver_spares_the_query_its_nvidia_smi_would_refuse(
     query = "0, GeForce RTX 2070, 7973, GPU-00000000-0000-0000-0000-000000000000, 440.100\n"
     marker = tmp_path / "calls.txt"
     exe = fake_smi(tmp_path, query=query, no_compute_cap=True, marker=marker)
-    res = probe_nvidia_smi(str(exe), kernel_driver="440.100")
+    res = probe_nvidia_smi(str(exe), kernel_driver=DriverVersion("440.100"))
     assert res.ok
     assert len(marker.read_text().splitlines()) == 1  # one nvidia-smi, without compute_cap
     assert "compute_cap" not in res.calls[0]
-    assert (res.driver_version, res.gpus[0].compute_capability) == ("440.100", None)
+    assert (res.driver_version, res.gpus[0].compute_capability) == (DriverVersion("440.100"),
+                                                                    None)
     assert any("driver 440.100" in w and "compute_cap" in w for w in res.warnings)
 
 
@@ -171,7 +178,7 @@ def test_a_newer_kernel_driver_than_its_nvidia_smi_still_falls_back(tmp_path: Pa
     query = "0, NVIDIA RTX PRO 500, 4096, GPU-00000000-0000-0000-0000-000000000000, 580.95.05\n"
     marker = tmp_path / "calls.txt"
     exe = fake_smi(tmp_path, query=query, no_compute_cap=True, marker=marker)
-    res = probe_nvidia_smi(str(exe), kernel_driver="580.95.05")
+    res = probe_nvidia_smi(str(exe), kernel_driver=DriverVersion("580.95.05"))
     assert res.ok
     assert len(marker.read_text().splitlines()) == 2
     assert "compute_cap" in res.calls[0] and "compute_cap" not in res.calls[1]

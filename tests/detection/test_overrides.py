@@ -8,9 +8,9 @@ from detection_helpers import clean_env, run_cli
 
 from torchenv.detection.overrides import (
     Overrides,
-    normalize_compute_capability,
-    normalize_driver_version,
     normalize_python,
+    read_compute_capability,
+    read_driver_version,
 )
 from torchenv.errors import BadInput
 
@@ -20,7 +20,7 @@ from torchenv.errors import BadInput
     (" 12.0f ", "12.0f"), ("SM_120", "12.0"),
 ], ids=str)
 def test_compute_capabilities_are_normalised(value: str, expected: str) -> None:
-    assert normalize_compute_capability(value) == expected
+    assert str(read_compute_capability(value)) == expected
 
 
 @pytest.mark.parametrize("value", ["\uff18.\uff16", "\u0668.\u0666", "sm_\uff18\uff16", "8.\uff16"],
@@ -35,7 +35,7 @@ def test_the_variable_and_the_driver_are_read_the_same_way() -> None:
     with pytest.raises(BadInput, match=r"^TORCHENV_GPUS: .*outside ASCII"):
         Overrides.from_sources(environ={"TORCHENV_GPUS": "8.6,\uff19.\uff10"})
     with pytest.raises(BadInput, match=r"^--driver: .*outside ASCII"):
-        normalize_driver_version("\uff15\uff15\uff10.54")
+        read_driver_version("\uff15\uff15\uff10.54")
     with pytest.raises(BadInput, match=r"^TORCHENV_DRIVER_VERSION: .*outside ASCII"):
         Overrides.from_sources(environ={"TORCHENV_DRIVER_VERSION": "550.\uff15\uff14"})
     with pytest.raises(BadInput, match=r"^--python: .*outside ASCII"):
@@ -44,8 +44,9 @@ def test_the_variable_and_the_driver_are_read_the_same_way() -> None:
 
 def test_a_plain_mistake_is_not_blamed_on_ascii() -> None:
     with pytest.raises(BadInput) as caught:
-        normalize_compute_capability("8.x")
+        read_compute_capability("8.x")
     assert "ASCII" not in str(caught.value)
+    assert (caught.value.field, caught.value.value) == ("gpus", "8.x")
 
 
 def test_the_command_line_refuses_a_fullwidth_gpu() -> None:

@@ -29,7 +29,7 @@ NATIVE = "Linux version 6.8.0-31-generic (buildd@lcy02-amd64-078) (x86_64-linux-
     ids=["linux", "linux-arm", "mac-arm", "mac-intel", "windows"],
 )
 def test_current_platform(system: str, machine: str, name: str) -> None:
-    assert current_platform(system, machine) == name
+    assert str(current_platform(system, machine)) == name
 
 
 def test_glibc_confstr() -> None:
@@ -68,7 +68,7 @@ def test_probe_on_fake_tree(tmp_path: Path) -> None:
     (tmp_path / "run/.containerenv").write_text("")
     facts = probe_platform(tmp_path, {}, system="Linux", machine="x86_64",
                            confstr=lambda: "glibc 2.39")
-    assert (facts.platform, facts.glibc, facts.wsl, facts.wsl_version) == (
+    assert (str(facts.platform), facts.glibc, facts.wsl, facts.wsl_version) == (
         "linux-x86_64", "2.39", True, 2)
     assert (facts.container, facts.container_source) == ("podman", "/run/.containerenv")
 
@@ -94,4 +94,4 @@ def test_probe_musl_via_loader(tmp_path: Path) -> None:
 def test_macos_reads_no_linux_files(tmp_path: Path) -> None:
     facts = probe_platform(tmp_path, {}, system="Darwin", machine="arm64",
                            confstr=lambda: "glibc 2.36")
-    assert (facts.platform, facts.glibc, facts.container) == ("macos-arm64", None, None)
+    assert (str(facts.platform), facts.glibc, facts.container) == ("macos-arm64", None, None)

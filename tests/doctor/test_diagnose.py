@@ -9,6 +9,7 @@ import pytest
 from torchenv.detection.profile import Gpu, HostProfile, NvidiaInfo, PythonInfo, TorchInfo
 from torchenv.doctor import CondaRecord, Distribution, Installs, diagnose
 from torchenv.matrix import load_matrix
+from torchenv.values import ComputeCapability, CudaVersion, DriverVersion, Platform
 
 MATRIX = load_matrix()
 GOOD_TORCH = TorchInfo(version="2.7.1+cu128", variant="cu128", cuda_version="12.8",
@@ -20,13 +21,15 @@ GOOD_TORCH = TorchInfo(version="2.7.1+cu128", variant="cu128", cuda_version="12.
 def host(torch: TorchInfo | None = GOOD_TORCH, *, driver: str = "580.65.06", cc: str = "8.6",
          warnings: tuple[str, ...] = ()) -> HostProfile:
     return HostProfile(
-        platform="linux-x86_64", python=PythonInfo(version="3.12", executable="/v/bin/python"),
+        platform=Platform("linux-x86_64"),
+        python=PythonInfo(version="3.12", executable="/v/bin/python"),
         # NVML reports the CUDA version of the driver it runs; only 580.65.06's is given here
-        nvidia=NvidiaInfo(driver_version=driver,
-                          cuda_driver_version="13.0" if driver == "580.65.06" else None,
+        nvidia=NvidiaInfo(driver_version=DriverVersion(driver),
+                          cuda_driver_version=(CudaVersion("13.0") if driver == "580.65.06"
+                                               else None),
                           source="nvml",
                           gpus=(Gpu(index=0, name="NVIDIA GeForce RTX 3090",
-                                    compute_capability=cc, uuid="GPU-1234"),)),
+                                    compute_capability=ComputeCapability(cc), uuid="GPU-1234"),)),
         torch=torch, warnings=warnings)
 
 
@@ -136,7 +139,7 @@ def test_cuda_visible_devices_hiding_every_gpu_is_an_error_with_the_fix() -> Non
 
 
 def test_a_gpu_whose_driver_cannot_be_read_is_an_error_not_silence() -> None:
-    broken = HostProfile(platform="linux-x86_64", python=PythonInfo(version="3.12"),
+    broken = HostProfile(platform=Platform("linux-x86_64"), python=PythonInfo(version="3.12"),
                          torch=GOOD_TORCH,
                          nvidia_evidence=("/dev/nvidia0", "/usr/bin/nvidia-smi exists but failed: "
                                           "couldn't communicate with the NVIDIA driver"))

@@ -13,6 +13,7 @@ import pytest
 from torchenv.detection.profile import HostProfile, PythonInfo, TorchInfo
 from torchenv.doctor import CondaRecord, Distribution, Installs, diagnose
 from torchenv.matrix import load_matrix
+from torchenv.values import Platform
 
 MATRIX = load_matrix(overlay=False)
 WIN_PYTHON = r"C:\Program Files\Python312\python.exe"
@@ -21,7 +22,7 @@ CPU_TORCH = TorchInfo(version="2.7.1+cpu", variant="cpu")
 
 
 def _host(platform: str, executable: str, torch: TorchInfo | None = None) -> HostProfile:
-    return HostProfile(platform=platform, python=PythonInfo(version="3.12",
+    return HostProfile(platform=Platform(platform), python=PythonInfo(version="3.12",
                                                             executable=executable),
                        torch=torch)
 

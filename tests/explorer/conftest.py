@@ -23,8 +23,7 @@ def specifiers_under_test(matrix: Matrix) -> list[str]:
     """The series the test tables precompute: the newest, one in the middle and the oldest, so
     every kind of specifier window (wide, CUDA-era changes, Python long gone) is covered
     without the cost of all of them."""
-    minors = sorted({r.minor for r in matrix.releases},
-                    key=lambda m: tuple(int(p) for p in m.split(".")))
+    minors = list(dict.fromkeys(r.torch.series for r in reversed(matrix.releases)))
     return sorted({minors[-1], minors[len(minors) // 2], minors[0]})
 
 

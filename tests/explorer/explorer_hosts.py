@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from torchenv.cli._fields import spell
 from torchenv.explorer.classes import GpuChoice
 from torchenv.explorer.tables import Job, Tables, answer, gfx_names, python_tags
-from torchenv.matrix.model import PLATFORMS, Matrix, parse_version_tuple
+from torchenv.matrix.model import PLATFORMS, Matrix
+from torchenv.values import DriverVersion
 
 __all__ = ["Machine", "boundary_drivers", "cli_args", "drivers", "expected", "machines"]
 
@@ -38,10 +39,10 @@ def expected(matrix: Matrix, machine: Machine) -> dict[str, Any]:
                   spell)
 
 
-def _floors(matrix: Matrix) -> list[str]:
+def _floors(matrix: Matrix) -> list[DriverVersion]:
     found = {f for t in matrix.toolkit_floors for f in (t.linux, t.windows) if f}
     found |= {f for c in matrix.compat_floors for f in (c.linux, c.windows) if f}
-    return sorted(found, key=parse_version_tuple)
+    return sorted(found)
 
 
 def _valid_driver(parts: tuple[int, ...]) -> str | None:
@@ -59,7 +60,7 @@ def drivers(matrix: Matrix) -> st.SearchStrategy[str | None]:
     and unknown."""
     near: set[str] = set()
     for floor in _floors(matrix):
-        parts = parse_version_tuple(floor)
+        parts = floor.parts
         padded = parts if len(parts) > 1 else (*parts, 0)
         for candidate in (padded, (*padded[:-1], padded[-1] + 1), (*padded[:-1], padded[-1] - 1),
                           (padded[0] - 1, 99), (padded[0], 0)):
@@ -69,16 +70,17 @@ def drivers(matrix: Matrix) -> st.SearchStrategy[str | None]:
     anywhere = st.builds(lambda a, b, c: f"{a}.{b:02d}" + ("" if c is None else f".{c:02d}"),
                          st.integers(300, 999), st.integers(0, 199),
                          st.none() | st.integers(0, 99))
-    exact = sorted({t for t in (_valid_driver(parse_version_tuple(f)) for f in _floors(matrix))
+    exact = sorted({t for t in (_valid_driver(f.parts) for f in _floors(matrix))
                     if t})
     return st.one_of(st.none(), st.sampled_from(exact), st.sampled_from(sorted(near)), anywhere)
 
 
 def boundary_drivers(floors: list[str]) -> list[str]:
-    """Each floor as a driver spells it, and the driver just below it."""
+    """Each floor (as the page's JSON writes it) as a driver spells it, and the driver just
+    below it."""
     out: list[str] = []
     for floor in floors:
-        parts = parse_version_tuple(floor)
+        parts = DriverVersion.floor(floor).parts
         padded = parts if len(parts) > 1 else (*parts, 0)
         below = (*padded[:-1], padded[-1] - 1) if padded[-1] else (padded[0] - 1, 99)
         out += [t for t in (_valid_driver(padded), _valid_driver(below)) if t]
@@ -86,8 +88,8 @@ def boundary_drivers(floors: list[str]) -> list[str]:
 
 
 def _capabilities(matrix: Matrix) -> st.SearchStrategy[str]:
-    catalog = sorted({g.compute_capability for g in matrix.nvidia_gpus})
-    listed = sorted({a.split("+")[0].rstrip("af") for r in matrix.releases for v in r.variants
+    catalog = sorted({str(g.compute_capability) for g in matrix.nvidia_gpus})
+    listed = sorted({str(a.capability.base) for r in matrix.releases for v in r.variants
                      for f in v.arch_facts.values() for a in (f.arch_list or ())})
     anything = st.builds(lambda major, minor, suffix: f"{major}.{minor}{suffix}",
                          st.integers(1, 19), st.integers(0, 9), st.sampled_from(["", "", "a", "f"]))

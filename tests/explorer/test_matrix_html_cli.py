@@ -58,10 +58,11 @@ def test_json_needs_a_file(tmp_path: Path) -> None:
 
 
 def test_the_default_series_are_the_newest(matrix: Matrix) -> None:
-    known = {r.minor for r in matrix.releases}
+    releases = sorted(matrix.releases, key=lambda r: r.torch)  # oldest first
+    known = list(dict.fromkeys(r.torch.series for r in releases))
     chosen = _specifiers(None, known)
     assert chosen is not None and len(chosen) == min(NEWEST, len(known))
-    newest = sorted(known, key=lambda m: tuple(int(p) for p in m.split(".")))[-NEWEST:]
+    newest = known[-NEWEST:]
     assert sorted(chosen) == sorted(newest)
     assert _specifiers("all", known) is None
     assert _specifiers("none", known) == []

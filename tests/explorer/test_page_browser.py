@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from tests.conftest import run_cli
 
 from torchenv.detection.overrides import (
-    normalize_compute_capability,
-    normalize_driver_version,
     normalize_rocm_arch,
+    read_compute_capability,
+    read_driver_version,
 )
 from torchenv.errors import BadInput
 from torchenv.explorer.classes import GpuChoice
@@ -119,7 +119,7 @@ def _gpu_text(matrix: Matrix, machine: Machine) -> str:
     gpu = machine.gpu
     if gpu.kind == "nvidia":
         assert gpu.cc is not None
-        named = [g.name for g in matrix.nvidia_gpus if g.compute_capability == gpu.cc]
+        named = [g.name for g in matrix.nvidia_gpus if str(g.compute_capability) == gpu.cc]
         return named[len(gpu.cc) % len(named)] if named and int(gpu.cc[-1]) % 2 else gpu.cc
     if gpu.kind == "amd":
         assert gpu.gfx is not None
@@ -233,8 +233,8 @@ def test_the_page_reads_typed_values_as_the_cli_does(browser: Any) -> None:
             return None
 
     for text, (driver, cc, gfx) in zip(samples, got):
-        assert driver == python(normalize_driver_version, text), text
-        assert cc == python(normalize_compute_capability, text), text
+        assert driver == python(read_driver_version, text), text
+        assert cc == python(read_compute_capability, text), text
         assert gfx == python(normalize_rocm_arch, text), text
 
 

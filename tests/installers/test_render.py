@@ -642,7 +642,7 @@ def test_no_release_after_2_5_claims_the_pytorch_channel() -> None:
     from torchenv.matrix.loader import load_matrix
 
     matrix = load_matrix()
-    claims = [r.torch for r in matrix.releases if r.conda.pytorch_channel is True]
+    claims = [str(r.torch) for r in matrix.releases if r.conda.pytorch_channel is True]
     assert claims and "2.4.0" in claims
     assert all(Version(v) < Version("2.6") for v in claims), claims
 

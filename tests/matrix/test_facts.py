@@ -5,10 +5,21 @@ from __future__ import annotations
 import pytest
 
 from torchenv.matrix.model import Matrix, Release
+from torchenv.values import (
+    ComputeCapability,
+    CudaVersion,
+    DriverVersion,
+    Platform,
+    TorchVersion,
+    VariantName,
+)
+
+LINUX, ARM64, WINDOWS = Platform("linux-x86_64"), Platform("linux-aarch64"), Platform("win-amd64")
+MACOS_X86 = Platform("macos-x86_64")
 
 
 def rel(matrix: Matrix, version: str) -> Release:
-    r = matrix.release(version)
+    r = matrix.release(TorchVersion(version))
     assert r is not None, version
     return r
 
@@ -16,11 +27,11 @@ def rel(matrix: Matrix, version: str) -> Release:
 def arch(
     matrix: Matrix, version: str, variant: str, platform: str = "linux-x86_64"
 ) -> tuple[str, ...]:
-    v = rel(matrix, version).variant(variant)
+    v = rel(matrix, version).variant(VariantName(variant))
     assert v is not None, (version, variant)
-    lst = v.arch_list_for(platform)
+    lst = v.arch_list_for(Platform(platform))
     assert lst is not None, (version, variant, platform)
-    return lst
+    return tuple(map(str, lst))
 
 
 def test_cu121_of_torch_2_1_dropped_sm_37_while_cu118_kept_it(matrix: Matrix) -> None:
@@ -31,7 +42,8 @@ def test_cu121_of_torch_2_1_dropped_sm_37_while_cu118_kept_it(matrix: Matrix) ->
 def test_the_pytorch_conda_channel_ends_at_2_5(matrix: Matrix) -> None:
     assert rel(matrix, "2.5.1").conda.pytorch_channel is True
     later = [
-        r.torch for r in matrix.releases if r.key >= (2, 6) and r.conda.pytorch_channel is not False
+        r.torch for r in matrix.releases
+        if r.torch.release >= (2, 6) and r.conda.pytorch_channel is not False
     ]
     assert later == []
 
@@ -40,22 +52,22 @@ def test_torch_2_5_has_cp313_wheels_only_for_linux_x86_64(matrix: Matrix) -> Non
     for version in ("2.5.0", "2.5.1"):
         r = rel(matrix, version)
         with_313 = sorted(p for p, tags in r.python.items() if "3.13" in tags)
-        assert with_313 == ["linux-x86_64"], version
+        assert with_313 == [LINUX], version
 
 
 def test_free_threaded_3_13_was_dropped_in_2_12_1(matrix: Matrix) -> None:
-    assert "3.13t" in rel(matrix, "2.12.0").python["linux-x86_64"]
-    assert "3.13t" not in rel(matrix, "2.12.1").python["linux-x86_64"]
+    assert "3.13t" in rel(matrix, "2.12.0").python[LINUX]
+    assert "3.13t" not in rel(matrix, "2.12.1").python[LINUX]
 
 
 def test_there_is_no_torchaudio_from_2_12_on(matrix: Matrix) -> None:
-    assert all(r.torchaudio is None for r in matrix.releases if r.key >= (2, 12))
+    assert all(r.torchaudio is None for r in matrix.releases if r.torch.release >= (2, 12))
     assert rel(matrix, "2.11.0").torchaudio is not None
 
 
 def test_python_3_12_wheels_exist_since_2_2(matrix: Matrix) -> None:
-    assert "3.12" not in rel(matrix, "2.1.2").python["linux-x86_64"]
-    assert "3.12" in rel(matrix, "2.2.0").python["linux-x86_64"]
+    assert "3.12" not in rel(matrix, "2.1.2").python[LINUX]
+    assert "3.12" in rel(matrix, "2.2.0").python[LINUX]
 
 
 @pytest.mark.parametrize(
@@ -72,18 +84,18 @@ def test_python_3_12_wheels_exist_since_2_2(matrix: Matrix) -> None:
 )
 def test_the_pypi_build_for_linux_x86_64(matrix: Matrix, version: str, pypi_cuda: str) -> None:
     r = rel(matrix, version)
-    assert r.pypi_default["linux-x86_64"] == pypi_cuda
-    assert r.pypi_default["win-amd64"] == "cpu"
+    assert r.pypi_default[LINUX] == VariantName(pypi_cuda)
+    assert r.pypi_default[WINDOWS] == VariantName("cpu")
 
 
 def test_linux_aarch64_pypi_wheels_became_cuda_builds_in_2_11(matrix: Matrix) -> None:
-    assert rel(matrix, "2.10.0").pypi_default["linux-aarch64"] == "cpu"
-    assert rel(matrix, "2.11.0").pypi_default["linux-aarch64"].startswith("cu")
+    assert rel(matrix, "2.10.0").pypi_default[ARM64] == VariantName("cpu")
+    assert rel(matrix, "2.11.0").pypi_default[ARM64].kind == "cuda"
 
 
 def test_macos_x86_64_wheels_stop_after_2_2(matrix: Matrix) -> None:
-    assert "macos-x86_64" in rel(matrix, "2.2.2").python
-    assert all("macos-x86_64" not in r.python for r in matrix.releases if r.key >= (2, 3))
+    assert MACOS_X86 in rel(matrix, "2.2.2").python
+    assert all(MACOS_X86 not in r.python for r in matrix.releases if r.torch.release >= (2, 3))
 
 
 def test_cu128_dropped_volta_in_2_11(matrix: Matrix) -> None:
@@ -94,27 +106,29 @@ def test_cu128_dropped_volta_in_2_11(matrix: Matrix) -> None:
 
 
 def test_manylinux_floor_rose_to_2_28(matrix: Matrix) -> None:
-    assert rel(matrix, "2.7.0").manylinux["linux-x86_64"] == "2.28"
-    assert rel(matrix, "2.5.1").manylinux["linux-aarch64"] == "2.17"
+    assert rel(matrix, "2.7.0").manylinux[LINUX] == "2.28"
+    assert rel(matrix, "2.5.1").manylinux[ARM64] == "2.17"
 
 
 def test_driver_floors_follow_nvidia_tables(matrix: Matrix) -> None:
-    f = matrix.toolkit_floor("12.8")
-    assert f is not None and (f.linux, f.windows) == ("570.26", "570.65")
+    f = matrix.toolkit_floor(CudaVersion("12.8"))
+    assert f is not None and (f.linux, f.windows) == (DriverVersion("570.26"),
+                                                      DriverVersion("570.65"))
     c = matrix.compat_floor(12)
-    assert c is not None and (c.linux, c.windows) == ("525.60.13", "527.41")
+    assert c is not None and (c.linux, c.windows) == (DriverVersion("525.60.13"),
+                                                      DriverVersion("527.41"))
     c11 = matrix.compat_floor(11)
-    assert c11 is not None and c11.linux == "450.80.02"
+    assert c11 is not None and c11.linux == DriverVersion("450.80.02")
 
 
 def test_the_gpu_catalog_knows_common_cards(matrix: Matrix) -> None:
     h100 = matrix.nvidia_gpu("NVIDIA H100 80GB HBM3")
-    assert h100 is not None and h100.compute_capability == "9.0"
+    assert h100 is not None and h100.compute_capability == ComputeCapability("9.0")
     assert matrix.nvidia_gpu("GeForce GTX 1080") is not None  # old drivers drop "NVIDIA "
     mi300 = matrix.amd_gpu("AMD Instinct MI300X")
     assert mi300 is not None and mi300.gfx == "gfx942"
 
 
 def test_rocm_targets_include_rdna3_from_rocm_5_5(matrix: Matrix) -> None:
-    r63 = matrix.rocm_targets("rocm6.3", "2.7.1")
+    r63 = matrix.rocm_targets(VariantName("rocm6.3"), TorchVersion("2.7.1"))
     assert r63 is not None and "gfx1100" in r63.gfx

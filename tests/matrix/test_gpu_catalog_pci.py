@@ -48,7 +48,7 @@ WELL_KNOWN = [
 @pytest.mark.parametrize(("device", "name", "cc"), WELL_KNOWN, ids=[r[0] for r in WELL_KNOWN])
 def test_well_known_device_ids(matrix: Matrix, device: str, name: str, cc: str) -> None:
     entry = matrix.nvidia_gpu_by_pci(device)
-    assert entry is not None and (entry.name, entry.compute_capability) == (name, cc)
+    assert entry is not None and (entry.name, str(entry.compute_capability)) == (name, cc)
     assert matrix.nvidia_gpu_by_pci(f"0x{device.upper()}") == entry
 
 

@@ -14,8 +14,24 @@ from torchenv.matrix.inference import (
     toolkit_excludes,
 )
 from torchenv.matrix.model import ArchFact, Matrix, ToolkitFloor
+from torchenv.values import (
+    ArchEntry,
+    ComputeCapability,
+    CudaVersion,
+    Platform,
+    TorchVersion,
+    VariantName,
+)
 
-LIST = ("7.5", "8.0", "8.6", "9.0", "10.0", "12.0")
+LINUX = Platform("linux-x86_64")
+
+
+def arch(*entries: str) -> tuple[ArchEntry, ...]:
+    return tuple(map(ArchEntry, entries))
+
+
+LIST = arch("7.5", "8.0", "8.6", "9.0", "10.0", "12.0")
+WITH_PTX = (*LIST[:-1], ArchEntry("12.0+PTX"))
 CONFIRMED = ArchFact(LIST, "confirmed", "confirmed", sources=("a",))
 CONFIRMED_B = ArchFact(LIST, "confirmed", "confirmed", sources=("b",))
 
@@ -38,25 +54,26 @@ def test_adjacent_releases_rule_needs_two_confirmed_equal_neighbours(
 
 
 def test_adjacent_releases_judge_ptx_apart() -> None:
-    with_ptx = ArchFact((*LIST[:-1], "12.0+PTX"), "confirmed", "confirmed", sources=("b",))
+    with_ptx = ArchFact(WITH_PTX, "confirmed", "confirmed", sources=("b",))
     got = infer_from_adjacent_releases(CONFIRMED, with_ptx)
     assert got is not None
     assert (got.arch_list, got.sass, got.ptx) == (LIST, "inferred", "unknown")
 
 
 def test_runtime_table_applies_to_synced_linux_rows_only() -> None:
-    table = RuntimeTable(("2.14.0",), {"13.0": {"linux-x86_64": LIST}}, True, ("t",))
-    got = infer_from_runtime_table("13.0", "linux-x86_64", table)
+    cu130, cu132 = CudaVersion("13.0"), CudaVersion("13.2")
+    table = RuntimeTable((TorchVersion("2.14.0"),), {cu130: {LINUX: LIST}}, True, ("t",))
+    got = infer_from_runtime_table(cu130, LINUX, table)
     assert got == ArchFact(LIST, "inferred", "unknown", "runtime-table-in-sync", ("t",))
-    assert infer_from_runtime_table("13.0", "win-amd64", table) is None
-    assert infer_from_runtime_table("13.2", "linux-x86_64", table) is None
-    unsynced = RuntimeTable(("2.12.0",), {"13.0": {"linux-x86_64": LIST}}, False, ("t",))
-    assert infer_from_runtime_table("13.0", "linux-x86_64", unsynced) is None
+    assert infer_from_runtime_table(cu130, Platform("win-amd64"), table) is None
+    assert infer_from_runtime_table(cu132, LINUX, table) is None
+    unsynced = RuntimeTable((TorchVersion("2.12.0"),), {cu130: {LINUX: LIST}}, False, ("t",))
+    assert infer_from_runtime_table(cu130, LINUX, unsynced) is None
 
 
 def test_ptx_policy_strips_ptx_from_a_list_whose_ptx_is_unknown() -> None:
-    policy = PtxPolicy(("2.12.0",), ("13.0",), ("linux-x86_64",), ("p",))
-    fact = ArchFact((*LIST[:-1], "12.0+PTX"), "confirmed", "unknown", sources=("s",))
+    policy = PtxPolicy((TorchVersion("2.12.0"),), (CudaVersion("13.0"),), (LINUX,), ("p",))
+    fact = ArchFact(WITH_PTX, "confirmed", "unknown", sources=("s",))
     got = infer_ptx_from_policy(fact, policy)
     assert (got.arch_list, got.sass, got.ptx, got.rule) == (
         LIST, "confirmed", "inferred", "release-ptx-policy")
@@ -67,26 +84,30 @@ def test_ptx_policy_strips_ptx_from_a_list_whose_ptx_is_unknown() -> None:
     assert infer_ptx_from_policy(unknown, policy) is unknown
 
 
+def _floor(cuda: str, newest: str, oldest: str) -> ToolkitFloor:
+    return ToolkitFloor(CudaVersion(cuda), None, None, newest_arch=ComputeCapability(newest),
+                        oldest_arch=ComputeCapability(oldest))
+
+
 @pytest.mark.parametrize(("cc", "cuda", "floor", "words"), [
-    ("12.0", "12.6", ToolkitFloor("12.6", None, None, newest_arch="9.0", oldest_arch="5.0"),
+    ("12.0", "12.6", _floor("12.6", "9.0", "5.0"),
      "is newer than anything CUDA 12.6 compiles for (newest sm_90)"),
-    ("3.7", "13.0", ToolkitFloor("13.0", None, None, newest_arch="12.1", oldest_arch="7.5"),
+    ("3.7", "13.0", _floor("13.0", "12.1", "7.5"),
      "is older than anything CUDA 13.0 compiles for (oldest sm_75)"),
-    ("8.6", "12.6", ToolkitFloor("12.6", None, None, newest_arch="9.0", oldest_arch="5.0"),
-     None),
+    ("8.6", "12.6", _floor("12.6", "9.0", "5.0"), None),
     ("12.0", "12.6", None, None),
 ])
 def test_toolkit_bounds(cc: str, cuda: str, floor: ToolkitFloor | None,
                         words: str | None) -> None:
-    assert toolkit_excludes(cc, cuda, floor) == words
+    assert toolkit_excludes(ComputeCapability(cc), CudaVersion(cuda), floor) == words
 
 
 def _fact(matrix: Matrix, torch: str, variant: str, platform: str) -> ArchFact:
-    rel = matrix.release(torch)
+    rel = matrix.release(TorchVersion(torch))
     assert rel is not None
-    v = rel.variant(variant)
+    v = rel.variant(VariantName(variant))
     assert v is not None
-    return v.arch_fact(platform)
+    return v.arch_fact(Platform(platform))
 
 
 @pytest.mark.parametrize(("torch", "variant", "platform", "classes", "rule", "arch"), [
@@ -105,7 +126,9 @@ def test_what_the_rules_derive_from_the_embedded_data(
         matrix: Matrix, torch: str, variant: str, platform: str, classes: tuple[str, str],
         rule: str, arch: tuple[str, ...]) -> None:
     fact = _fact(matrix, torch, variant, platform)
-    assert (fact.sass, fact.ptx, fact.rule, fact.arch_list) == (*classes, rule, arch)
+    assert fact.arch_list is not None
+    assert (fact.sass, fact.ptx, fact.rule, tuple(map(str, fact.arch_list))) == (
+        *classes, rule, arch)
 
 
 def test_the_runtime_table_agrees_with_every_confirmed_list_it_covers(matrix: Matrix) -> None:
@@ -117,16 +140,16 @@ def test_the_runtime_table_agrees_with_every_confirmed_list_it_covers(matrix: Ma
     for table in docs["variants.yaml"]["runtime_cc_tables"]:
         for torch in table["releases"]:
             for cuda, rows in table["cuda"].items():
-                rel = matrix.release(torch)
+                rel = matrix.release(TorchVersion(torch))
                 assert rel is not None
-                v = rel.variant("cu" + cuda.replace(".", ""))
+                v = rel.variant(VariantName.of_cuda(CudaVersion(cuda)))
                 if v is None:
                     continue
                 for plat, row in rows.items():
-                    fact = v.arch_fact(plat)
+                    fact = v.arch_fact(Platform(plat))
                     if fact.sass == "confirmed":
                         assert fact.arch_list is not None
-                        assert [a.removesuffix("+PTX") for a in fact.arch_list] == row, \
+                        assert [str(a.without_ptx()) for a in fact.arch_list] == row, \
                             (torch, cuda, plat)
                         compared += 1
     assert compared >= 8

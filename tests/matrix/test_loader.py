@@ -23,6 +23,7 @@ from torchenv.matrix.loader import (
 )
 from torchenv.matrix.model import Matrix
 from torchenv.matrix.validate import build_matrix
+from torchenv.values import Platform, TorchVersion, VariantName
 
 ORIGIN = {
     n: f"matrix/data/{n}"
@@ -84,7 +85,7 @@ def test_a_cache_that_cannot_be_used_is_a_miss_not_an_error(spoil: str, tmp_path
 
 
 def test_every_patch_release_from_2_0_to_2_15_is_present(matrix: Matrix) -> None:
-    versions = {r.torch for r in matrix.releases}
+    versions = {str(r.torch) for r in matrix.releases}
     expected = {
         "2.0.0",
         "2.0.1",
@@ -119,7 +120,7 @@ def test_every_patch_release_from_2_0_to_2_15_is_present(matrix: Matrix) -> None
 
 
 def test_releases_are_newest_first(matrix: Matrix) -> None:
-    keys = [r.key for r in matrix.releases]
+    keys = [r.torch for r in matrix.releases]
     assert keys == sorted(keys, reverse=True)
 
 
@@ -150,6 +151,19 @@ def test_a_bad_arch_string_names_file_and_key_path(documents: dict[str, Any]) ->
         f"matrix/data/variants.yaml: variant_sets[{i}].variants[{j}]"
         f".arch_list[0]: '8.6x' is not a compute capability",
     )
+
+
+@pytest.mark.parametrize(("file", "edit", "message"), [
+    ("gpus.yaml", lambda d: d["nvidia"][0].update(compute_capability="sm_86"),
+     "nvidia[0].compute_capability: 'sm_86' is written '8.6' in the matrix data"),
+    ("cuda.yaml", lambda d: d["toolkit_floors"][0].update(cuda="11.00"),
+     "toolkit_floors[0].cuda: '11.00' is written '11.0' in the matrix data"),
+], ids=["capability", "cuda"])
+def test_a_fact_is_written_as_its_value_spells_it(documents: dict[str, Any], file: str,
+                                                  edit: Any, message: str) -> None:
+    docs = copy.deepcopy(documents)
+    edit(docs[file])
+    _expect_error(docs, message)
 
 
 def test_a_variant_set_pointing_at_a_missing_release_is_rejected(documents: dict[str, Any]) -> None:
@@ -204,7 +218,7 @@ def test_an_overlay_adds_releases(tmp_path: Path, matrix: Matrix) -> None:
     )
     merged = load_matrix(overlay=overlay)
     assert merged.overlay_error is None
-    assert merged.releases[0].torch == "2.99.0"
+    assert str(merged.releases[0].torch) == "2.99.0"
     assert len(merged.releases) == len(matrix.releases) + 1
 
 
@@ -216,9 +230,9 @@ def _write_overlay(path: Path, matrix: Matrix, torch: str = "2.99.0") -> Path:
 
 def test_an_edited_overlay_is_read_again(tmp_path: Path, matrix: Matrix) -> None:
     overlay = _write_overlay(tmp_path / "overlay.yaml", matrix, "2.99.0")
-    assert load_matrix(overlay=overlay).releases[0].torch == "2.99.0"
+    assert str(load_matrix(overlay=overlay).releases[0].torch) == "2.99.0"
     _write_overlay(overlay, matrix, "2.98.0")  # same length, other content
-    assert load_matrix(overlay=overlay).releases[0].torch == "2.98.0"
+    assert str(load_matrix(overlay=overlay).releases[0].torch) == "2.98.0"
 
 
 def test_an_overlay_is_merged_with_the_embedded_data_it_is_loaded_with(
@@ -277,17 +291,18 @@ def _variant_entry(docs: dict[str, Any], torch: str, name: str) -> dict[str, Any
 
 
 def test_a_written_list_is_confirmed_by_the_variants_sources(matrix: Matrix) -> None:
-    rel = matrix.release("2.13.0")
-    assert rel is not None and rel.variant("cu126") is not None
-    fact = rel.variant("cu126").arch_fact("linux-x86_64")  # type: ignore[union-attr]
+    rel = matrix.release(TorchVersion("2.13.0"))
+    assert rel is not None and rel.variant(VariantName("cu126")) is not None
+    fact = rel.variant(VariantName("cu126")).arch_fact(Platform("linux-x86_64"))  # type: ignore[union-attr]
     assert (fact.sass, fact.ptx, fact.rule) == ("confirmed", "confirmed", None)
     assert "pytorch-build-env-setup-v2-13-0" in fact.sources
     # arch_evidence gives the Windows list its own sources (the RELEASE.md table)
-    windows = rel.variant("cu126").arch_fact("win-amd64")  # type: ignore[union-attr]
+    windows = rel.variant(VariantName("cu126")).arch_fact(Platform("win-amd64"))  # type: ignore[union-attr]
     assert (windows.sass, windows.ptx) == ("confirmed", "confirmed")
     assert "pytorch-pr-187075" in windows.sources
     assert "pytorch-build-env-setup-v2-13-0" not in windows.sources
-    unknown = matrix.release("2.8.0").variant("cu129").arch_fact("win-amd64")  # type: ignore[union-attr]
+    unknown = matrix.release(TorchVersion("2.8.0")).variant(VariantName("cu129")).arch_fact(  # type: ignore[union-attr]
+        Platform("win-amd64"))
     assert (unknown.arch_list, unknown.sass, unknown.ptx) == (None, "unknown", "unknown")
 
 
@@ -295,9 +310,9 @@ def test_arch_evidence_can_confirm_sass_and_leave_ptx_unknown(documents: dict[st
     docs = copy.deepcopy(documents)
     v = _variant_entry(docs, "2.13.0", "cu130")
     v["arch_evidence"] = {"linux-x86_64": {"sass": "confirmed", "ptx": "unknown"}}
-    rel = build_matrix(docs, origin=ORIGIN).release("2.13.0")
+    rel = build_matrix(docs, origin=ORIGIN).release(TorchVersion("2.13.0"))
     assert rel is not None
-    fact = rel.variant("cu130").arch_fact("linux-x86_64")  # type: ignore[union-attr]
+    fact = rel.variant(VariantName("cu130")).arch_fact(Platform("linux-x86_64"))  # type: ignore[union-attr]
     # the release policy of 2.13.0 then settles the PTX entry by rule
     assert (fact.sass, fact.ptx, fact.rule) == ("confirmed", "inferred", "release-ptx-policy")
 
@@ -323,8 +338,8 @@ def test_the_older_status_field_still_reads_as_index_evidence(documents: dict[st
     v = _variant_entry(docs, "2.13.0", "xpu")
     del v["index"]
     v["status"] = "unverified"
-    rel = build_matrix(docs, origin=ORIGIN).release("2.13.0")
-    assert rel is not None and rel.variant("xpu").index == "unknown"  # type: ignore[union-attr]
+    rel = build_matrix(docs, origin=ORIGIN).release(TorchVersion("2.13.0"))
+    assert rel is not None and rel.variant(VariantName("xpu")).index == "unknown"  # type: ignore[union-attr]
 
 
 def test_the_coverage_report_in_docs_is_current(matrix: Matrix) -> None:

@@ -33,6 +33,7 @@ from torchenv.matrix.live.wheels import (
     python_sort_key,
 )
 from torchenv.matrix.loader import load_matrix
+from torchenv.values import Platform, TorchVersion, VariantName
 
 FIXTURES = Path(__file__).parent / "data"  # copied from shared/fixtures/index (see SOURCES.md)
 REAL_NAME = "torch-2.7.1+cu128-cp312-cp312-manylinux_2_28_x86_64.whl"
@@ -45,14 +46,17 @@ _PLATFORM_TAGS = {
     "macos-x86_64": "macosx_10_9_x86_64",
 }
 
+LINUX, ARM64, WINDOWS = Platform("linux-x86_64"), Platform("linux-aarch64"), Platform("win-amd64")
+
 NEW_RELEASE = "2.99.0"
 
 
-def _wheel(project: str, version: str, variant: str | None, python: str, platform: str) -> str:
+def _wheel(project: str, version: object, variant: object | None, python: str,
+           platform: object) -> str:
     digits = python.rstrip("t").replace(".", "")
     abi = f"cp{digits}{'t' if python.endswith('t') else ''}"
     local = f"+{variant}" if variant else ""
-    return f"{project}-{version}{local}-cp{digits}-{abi}-{_PLATFORM_TAGS[platform]}.whl"
+    return f"{project}-{version}{local}-cp{digits}-{abi}-{_PLATFORM_TAGS[str(platform)]}.whl"
 
 
 def _matrix_filenames() -> list[str]:
@@ -64,7 +68,7 @@ def _matrix_filenames() -> list[str]:
             for plat in v.platforms:
                 for py in rel.python_tags(plat, v) or ("3.12",):
                     names.append(_wheel("torch", rel.torch, v.name, py, plat))
-        for py in rel.python_tags("macos-arm64"):
+        for py in rel.python_tags(Platform("macos-arm64")):
             names.append(_wheel("torch", rel.torch, None, py, "macos-arm64"))
     return names
 
@@ -74,15 +78,15 @@ def _planted() -> tuple[list[str], dict[str, Any]]:
     newest = matrix.releases[0]
     # an existing variant gains a platform it does not list
     target = next(v for r in matrix.releases for v in r.variants
-                  if v.name.startswith("rocm") and "linux-aarch64" not in v.platforms)
+                  if v.kind == "rocm" and ARM64 not in v.platforms)
     target_rel = next(r for r in matrix.releases if target in r.variants)
     # a CUDA variant with a confirmed arch list gains a platform: that platform's list is not
     # known from file names
     cuda_rel, cuda, cuda_plat = next(
         (r, v, p) for r in matrix.releases for v in r.variants
-        for p in ("linux-aarch64", "win-amd64")
+        for p in (ARM64, WINDOWS)
         if v.kind == "cuda" and p not in v.platforms and p not in v.arch_list_by_platform
-        and v.arch_fact("linux-x86_64").sass == "confirmed")
+        and v.arch_fact(LINUX).sass == "confirmed")
     names = _matrix_filenames()
     names += [_wheel("torch", NEW_RELEASE, var, py, plat)
               for var, plats in (("cpu", ("linux-x86_64", "linux-aarch64", "win-amd64")),
@@ -103,11 +107,13 @@ def _planted() -> tuple[list[str], dict[str, Any]]:
     ]
     expected = {
         "new_releases": [NEW_RELEASE],
-        "new_variants": [{"torch": newest.torch, "variant": "cu199",
+        "new_variants": [{"torch": str(newest.torch), "variant": "cu199",
                           "platforms": ["linux-x86_64"]}],
         "new_platforms": sorted(
-            [{"torch": target_rel.torch, "variant": target.name, "platforms": ["linux-aarch64"]},
-             {"torch": cuda_rel.torch, "variant": cuda.name, "platforms": [cuda_plat]}],
+            [{"torch": str(target_rel.torch), "variant": str(target.name),
+              "platforms": ["linux-aarch64"]},
+             {"torch": str(cuda_rel.torch), "variant": str(cuda.name),
+              "platforms": [str(cuda_plat)]}],
             key=lambda d: ([-n for n in Version(d["torch"]).release], d["variant"])),
         "python_changes": [],
     }
@@ -148,8 +154,9 @@ def metadata(project: str, version: str, requires: list[str]) -> bytes:
 def matrix_pypi_files() -> dict[str, list[tuple[str, str]]]:
     """torch's files on PyPI as the embedded matrix describes them."""
     matrix = load_matrix(overlay=False)
-    return {rel.torch: [(_wheel("torch", rel.torch, None, py, plat), f"{rel.released}T12:00:00Z")
-                        for plat, tags in rel.python.items() for py in tags]
+    return {str(rel.torch): [(_wheel("torch", rel.torch, None, py, plat),
+                              f"{rel.released}T12:00:00Z")
+                             for plat, tags in rel.python.items() for py in tags]
             for rel in matrix.releases}
 
 
@@ -389,15 +396,16 @@ def test_update_writes_a_valid_overlay_then_check_is_clean(
     assert out_file.is_file()
     matrix = load_matrix(overlay=out_file)
     assert matrix.overlay_error is None
-    new = matrix.release(NEW_RELEASE)
+    new = matrix.release(TorchVersion(NEW_RELEASE))
     assert new is not None
-    assert (new.torchvision, new.torchaudio, new.released) == ("0.114.0", NEW_RELEASE,
-                                                               "2099-01-02")
+    assert (str(new.torchvision), str(new.torchaudio), new.released) == (
+        "0.114.0", NEW_RELEASE, "2099-01-02")
     # read from each platform's own wheels: aarch64 is the CPU build
-    assert dict(new.pypi_default) == {"linux-x86_64": "cu130", "linux-aarch64": "cpu",
-                                      "win-amd64": "cpu", "macos-arm64": "cpu"}
-    assert new.python["linux-x86_64"] == ("3.10", "3.11", "3.12", "3.13", "3.13t")
-    cu130 = new.variant("cu130")
+    assert {str(p): str(v) for p, v in new.pypi_default.items()} == {
+        "linux-x86_64": "cu130", "linux-aarch64": "cpu", "win-amd64": "cpu",
+        "macos-arm64": "cpu"}
+    assert new.python[LINUX] == ("3.10", "3.11", "3.12", "3.13", "3.13t")
+    cu130 = new.variant(VariantName("cu130"))
     assert cu130 is not None
     assert (cu130.status, cu130.arch_list, cu130.index) == ("unverified", None, "unknown")
     written = yaml.safe_load(out_file.read_text())
@@ -410,23 +418,25 @@ def test_update_writes_a_valid_overlay_then_check_is_clean(
     index_source = next(s for s in written["sources"] if s["id"] == "torchenv-live-index")
     assert index_source["primary"] is False
     added = expected["new_variants"][0]
-    v = matrix.release(added["torch"]).variant("cu199")  # type: ignore[union-attr]
+    v = matrix.release(TorchVersion(added["torch"])).variant(  # type: ignore[union-attr]
+        VariantName("cu199"))
     assert v is not None
     assert (v.status, v.index) == ("unverified", "unknown")
     for moved in expected["new_platforms"]:
-        rel = matrix.release(moved["torch"])
+        rel = matrix.release(TorchVersion(moved["torch"]))
         assert rel is not None
-        variant = rel.variant(moved["variant"])
+        variant = rel.variant(VariantName(moved["variant"]))
         assert variant is not None
-        assert set(moved["platforms"]) <= set(variant.platforms)
-        for plat in moved["platforms"]:
+        moved_to = {Platform(p) for p in moved["platforms"]}
+        assert moved_to <= set(variant.platforms)
+        for plat in moved_to:
             found = [n for n in names if n.startswith(f"torch-{rel.torch}+{variant.name}-")
-                     and n.endswith(_PLATFORM_TAGS[plat] + ".whl")]
+                     and n.endswith(_PLATFORM_TAGS[str(plat)] + ".whl")]
             on_index = {w.python for n in found for w in parse_wheel(n)}
             assert rel.python_tags(plat, variant) == tuple(sorted(on_index, key=python_sort_key))
             if variant.kind == "cuda":  # the old platforms' list says nothing of the new one
                 assert variant.arch_fact(plat).sass != "confirmed"
-                old_plat = next(p for p in variant.platforms if p not in moved["platforms"])
+                old_plat = next(p for p in variant.platforms if p not in moved_to)
                 assert variant.arch_fact(old_plat).sass == "confirmed"
     # the siblings of a split variant set keep their variants unchanged
     embedded = load_matrix(overlay=False)
@@ -448,38 +458,39 @@ def _python_planted() -> tuple[list[str], dict[str, list[tuple[str, str]]], list
     matrix = load_matrix(overlay=False)
     names = _matrix_filenames()
     files = matrix_pypi_files()
-    gains = next(r for r in matrix.releases if "3.14" not in r.python.get("linux-x86_64", ()))
-    files[gains.torch].append((_wheel("torch", gains.torch, None, "3.14", "linux-x86_64"),
-                               f"{gains.released}T12:00:00Z"))
+    gains = next(r for r in matrix.releases if "3.14" not in r.python.get(LINUX, ()))
+    files[str(gains.torch)].append((_wheel("torch", gains.torch, None, "3.14", "linux-x86_64"),
+                                    f"{gains.released}T12:00:00Z"))
     loses = next(r for r in matrix.releases
-                 if r is not gains and len(r.python.get("win-amd64", ())) > 1)
-    gone = loses.python["win-amd64"][0]
-    files[loses.torch].remove((_wheel("torch", loses.torch, None, gone, "win-amd64"),
-                               f"{loses.released}T12:00:00Z"))
+                 if r is not gains and len(r.python.get(WINDOWS, ())) > 1)
+    gone = loses.python[WINDOWS][0]
+    files[str(loses.torch)].remove((_wheel("torch", loses.torch, None, gone, "win-amd64"),
+                                    f"{loses.released}T12:00:00Z"))
     widened = next(r for r in matrix.releases if r is not gains and r is not loses)
-    grown = next(v for v in widened.variants if "linux-x86_64" in v.platforms)
+    grown = next(v for v in widened.variants if LINUX in v.platforms)
     new_tag = "3.99"
     names.append(_wheel("torch", widened.torch, grown.name, new_tag, "linux-x86_64"))
-    shrunk = next(v for v in widened.variants if v is not grown and "linux-x86_64" in v.platforms
-                  and len(widened.python_tags("linux-x86_64", v)) > 1)
-    dropped = widened.python_tags("linux-x86_64", shrunk)[-1]
+    shrunk = next(v for v in widened.variants if v is not grown and LINUX in v.platforms
+                  and len(widened.python_tags(LINUX, v)) > 1)
+    dropped = widened.python_tags(LINUX, shrunk)[-1]
     names.remove(_wheel("torch", widened.torch, shrunk.name, dropped, "linux-x86_64"))
 
-    def change(rel: Any, plat: str, source: str, variant: str | None, added: list[str],
+    def change(rel: Any, plat: str, source: str, variant: object | None, added: list[str],
                removed: list[str], live: list[str]) -> dict[str, Any]:
-        return {"torch": rel.torch, "variant": variant, "platform": plat, "source": source,
-                "added": added, "removed": removed, "python": live}
+        return {"torch": str(rel.torch), "variant": str(variant) if variant else None,
+                "platform": plat, "source": source, "added": added, "removed": removed,
+                "python": live}
 
-    gains_tags = [*gains.python["linux-x86_64"], "3.14"]
-    widened_tags = list(widened.python_tags("linux-x86_64", grown))
+    gains_tags = [*gains.python[LINUX], "3.14"]
+    widened_tags = list(widened.python_tags(LINUX, grown))
     expected = [
         change(gains, "linux-x86_64", "pypi", None, ["3.14"], [],
                sorted(gains_tags, key=python_sort_key)),
-        change(loses, "win-amd64", "pypi", None, [], [gone], list(loses.python["win-amd64"][1:])),
+        change(loses, "win-amd64", "pypi", None, [], [gone], list(loses.python[WINDOWS][1:])),
         change(widened, "linux-x86_64", "index", grown.name, [new_tag], [],
                [*widened_tags, new_tag]),
         change(widened, "linux-x86_64", "index", shrunk.name, [], [dropped],
-               list(widened.python_tags("linux-x86_64", shrunk)[:-1])),
+               list(widened.python_tags(LINUX, shrunk)[:-1])),
     ]
     expected.sort(key=lambda c: ([-n for n in Version(c["torch"]).release],
                                  c["source"] != "pypi", c["variant"] or ""))
@@ -515,10 +526,10 @@ def test_update_writes_python_tag_changes_then_check_is_clean(
     matrix = load_matrix(overlay=out_file)
     assert matrix.overlay_error is None
     for change in expected:
-        rel = matrix.release(change["torch"])
+        rel = matrix.release(TorchVersion(change["torch"]))
         assert rel is not None
-        variant = rel.variant(change["variant"]) if change["variant"] else None
-        tags = rel.python_tags(change["platform"], variant)
+        variant = rel.variant(VariantName(change["variant"])) if change["variant"] else None
+        tags = rel.python_tags(Platform(change["platform"]), variant)
         assert list(tags) == change["python"], change
     code, doc, _ = _cli(capsys, _run(server, "--check", "--json", "--output", str(out_file)))
     assert code == 0, doc["differences"]

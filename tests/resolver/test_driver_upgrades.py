@@ -9,6 +9,7 @@ from torchenv.matrix.model import Matrix
 from torchenv.resolver.candidate import evaluate
 from torchenv.resolver.request import Request
 from torchenv.resolver.rules import driver_floors
+from torchenv.values import ComputeCapability, DriverVersion, Platform
 
 HOSTS = {
     "rtx 2070, driver 440": ("440.100", ("7.5",)),
@@ -19,28 +20,29 @@ HOSTS = {
 
 
 def _host(driver: str, ccs: tuple[str | None, ...]) -> HostProfile:
-    gpus = tuple(Gpu(index=i, name=f"GPU {i}", compute_capability=cc)
+    gpus = tuple(Gpu(index=i, name=f"GPU {i}",
+                     compute_capability=ComputeCapability(cc) if cc else None)
                  for i, cc in enumerate(ccs))
-    return HostProfile(platform="linux-x86_64", python=PythonInfo("3.11"), glibc="2.35",
-                       nvidia=NvidiaInfo(driver_version=driver, gpus=gpus))
+    return HostProfile(platform=Platform("linux-x86_64"), python=PythonInfo("3.11"),
+                       glibc="2.35",
+                       nvidia=NvidiaInfo(driver_version=DriverVersion(driver), gpus=gpus))
 
 
-def _floors(matrix: Matrix) -> list[str]:
+def _floors(matrix: Matrix) -> list[DriverVersion]:
     cudas = {v.cuda_version for r in matrix.releases for v in r.variants if v.cuda_version}
-    return sorted({f for c in cudas for f in driver_floors(matrix, c, windows=False) if f},
-                  key=lambda f: tuple(int(x) for x in f.split(".")))
+    return sorted({f for c in cudas for f in driver_floors(matrix, c, windows=False) if f})
 
 
 def _upgrades_by_every_floor(request: Request, host: HostProfile, matrix: Matrix,
-                             floors: list[str]) -> tuple[object, object]:
+                             floors: list[DriverVersion]) -> tuple[object, object]:
     """The nearest driver upgrades found by trying every floor above the driver in turn."""
     from torchenv.resolver.rank import rank_key
 
-    assert host.nvidia is not None
-    current = tuple(int(x) for x in (host.nvidia.driver_version or "0").split("."))
-    above = [f for f in floors if tuple(int(x) for x in f.split(".")) > current]
+    assert host.nvidia is not None and host.nvidia.driver_version is not None
+    current = host.nvidia.driver_version
+    above = [f for f in floors if f > current]
 
-    def best(floor: str) -> tuple[str, str, str] | None:
+    def best(floor: DriverVersion) -> tuple[object, object, object] | None:
         assert host.nvidia is not None
         trial = host.with_changes(nvidia=replace(host.nvidia, driver_version=floor,
                                                  cuda_driver_version=None))
@@ -75,7 +77,7 @@ def test_the_nearest_upgrades_are_those_every_floor_would_give(matrix: Matrix) -
                    "525.60.13", "535.104.05", "550.54.14", "560.28.03"):
         for ccs in (("7.5",), ("6.1", "8.6"), ("9.0",), ("12.0",), (None,)):
             host = _host(driver, ccs)
-            for request in (Request(), Request(torch="2.6.*")):
+            for request in (Request(), Request.from_text(torch="2.6.*")):
                 expected = _upgrades_by_every_floor(request, host, matrix, floors)
                 assert _driver_upgrades(request, host, matrix) == expected, (
                     driver, ccs, request.torch)

@@ -11,9 +11,14 @@ from torchenv.detection.profile import Gpu, HostProfile, NvidiaInfo, PciDevice, 
 from torchenv.matrix.model import Matrix
 from torchenv.resolver import NoMatch, Request, resolve
 from torchenv.resolver.resolve import complete_gpu_facts
+from torchenv.values import ComputeCapability, DriverVersion, Platform
 
-BASE = HostProfile(platform="linux-x86_64", python=PythonInfo("3.12"), glibc="2.35")
+BASE = HostProfile(platform=Platform("linux-x86_64"), python=PythonInfo("3.12"), glibc="2.35")
 KEY = "nvidia.gpus[0].compute_capability"
+
+
+def _text(cc: ComputeCapability | None) -> str | None:
+    return str(cc) if cc is not None else None
 
 
 def nvidia_pci(address: str, device: str) -> PciDevice:
@@ -22,8 +27,8 @@ def nvidia_pci(address: str, device: str) -> PciDevice:
 
 def proc_host(*gpus: Gpu, pci: tuple[PciDevice, ...] = ()) -> HostProfile:
     """Driver read from /proc (names only, no compute capability), plus a PCI scan."""
-    return BASE.with_changes(nvidia=NvidiaInfo("580.65.06", None, "proc", gpus), pci=pci,
-                             nvidia_evidence=("/proc/driver/nvidia",))
+    return BASE.with_changes(nvidia=NvidiaInfo(DriverVersion("580.65.06"), None, "proc", gpus),
+                             pci=pci, nvidia_evidence=("/proc/driver/nvidia",))
 
 
 GTX_1080 = nvidia_pci("0000:01:00.0", "1b80")
@@ -39,7 +44,7 @@ TABLE = [
     ("two ids, one capability", (Gpu(0), Gpu(1)), (RTX_3090, RTX_A6000), ["8.6", "8.6"]),
     ("another vendor's GPU does not count", (Gpu(0),), (GTX_1080, RADEON), ["6.1"]),
     ("a name in the catalog wins", (Gpu(0, "Tesla K80"),), (GTX_1080,), ["3.7"]),
-    ("a read capability is kept", (Gpu(0, None, "8.9"),), (GTX_1080,), ["8.9"]),
+    ("a read capability is kept", (Gpu(0, None, ComputeCapability("8.9")),), (GTX_1080,), ["8.9"]),
     ("two capabilities: which GPU is which is unknown", (Gpu(0), Gpu(1)),
      (GTX_1080, RTX_3090), [None, None]),
     ("an id the catalog lacks", (Gpu(0), Gpu(1)), (GTX_1080, NOT_IN_CATALOG), [None, None]),
@@ -55,7 +60,7 @@ def test_capability_by_pci_only_when_unambiguous(
 ) -> None:
     done = complete_gpu_facts(proc_host(*gpus, pci=pci), matrix)
     assert done.nvidia is not None
-    assert [g.compute_capability for g in done.nvidia.gpus] == want
+    assert [_text(g.compute_capability) for g in done.nvidia.gpus] == want
 
 
 def test_the_value_is_marked_as_taken_from_the_catalog_by_pci_id(matrix: Matrix) -> None:
@@ -97,7 +102,8 @@ def test_the_pci_list_of_a_host_file_is_used(matrix: Matrix) -> None:
                  "class": "0x030000", "driver": "nvidia"}],
     }
     done = complete_gpu_facts(HostProfile.from_json(doc, origin="node.json"), matrix)
-    assert done.nvidia is not None and done.nvidia.gpus[0].compute_capability == "8.6"
+    assert done.nvidia is not None
+    assert done.nvidia.gpus[0].compute_capability == ComputeCapability("8.6")
 
 
 def test_the_pci_scan_of_sysfs_is_used(matrix: Matrix, tmp_path: Path) -> None:
@@ -107,4 +113,5 @@ def test_the_pci_scan_of_sysfs_is_used(matrix: Matrix, tmp_path: Path) -> None:
     (dev / "device").write_text("0x2330\n")  # H100 SXM5, a 3D controller
     (dev / "class").write_text("0x030200\n")
     done = complete_gpu_facts(proc_host(Gpu(0), pci=scan_pci(tmp_path)), matrix)
-    assert done.nvidia is not None and done.nvidia.gpus[0].compute_capability == "9.0"
+    assert done.nvidia is not None
+    assert done.nvidia.gpus[0].compute_capability == ComputeCapability("9.0")

@@ -25,9 +25,26 @@ from torchenv.detection.profile import (
 from torchenv.matrix.model import Matrix
 from torchenv.resolver import NoMatch, Request, resolve
 from torchenv.resolver.plan import Fix
-from torchenv.resolver.rules import parse_arch
+from torchenv.values import (
+    ComputeCapability,
+    CudaVersion,
+    DriverVersion,
+    Platform,
+    TorchSpec,
+    TorchVersion,
+    VariantName,
+)
 
-BASE = HostProfile(platform="linux-x86_64", python=PythonInfo("3.12"), glibc="2.35")
+BASE = HostProfile(platform=Platform("linux-x86_64"), python=PythonInfo("3.12"), glibc="2.35")
+
+
+def _nvidia(driver: str, cuda: str | None, source: str, *gpus: Gpu, **rest: Any) -> NvidiaInfo:
+    return NvidiaInfo(DriverVersion(driver), CudaVersion(cuda) if cuda else None, source, gpus,
+                      **rest)
+
+
+def _gpu(index: int, cc: str) -> Gpu:
+    return Gpu(index, None, ComputeCapability(cc))
 
 # Hosts no flag can describe: probes that failed, GPUs only partly read, CUDA_VISIBLE_DEVICES.
 PCI_1080 = PciDevice("0000:01:00.0", "10de", "1b80", "0x030000", None)
@@ -39,22 +56,22 @@ HOSTS: dict[str, HostProfile] = {
     "smi cannot talk to the driver": BASE.with_changes(
         nvidia_evidence=("/dev/nvidia0", "/usr/bin/nvidia-smi exists but failed: couldn't "
                          "communicate with the NVIDIA driver")),
-    "driver read, GPU names only (K80 on 470)": BASE.with_changes(nvidia=NvidiaInfo(
-        "470.82.01", "11.4", "nvidia-smi", (Gpu(0, "Tesla K80"), Gpu(1, "Tesla K80"))),
+    "driver read, GPU names only (K80 on 470)": BASE.with_changes(nvidia=_nvidia(
+        "470.82.01", "11.4", "nvidia-smi", Gpu(0, "Tesla K80"), Gpu(1, "Tesla K80")),
         nvidia_evidence=("/dev/nvidia0",)),
-    "driver read, unknown GPU name": BASE.with_changes(nvidia=NvidiaInfo(
-        "580.65.06", None, "proc", (Gpu(0, "NVIDIA Prototype X"),)),
+    "driver read, unknown GPU name": BASE.with_changes(nvidia=_nvidia(
+        "580.65.06", None, "proc", Gpu(0, "NVIDIA Prototype X")),
         nvidia_evidence=("/proc/driver/nvidia",)),
-    "driver read, no GPU facts": BASE.with_changes(nvidia=NvidiaInfo("580.65.06", None, "proc"),
+    "driver read, no GPU facts": BASE.with_changes(nvidia=_nvidia("580.65.06", None, "proc"),
                                                    nvidia_evidence=("/proc/driver/nvidia",)),
-    "CVD hides the GTX 1080 of 1080+3090": BASE.with_changes(nvidia=NvidiaInfo(
-        "580.65.06", "13.0", "nvml", (Gpu(0, None, "6.1"), Gpu(1, None, "8.6")),
+    "CVD hides the GTX 1080 of 1080+3090": BASE.with_changes(nvidia=_nvidia(
+        "580.65.06", "13.0", "nvml", _gpu(0, "6.1"), _gpu(1, "8.6"),
         cuda_visible_devices="1", visible=(1,))),
-    "CVD shows the GTX 1080 of 1080+5090": BASE.with_changes(nvidia=NvidiaInfo(
-        "580.65.06", "13.0", "nvml", (Gpu(0, None, "6.1"), Gpu(1, None, "12.0")),
+    "CVD shows the GTX 1080 of 1080+5090": BASE.with_changes(nvidia=_nvidia(
+        "580.65.06", "13.0", "nvml", _gpu(0, "6.1"), _gpu(1, "12.0"),
         cuda_visible_devices="0", visible=(0,))),
-    "CVD hides every GPU": BASE.with_changes(nvidia=NvidiaInfo(
-        "580.65.06", "13.0", "nvml", (Gpu(0, None, "8.6"),), cuda_visible_devices="",
+    "CVD hides every GPU": BASE.with_changes(nvidia=_nvidia(
+        "580.65.06", "13.0", "nvml", _gpu(0, "8.6"), cuda_visible_devices="",
         visible=())),
 }
 
@@ -203,7 +220,7 @@ def test_resolution_table(
     host = _table_host(host_spec)
     if expected is None:
         with pytest.raises(NoMatch) as info:
-            resolve(Request(**request_args), host, matrix)
+            resolve(Request.from_text(**request_args), host, matrix)
         assert info.value.fixes
         if rule == "probe":
             # a failed probe is "unknown": no candidate was even considered, and the reason says so
@@ -214,7 +231,7 @@ def test_resolution_table(
             assert info.value.rejected, "an unsatisfiable request must explain every candidate"
             assert any(r.category == rule for r in info.value.rejected)
         return
-    plan = resolve(Request(**request_args), host, matrix)
+    plan = resolve(Request.from_text(**request_args), host, matrix)
     assert plan.evidence is not None
     assert (plan.torch, plan.variant, plan.level, plan.evidence.arch) == expected
     if rule == "evidence" and expected[3] == "unknown":
@@ -234,17 +251,19 @@ def test_the_table_is_big_enough_and_names_its_rules() -> None:
     assert {row[4] for row in TABLE} >= {"evidence", "probe", "catalog", "cvd", "arch", "driver"}
 
 
-def _host(driver: str, *ccs: str, platform: str = "linux-x86_64", py: str = "3.12") -> HostProfile:
-    gpus = tuple(Gpu(index=i, compute_capability=c) for i, c in enumerate(ccs))
+def _host(driver: str, *ccs: str, platform: str | Platform = "linux-x86_64",
+          py: str = "3.12") -> HostProfile:
+    gpus = tuple(Gpu(index=i, compute_capability=ComputeCapability(c))
+                 for i, c in enumerate(ccs))
     return HostProfile(
-        platform=platform,
+        platform=Platform(platform) if isinstance(platform, str) else platform,
         python=PythonInfo(py),
         glibc="2.39",
-        nvidia=NvidiaInfo(driver, None, "test", gpus),
+        nvidia=NvidiaInfo(DriverVersion(driver), None, "test", gpus),
     )
 
 
-def _known_cuda(matrix: Matrix) -> list[tuple[str, str, str, str]]:
+def _known_cuda(matrix: Matrix) -> list[tuple[TorchVersion, VariantName, Platform, str]]:
     """(torch, variant, platform, python) for every CUDA variant with a confirmed arch list."""
     out = []
     for r in matrix.releases:
@@ -267,14 +286,13 @@ def test_every_confirmed_sass_target_resolves_with_a_new_driver(matrix: Matrix) 
         v = matrix.release(torch).variant(variant)  # type: ignore[union-attr]
         assert v is not None
         for entry in v.arch_list_for(plat) or ():
-            a = parse_arch(entry)
-            cc = f"{a.major}.{a.minor}"
+            cc = str(entry.capability.base)
             plan = resolve(
-                Request(torch=f"=={torch}", variant=variant),
+                Request(torch=TorchSpec(f"=={torch}"), variant=variant),
                 _host("999.99", cc, platform=plat, py=py),
                 matrix,
             )
-            assert (plan.torch, plan.variant) == (torch, variant)
+            assert (plan.torch, plan.variant) == (str(torch), str(variant))
             checked += 1
     assert checked > 50
 
@@ -284,16 +302,14 @@ def test_a_gpu_older_than_every_entry_is_always_rejected(matrix: Matrix) -> None
     for torch, variant, plat, py in _known_cuda(matrix):
         v = matrix.release(torch).variant(variant)  # type: ignore[union-attr]
         assert v is not None
-        lowest = min(
-            (parse_arch(e).major, parse_arch(e).minor) for e in v.arch_list_for(plat) or ()
-        )
+        lowest = min((e.major, e.minor) for e in v.arch_list_for(plat) or ())
         if lowest[0] <= 3:
             continue
         # an older device: the same major's .0 (7.0 below 7.5), else the previous major's
         older = f"{lowest[0]}.0" if lowest[1] else f"{lowest[0] - 1}.0"
         with pytest.raises(NoMatch) as info:
             resolve(
-                Request(torch=f"=={torch}", variant=variant),
+                Request(torch=TorchSpec(f"=={torch}"), variant=variant),
                 _host("999.99", older, platform=plat, py=py),
                 matrix,
             )
@@ -322,12 +338,13 @@ def test_torchvision_and_torchaudio_follow_the_pairing(matrix: Matrix) -> None:
         if "3.10" not in r.python.get("linux-x86_64", ()):
             continue
         host = HostProfile(platform="linux-x86_64", python=PythonInfo("3.10"), glibc="2.39")
-        plan = resolve(Request(torch=f"=={r.torch}"), host, matrix)
+        plan = resolve(Request.from_text(torch=f"=={r.torch}"), host, matrix)
         assert (plan.torchvision, plan.torchaudio) == (r.torchvision, r.torchaudio)
 
 
 def test_an_index_build_is_pinned_with_its_local_tag(matrix: Matrix) -> None:
-    plan = resolve(Request(torch="==2.7.1", variant="cu128"), _host("570.86.15", "8.6"), matrix)
+    plan = resolve(Request.from_text(torch="==2.7.1", variant="cu128"),
+                   _host("570.86.15", "8.6"), matrix)
     assert plan.index_url == "https://download.pytorch.org/whl/cu128"
     assert plan.requirements() == [
         "torch==2.7.1+cu128",
@@ -337,21 +354,22 @@ def test_an_index_build_is_pinned_with_its_local_tag(matrix: Matrix) -> None:
 
 
 def test_the_pypi_build_needs_no_index(matrix: Matrix) -> None:
-    plan = resolve(Request(torch="==2.7.1"), _host("570.86.15", "8.6"), matrix)
+    plan = resolve(Request.from_text(torch="==2.7.1"), _host("570.86.15", "8.6"), matrix)
     assert (plan.variant, plan.index_url) == ("cu126", None)
     assert plan.requirements() == ["torch==2.7.1", "torchvision==0.22.1", "torchaudio==2.7.1"]
 
 
 def test_the_index_base_replaces_the_pytorch_host(matrix: Matrix) -> None:
     plan = resolve(
-        Request(torch="==2.7.1", variant="cpu", index_base="http://mirror/whl/"), BASE, matrix
+        Request.from_text(torch="==2.7.1", variant="cpu", index_base="http://mirror/whl/"), BASE,
+        matrix,
     )
     assert plan.index_url == "http://mirror/whl/cpu"
 
 
 def test_rocm_targets_decide_rocm_builds(matrix: Matrix) -> None:
     host = BASE.with_changes(rocm=RocmInfo("6.3.4", ("gfx1100",), "test"))
-    plan = resolve(Request(torch="==2.7.1"), host, matrix)
+    plan = resolve(Request.from_text(torch="==2.7.1"), host, matrix)
     assert plan.variant.startswith("rocm") and plan.accelerator == "rocm"
 
 
@@ -365,7 +383,8 @@ def test_every_rejection_has_a_one_line_reason(matrix: Matrix) -> None:
 
 def test_an_arch_rejection_names_the_gpu_and_the_list(matrix: Matrix) -> None:
     with pytest.raises(NoMatch) as info:
-        resolve(Request(torch="==2.11.0", variant="cu128"), _host("580.65.06", "6.1"), matrix)
+        resolve(Request.from_text(torch="==2.11.0", variant="cu128"),
+                _host("580.65.06", "6.1"), matrix)
     reasons = [r.reason for r in info.value.rejected if r.variant == "cu128"]
     assert reasons == ["GPU 0 (sm_61) not in arch list 7.5–12.0"]
 
@@ -382,11 +401,12 @@ def test_unknown_arch_lists_are_still_bounded_by_the_toolkit(
     matrix: Matrix, cc: str, torch: str, variant: str, words: str
 ) -> None:
     # these arch lists are unknown on linux-x86_64; the toolkits' limits still apply
-    rel = matrix.release(torch)
-    assert rel is not None and rel.variant(variant) is not None
-    assert rel.variant(variant).arch_list_for("linux-x86_64") is None  # type: ignore[union-attr]
+    rel = matrix.release(TorchVersion(torch))
+    assert rel is not None and rel.variant(VariantName(variant)) is not None
+    assert rel.variant(VariantName(variant)).arch_list_for(  # type: ignore[union-attr]
+        Platform("linux-x86_64")) is None
     with pytest.raises(NoMatch) as info:
-        resolve(Request(torch=f"=={torch}", variant=variant), _host("999.99", cc), matrix)
+        resolve(Request.from_text(torch=f"=={torch}", variant=variant), _host("999.99", cc), matrix)
     assert [r.reason for r in info.value.rejected if r.variant == variant] == [
         f"GPU 0 (sm_{cc.replace('.', '')}) is {words}"
     ]
@@ -403,7 +423,7 @@ def test_a_container_without_the_gpu_passed_in_says_so(matrix: Matrix) -> None:
 
 def test_the_pci_id_names_the_gpu_and_the_capability_to_give(matrix: Matrix) -> None:
     entry = matrix.nvidia_gpu_by_pci("1b80")
-    assert entry is not None and entry.compute_capability == "6.1"
+    assert entry is not None and entry.compute_capability == ComputeCapability("6.1")
     host = HOSTS["smi hangs, PCI sees a GPU"]
     with pytest.raises(NoMatch) as info:
         resolve(Request(), host, matrix)
@@ -427,7 +447,8 @@ def test_the_cvd_warning_and_json_keys_of_an_unknown_pick(matrix: Matrix) -> Non
     assert {"evidence", "evidence_alternative", "newer_unverified", "host_warnings",
             "confirmed_alternative", "alternatives"} <= set(doc)
     # the 2.8 Windows lists are unknown; 2.14's Windows cu126 list is confirmed
-    unknown = resolve(Request(torch="==2.8.*"), _host("580.88", "6.1", platform="win-amd64"),
+    unknown = resolve(Request.from_text(torch="==2.8.*"),
+                      _host("580.88", "6.1", platform="win-amd64"),
                       matrix).to_json()
     assert unknown["evidence"]["arch"] == "unknown"
     assert unknown["evidence_alternative"] == {"torch": "2.14.1", "variant": "cu126",
@@ -440,9 +461,9 @@ def test_an_unconfirmed_index_entry_ranks_below_a_confirmed_one_and_always_warns
     # 2.15.0 cu130 (index unknown) and cu132 (confirmed) both run an H200 on a 13.2 driver at
     # the same level; the confirmed one wins, and forcing the other shows its warning
     host = _host("595.45.04", "9.0")
-    plan = resolve(Request(torch="==2.15.0"), host, matrix)
+    plan = resolve(Request.from_text(torch="==2.15.0"), host, matrix)
     assert plan.variant == "cu132"
-    forced = resolve(Request(torch="==2.15.0", variant="cu130"), host, matrix)
+    forced = resolve(Request.from_text(torch="==2.15.0", variant="cu130"), host, matrix)
     assert any("has a cu130 build on the PyTorch index is not confirmed" in w
                for w in forced.warnings)
 

@@ -6,7 +6,14 @@ import pytest
 
 from torchenv.detection.profile import Gpu, HostProfile, NvidiaInfo, PythonInfo
 from torchenv.matrix.model import Matrix
-from torchenv.resolver.rules import check_driver, check_gpu_arch, parse_arch, runs_on
+from torchenv.resolver.rules import check_driver, check_gpu_arch, runs_on
+from torchenv.values import (
+    ArchEntry,
+    ComputeCapability,
+    CudaVersion,
+    DriverVersion,
+    Platform,
+)
 
 
 @pytest.mark.parametrize(
@@ -25,7 +32,7 @@ from torchenv.resolver.rules import check_driver, check_gpu_arch, parse_arch, ru
     ids=lambda x: str(x),
 )
 def test_runs_on(entry: str, cc: str, jit_ok: bool, expected: bool) -> None:
-    assert runs_on(parse_arch(entry), cc, jit_ok=jit_ok) is expected
+    assert runs_on(ArchEntry(entry), ComputeCapability(cc), jit_ok=jit_ok) is expected
 
 
 def host(
@@ -36,61 +43,69 @@ def host(
     visible: tuple[int, ...] | None = None,
     wsl: bool = False,
 ) -> HostProfile:
-    gpus = tuple(Gpu(index=i, compute_capability=c, name=f"GPU{i}") for i, c in enumerate(ccs))
+    gpus = tuple(Gpu(index=i, compute_capability=ComputeCapability(c), name=f"GPU{i}")
+                 for i, c in enumerate(ccs))
     return HostProfile(
-        platform=platform,
+        platform=Platform(platform),
         python=PythonInfo("3.12"),
         glibc="2.35",
         wsl=wsl,
-        nvidia=NvidiaInfo(driver, cuda, "test", gpus, visible=visible),
+        nvidia=NvidiaInfo(DriverVersion(driver) if driver else None,
+                          CudaVersion(cuda) if cuda else None, "test", gpus, visible=visible),
     )
 
 
+def arch(*entries: str) -> tuple[ArchEntry, ...]:
+    return tuple(map(ArchEntry, entries))
+
+
 def test_every_visible_gpu_must_be_covered() -> None:
-    reason = check_gpu_arch(host("570.86", "8.6", "6.1"), ["7.5", "8.0", "8.6", "9.0"], jit_ok=True)
+    reason = check_gpu_arch(host("570.86", "8.6", "6.1"), arch("7.5", "8.0", "8.6", "9.0"),
+                            jit_ok=True)
     assert reason == "GPU 1 (sm_61, GPU1) not in arch list 7.5–9.0"
 
 
 def test_gpus_hidden_by_cuda_visible_devices_do_not_count() -> None:
     h = host("570.86", "8.6", "6.1", visible=(0,))
-    assert check_gpu_arch(h, ["7.5", "8.0", "8.6", "9.0"], jit_ok=True) is None
+    assert check_gpu_arch(h, arch("7.5", "8.0", "8.6", "9.0"), jit_ok=True) is None
 
 
 def test_driver_at_the_toolkit_floor_is_fully_compatible(matrix: Matrix) -> None:
-    v = check_driver(host("570.26", "9.0"), matrix, "12.8")
+    v = check_driver(host("570.26", "9.0"), matrix, CudaVersion("12.8"))
     assert v.ok and v.full and not v.warnings
 
 
 def test_driver_between_the_floors_works_with_a_warning(matrix: Matrix) -> None:
-    v = check_driver(host("550.54.15", "9.0"), matrix, "12.8")
+    v = check_driver(host("550.54.15", "9.0"), matrix, CudaVersion("12.8"))
     assert v.ok and not v.full
     assert "minor-version compatibility" in v.warnings[0]
-    assert v.needed == "570.26"
+    assert v.needed == DriverVersion("570.26")
 
 
 def test_driver_below_the_compat_floor_is_rejected(matrix: Matrix) -> None:
-    v = check_driver(host("520.61.05", "9.0"), matrix, "12.1")
+    v = check_driver(host("520.61.05", "9.0"), matrix, CudaVersion("12.1"))
     assert not v.ok
     assert v.reason == "driver 520.61.05 is below the CUDA 12.x compatibility floor 525.60.13"
 
 
 def test_the_cuda_version_nvml_reports_is_the_authority(matrix: Matrix) -> None:
-    full = check_driver(host("999.0", "9.0", cuda="12.4"), matrix, "12.4")
+    full = check_driver(host("999.0", "9.0", cuda="12.4"), matrix, CudaVersion("12.4"))
     assert full.ok and full.full
-    compat = check_driver(host("999.0", "9.0", cuda="12.4"), matrix, "12.8")
+    compat = check_driver(host("999.0", "9.0", cuda="12.4"), matrix, CudaVersion("12.8"))
     assert compat.ok and not compat.full
-    other_major = check_driver(host("999.0", "9.0", cuda="12.4"), matrix, "13.0")
+    other_major = check_driver(host("999.0", "9.0", cuda="12.4"), matrix, CudaVersion("13.0"))
     assert not other_major.ok
 
 
 def test_windows_and_wsl_use_the_windows_floors(matrix: Matrix) -> None:
     # 570.30 is above the Linux 12.8 floor (570.26) but below the Windows one (570.65)
-    assert check_driver(host("570.30", "9.0"), matrix, "12.8").full
-    assert not check_driver(host("570.30", "9.0", platform="win-amd64"), matrix, "12.8").full
-    assert not check_driver(host("570.30", "9.0", wsl=True), matrix, "12.8").full
+    assert check_driver(host("570.30", "9.0"), matrix, CudaVersion("12.8")).full
+    windows = host("570.30", "9.0", platform="win-amd64")
+    assert not check_driver(windows, matrix, CudaVersion("12.8")).full
+    assert not check_driver(host("570.30", "9.0", wsl=True), matrix, CudaVersion("12.8")).full
 
 
 def test_no_driver_is_a_rejection(matrix: Matrix) -> None:
-    v = check_driver(host(None, "9.0"), matrix, "12.8")
+    v = check_driver(host(None, "9.0"), matrix, CudaVersion("12.8"))
     assert not v.ok and v.reason == "no NVIDIA driver found"
 

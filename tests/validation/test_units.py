@@ -40,7 +40,8 @@ def test_the_probes_arch_rule_is_the_resolvers(suffix: str) -> None:
     """The standalone probe's copy against ``resolver.rules.runs_on`` for every suffix, target and
     capability: ``sm_XYs`` is SASS ``X.Ys``; ``compute_XY`` is PTX, which the resolver writes
     ``X.Y+PTX`` and judges with the driver's JIT available."""
-    from torchenv.resolver.rules import parse_arch, runs_on
+    from torchenv.resolver.rules import runs_on
+    from torchenv.values import ArchEntry, ComputeCapability
 
     compared = 0
     for t_major, t_minor in _TARGETS:
@@ -49,7 +50,8 @@ def test_the_probes_arch_rule_is_the_resolvers(suffix: str) -> None:
         else:
             probe_name, entry = f"sm_{t_major}{t_minor}{suffix}", f"{t_major}.{t_minor}{suffix}"
         for major, minor in _CAPABILITIES:
-            want = runs_on(parse_arch(entry), f"{major}.{minor}", jit_ok=True)
+            want = runs_on(ArchEntry(entry), ComputeCapability.from_parts(major, minor),
+                           jit_ok=True)
             assert _probe.arch_runs(probe_name, major, minor) is want, (probe_name, major, minor)
             compared += 1
     assert compared == len(_TARGETS) * len(_CAPABILITIES)

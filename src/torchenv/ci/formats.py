@@ -50,12 +50,12 @@ def render_json(rows: Sequence[CiRow]) -> str:
 def gitlab_variables(row: CiRow) -> dict[str, str]:
     """GitLab matrix variables are strings; a missing package is the empty string."""
     return {
-        "TORCH": row.torch,
-        "TORCHVISION": row.torchvision or "",
-        "TORCHAUDIO": row.torchaudio or "",
+        "TORCH": str(row.torch),
+        "TORCHVISION": str(row.torchvision or ""),
+        "TORCHAUDIO": str(row.torchaudio or ""),
         "PYTHON": row.python,
-        "VARIANT": row.variant,
-        "PLATFORM": row.platform,
+        "VARIANT": str(row.variant),
+        "PLATFORM": str(row.platform),
         "RUNNER": row.os,
         "INDEX_URL": row.index_url or "",
         "INSTALL_COMMAND": row.install,

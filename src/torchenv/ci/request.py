@@ -14,7 +14,8 @@ from typing import Literal, Optional, get_args
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from torchenv.errors import BadInput
-from torchenv.matrix.model import PLATFORMS, variant_kind
+from torchenv.matrix.model import ALL_PLATFORMS
+from torchenv.values import PLATFORMS, InvalidValue, Platform, TorchSpec, VariantName
 
 __all__ = [
     "ACCELERATORS",
@@ -86,12 +87,12 @@ class PythonFilter:
 class CiRequest:
     """Filters and shape of a CI matrix; every field has an "everything" default."""
 
-    torch: Optional[SpecifierSet] = None
+    torch: Optional[TorchSpec] = None
     python: PythonFilter = field(default_factory=PythonFilter)
-    variants: Optional[frozenset[str]] = None
+    variants: Optional[frozenset[VariantName]] = None
     accelerators: Optional[frozenset[str]] = None
-    platforms: tuple[str, ...] = PLATFORMS
-    runners: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_RUNNERS))
+    platforms: tuple[Platform, ...] = ALL_PLATFORMS
+    runners: Mapping[Platform, str] = field(default_factory=lambda: parse_runners(None))
     strategy: Strategy = "all"
     max_rows: Optional[int] = None
     index_base: Optional[str] = None
@@ -101,18 +102,17 @@ def _items(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def parse_torch_spec(text: str | None) -> SpecifierSet | None:
-    """``'>=2.5,<2.9'`` or a bare version (``2.7.1`` means ``==2.7.1``)."""
+def parse_torch_spec(text: str | None) -> TorchSpec | None:
+    """``'>=2.5,<2.9'``, a bare series (``2.7`` means ``==2.7.*``) or a bare version (``2.7.1``
+    means ``==2.7.1``), as ``--torch`` reads it everywhere."""
     if text is None or not text.strip():
         return None
-    raw = text.strip()
-    if raw[0].isdigit():
-        raw = "==" + raw
     try:
-        return SpecifierSet(raw)
-    except InvalidSpecifier as exc:
+        return TorchSpec(text)
+    except InvalidValue:
         raise BadInput(f"--torch: {text!r} is not a PEP 440 specifier",
-                       hint="write it like '>=2.5' or '==2.7.*'") from exc
+                       hint="write it like '>=2.5' or '==2.7.*'", field="torch",
+                       value=text) from None
 
 
 def parse_python_filter(text: str | None, *, free_threaded: bool = False) -> PythonFilter:
@@ -137,14 +137,17 @@ def parse_python_filter(text: str | None, *, free_threaded: bool = False) -> Pyt
     return PythonFilter(tags=frozenset(tags), free_threaded=free_threaded)
 
 
-def parse_variants(text: str | None) -> frozenset[str] | None:
+def parse_variants(text: str | None) -> frozenset[VariantName] | None:
     if text is None or not text.strip():
         return None
-    names = _items(text)
-    for name in names:
-        if variant_kind(name) is None:
+    names = set()
+    for name in _items(text):
+        try:
+            names.add(VariantName(name))
+        except InvalidValue:
             raise BadInput(f"--variants: {name!r} is not a variant name",
-                           hint="variants look like cpu, cu126, rocm6.3, xpu")
+                           hint="variants look like cpu, cu126, rocm6.3, xpu",
+                           field="variants", value=name) from None
     return frozenset(names)
 
 
@@ -158,13 +161,13 @@ def parse_accelerators(text: str | None) -> frozenset[str] | None:
     return frozenset(names)
 
 
-def parse_platforms(values: Iterable[str] | None) -> tuple[str, ...]:
+def parse_platforms(values: Iterable[str] | None) -> tuple[Platform, ...]:
     """Platforms from ``--platforms``/``--os`` values: names, runner labels or short aliases.
 
     Each value may itself be a comma list; the result keeps :data:`PLATFORMS` order.
     """
     if not values:
-        return PLATFORMS
+        return ALL_PLATFORMS
     by_label = {label: plat for plat, label in DEFAULT_RUNNERS.items()}
     wanted: set[str] = set()
     for value in values:
@@ -178,13 +181,14 @@ def parse_platforms(values: Iterable[str] | None) -> tuple[str, ...]:
             else:
                 raise BadInput(f"--platforms: {item!r} is not a platform or runner label",
                                hint="use " + ", ".join(PLATFORMS) + " or a label like "
-                               "ubuntu-latest, windows-latest, macos-latest")
-    return tuple(p for p in PLATFORMS if p in wanted)
+                               "ubuntu-latest, windows-latest, macos-latest",
+                               field="platforms", value=item)
+    return tuple(p for p in ALL_PLATFORMS if str(p) in wanted)
 
 
-def parse_runners(values: Iterable[str] | None) -> dict[str, str]:
+def parse_runners(values: Iterable[str] | None) -> dict[Platform, str]:
     """``--runner PLATFORM=LABEL`` overrides on top of :data:`DEFAULT_RUNNERS`."""
-    runners = dict(DEFAULT_RUNNERS)
+    runners = {Platform(plat): label for plat, label in DEFAULT_RUNNERS.items()}
     for value in values or ():
         plat, sep, label = value.partition("=")
         plat, label = plat.strip(), label.strip()
@@ -193,6 +197,6 @@ def parse_runners(values: Iterable[str] | None) -> dict[str, str]:
                            hint="e.g. --runner linux-x86_64=self-hosted-gpu")
         if plat not in PLATFORMS:
             raise BadInput(f"--runner: {plat!r} is not a platform; expected one of "
-                           + ", ".join(PLATFORMS))
-        runners[plat] = label
+                           + ", ".join(PLATFORMS), field="runners", value=plat)
+        runners[Platform(plat)] = label
     return runners

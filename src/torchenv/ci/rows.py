@@ -12,29 +12,25 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from packaging.version import Version
-
 from torchenv.ci.request import CiRequest
 from torchenv.installers.commands import pip_install_command
 from torchenv.matrix.index import index_url_for, pins
-from torchenv.matrix.model import PLATFORMS, Matrix, Release, parse_version_tuple, variant_kind
+from torchenv.matrix.model import Matrix, Release, python_sort_key
+from torchenv.values import Platform, TorchVersion, VariantName, optional_text
 
 __all__ = ["CiRow", "candidate_rows", "generate_rows", "row_sort_key"]
-
-_KIND_ORDER = {"cpu": 0, "cuda": 1, "rocm": 2, "xpu": 3}
-_PLATFORM_ORDER = {p: i for i, p in enumerate(PLATFORMS)}
 
 
 @dataclass(frozen=True)
 class CiRow:
     """One CI job: a torch build on one platform and Python."""
 
-    torch: str
-    torchvision: Optional[str]
-    torchaudio: Optional[str]
+    torch: TorchVersion
+    torchvision: Optional[TorchVersion]
+    torchaudio: Optional[TorchVersion]
     python: str
-    variant: str
-    platform: str
+    variant: VariantName
+    platform: Platform
     os: str
     index_url: Optional[str]
     install: str
@@ -46,46 +42,32 @@ class CiRow:
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "torch": self.torch,
-            "torchvision": self.torchvision,
-            "torchaudio": self.torchaudio,
+            "torch": str(self.torch),
+            "torchvision": optional_text(self.torchvision),
+            "torchaudio": optional_text(self.torchaudio),
             "python": self.python,
-            "variant": self.variant,
-            "platform": self.platform,
+            "variant": str(self.variant),
+            "platform": str(self.platform),
             "os": self.os,
             "index_url": self.index_url,
             "install": self.install,
         }
 
 
-def _python_key(tag: str) -> tuple[int, int, int]:
-    major, minor = tag.rstrip("t").split(".")
-    return (int(major), int(minor), 1 if tag.endswith("t") else 0)
-
-
-def _variant_key(name: str) -> tuple[int, tuple[int, ...]]:
-    kind = variant_kind(name) or "xpu"
-    digits = "".join(c if c.isdigit() or c == "." else "" for c in name)
-    try:
-        number = parse_version_tuple(digits.strip(".")) if digits.strip(".") else ()
-    except ValueError:
-        number = ()
-    return (_KIND_ORDER[kind], number)
-
-
 def row_sort_key(row: CiRow) -> tuple[Any, ...]:
     """Newest torch first, then platform, variant (cpu, CUDA, ROCm, XPU; ascending), Python."""
     return (
-        tuple(-n for n in parse_version_tuple(row.torch)),
-        _PLATFORM_ORDER.get(row.platform, len(PLATFORMS)),
-        _variant_key(row.variant),
-        _python_key(row.python),
+        tuple(-n for n in row.torch.release),
+        row.platform,
+        row.variant,
+        python_sort_key(row.python),
     )
 
 
-def _variants_on(release: Release, platform: str) -> list[tuple[str, tuple[str, ...]]]:
+def _variants_on(release: Release,
+                 platform: Platform) -> list[tuple[VariantName, tuple[str, ...]]]:
     """(variant name, Python tags) published for ``platform``, the PyPI build included."""
-    found: list[tuple[str, tuple[str, ...]]] = []
+    found: list[tuple[VariantName, tuple[str, ...]]] = []
     for variant in release.variants:
         if platform in variant.platforms:
             found.append((variant.name, release.python_tags(platform, variant)))
@@ -100,23 +82,24 @@ def candidate_rows(matrix: Matrix, request: CiRequest) -> Iterator[CiRow]:
     """Every existing combination that passes the filters, in matrix order (unsorted)."""
     torch_spec = request.torch
     for release in matrix.releases:
-        if torch_spec is not None and not torch_spec.contains(release.torch, prereleases=True):
+        if torch_spec is not None and not torch_spec.contains(release.torch):
             continue
-        versions = (("torch", release.torch), ("torchvision", release.torchvision),
-                    ("torchaudio", release.torchaudio))
+        versions = (("torch", str(release.torch)),
+                    ("torchvision", optional_text(release.torchvision)),
+                    ("torchaudio", optional_text(release.torchaudio)))
         for platform in request.platforms:
-            runner = request.runners.get(platform, platform)
+            runner = request.runners.get(platform, str(platform))
             default = release.pypi_default.get(platform)
             for name, tags in _variants_on(release, platform):
                 if request.variants is not None and name not in request.variants:
                     continue
-                if request.accelerators is not None and variant_kind(name) not in \
-                        request.accelerators:
+                if request.accelerators is not None and name.kind not in request.accelerators:
                     continue
-                index_url = None if name == default else index_url_for(name, request.index_base)
+                index_url = (None if name == default
+                             else index_url_for(str(name), request.index_base))
                 # an index build is pinned with its local tag, as `torchenv resolve` pins it
                 install = pip_install_command(
-                    pins(versions, None if index_url is None else name), index_url
+                    pins(versions, None if index_url is None else str(name)), index_url
                 )
                 for tag in tags:
                     if not request.python.accepts(tag):
@@ -135,25 +118,24 @@ def candidate_rows(matrix: Matrix, request: CiRequest) -> Iterator[CiRow]:
 
 
 def _latest_patches(rows: Sequence[CiRow]) -> list[CiRow]:
-    newest: dict[str, Version] = {}
+    newest: dict[str, TorchVersion] = {}
     for row in rows:
-        minor = ".".join(row.torch.split(".")[:2])
-        v = Version(row.torch)
-        if minor not in newest or v > newest[minor]:
-            newest[minor] = v
-    keep = {str(v) for v in newest.values()}
+        series = row.torch.series
+        if series not in newest or row.torch > newest[series]:
+            newest[series] = row.torch
+    keep = set(newest.values())
     return [r for r in rows if r.torch in keep]
 
 
 def _edges(rows: Sequence[CiRow]) -> list[CiRow]:
     """Rows whose torch is the oldest or newest with a wheel for their (Python, platform)."""
-    bounds: dict[tuple[str, str], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+    bounds: dict[tuple[str, Platform], tuple[TorchVersion, TorchVersion]] = {}
     for row in rows:
         key = (row.python, row.platform)
-        v = parse_version_tuple(row.torch)
+        v = row.torch
         lo, hi = bounds.get(key, (v, v))
         bounds[key] = (min(lo, v), max(hi, v))
-    return [r for r in rows if parse_version_tuple(r.torch) in bounds[(r.python, r.platform)]]
+    return [r for r in rows if r.torch in bounds[(r.python, r.platform)]]
 
 
 def _spread(rows: Sequence[CiRow], limit: int) -> list[CiRow]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ if TYPE_CHECKING:
     from torchenv.detection.overrides import Overrides
     from torchenv.detection.profile import HostProfile
     from torchenv.matrix.model import Matrix
+    from torchenv.values import CudaVersion, VariantName
 
     Subcommands = argparse._SubParsersAction[Parser]
     """What ``add_subparsers`` returns: each command module's ``register`` adds its commands."""
@@ -261,26 +261,16 @@ def load_matrix_reported() -> Matrix:
     return matrix
 
 
-def known_variants(matrix: Matrix) -> list[str]:
+def known_variants(matrix: Matrix) -> list[VariantName]:
     """Every variant some release in ``matrix`` has: cpu, then CUDA, ROCm, XPU, each by version."""
-    from torchenv.matrix.model import variant_kind
-
     names = {v.name for r in matrix.releases for v in r.variants}
     names |= {n for r in matrix.releases for n in r.pypi_default.values()}
-    kinds = ("cpu", "cuda", "rocm", "xpu")
-
-    def key(name: str) -> tuple[int, tuple[int, ...], str]:
-        kind = variant_kind(name)
-        digits = tuple(int(d) for d in re.findall(r"\d+", name))
-        return (kinds.index(kind) if kind in kinds else len(kinds), digits, name)
-
-    return sorted(names, key=key)
+    return sorted(names)
 
 
-def known_cuda_versions(matrix: Matrix) -> list[str]:
+def known_cuda_versions(matrix: Matrix) -> list[CudaVersion]:
     """Every CUDA version (``12.8``) some release in ``matrix`` is built for, oldest first."""
-    versions = {v.cuda_version for r in matrix.releases for v in r.variants if v.cuda_version}
-    return sorted(versions, key=lambda text: tuple(int(p) for p in text.split(".")))
+    return sorted({v.cuda_version for r in matrix.releases for v in r.variants if v.cuda_version})
 
 
 def emit_json(document: Any) -> None:

@@ -75,11 +75,16 @@ def run_show(args: argparse.Namespace) -> int:
     from torchenv.cli._common import load_matrix_reported
     from torchenv.cli.render_matrix import release_detail, render_table, select
     from torchenv.matrix.document import matrix_to_json
+    from torchenv.resolver.request import read_torch_spec
+    from torchenv.values import InvalidValue, TorchVersion
 
     matrix = load_matrix_reported()
-    releases = select(matrix, args.torch)
+    releases = select(matrix, read_torch_spec(args.torch) if args.torch else None)
     if args.release:
-        rel = matrix.release(args.release)
+        try:
+            rel = matrix.release(TorchVersion.plain(args.release))
+        except InvalidValue:
+            rel = None
         if rel is None:
             raise BadInput(
                 f"--release: torch {args.release} is not in the matrix",

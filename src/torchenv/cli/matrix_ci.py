@@ -103,10 +103,10 @@ def run(args: argparse.Namespace) -> int:
     matrix = load_matrix_reported()
     if request.variants:
         known = known_variants(matrix)
-        unknown = sorted(v for v in request.variants if v not in known)
+        unknown = sorted(str(v) for v in request.variants if v not in known)
         if unknown:
             raise BadInput(f"--variants: no release in the matrix has {unknown[0]!r}",
-                           hint="known variants: " + ", ".join(known))
+                           hint="known variants: " + ", ".join(map(str, known)))
     rows = generate_rows(matrix, request)
     if not rows:
         raise Unsatisfiable("no (torch, variant, platform, Python) combination in the matrix "

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["register_html", "run_html"]
 
-_MINOR_RE = re.compile(r"^\d+\.\d+$")
+_MINOR_RE = re.compile(r"[0-9]+\.[0-9]+")
 NEWEST = 3
 """Series answered by default: the newest ones, which most pins name; ``--specifiers all`` adds
 the others at about twice the generation time."""
@@ -50,11 +50,11 @@ def register_html(msub: Subcommands) -> None:
     p.set_defaults(func=run_html)
 
 
-def _specifiers(text: str | None, known: set[str]) -> list[str] | None:
-    """None for every minor, else the listed ones (by default the :data:`NEWEST` newest);
-    raises BadInput naming an unknown minor."""
+def _specifiers(text: str | None, known: list[str]) -> list[str] | None:
+    """None for every minor, else the listed ones (by default the :data:`NEWEST` newest of
+    ``known``, oldest first); raises BadInput naming an unknown minor."""
     if text is None:
-        return sorted(known, key=_minor_key)[-NEWEST:]
+        return known[-NEWEST:]
     value = text.strip().lower()
     if value == "all":
         return None
@@ -62,17 +62,13 @@ def _specifiers(text: str | None, known: set[str]) -> list[str] | None:
         return []
     minors = [part.strip() for part in value.split(",") if part.strip()]
     for minor in minors:
-        if not _MINOR_RE.match(minor):
+        if not _MINOR_RE.fullmatch(minor):
             raise BadInput(f"--specifiers: {minor!r} is not a torch series",
                            hint="give all, none, or minors such as 2.7,2.8")
         if minor not in known:
             raise BadInput(f"--specifiers: no torch {minor} release is in the matrix",
-                           hint="known: " + ", ".join(sorted(known, key=_minor_key)))
+                           hint="known: " + ", ".join(known))
     return minors
-
-
-def _minor_key(minor: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in minor.split("."))
 
 
 def run_html(args: argparse.Namespace) -> int:
@@ -91,7 +87,9 @@ def run_html(args: argparse.Namespace) -> int:
     if args.output != "-" and not args.force and Path(args.output).exists():
         raise BadInput(f"{args.output} already exists", hint="pass --force to overwrite it")
     matrix = load_matrix_reported()
-    specifiers = _specifiers(args.specifiers, {r.minor for r in matrix.releases})
+    # the series of the releases (listed newest first), oldest first
+    series = list(dict.fromkeys(r.torch.series for r in reversed(matrix.releases)))
+    specifiers = _specifiers(args.specifiers, series)
     from torchenv.cli._progress import Steps, step_progress
 
     started = time.perf_counter()

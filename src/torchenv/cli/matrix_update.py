@@ -13,9 +13,8 @@ from torchenv.errors import BadInput
 if TYPE_CHECKING:
     import argparse
 
-    from packaging.version import Version
-
     from torchenv.cli._common import Subcommands
+    from torchenv.values import TorchVersion
 
 __all__ = ["register", "run"]
 
@@ -117,14 +116,14 @@ def _given(args: argparse.Namespace, field: str) -> str | None:
     return value or None
 
 
-def _since(raw: str | None) -> Version | None:
+def _since(raw: str | None) -> TorchVersion | None:
     """``--since`` as a version; :class:`BadInput` naming the value when it is not one."""
-    from packaging.version import InvalidVersion, Version
+    from torchenv.values import InvalidValue, TorchVersion
 
     if raw is None:
         return None
     try:
-        return Version(raw)
-    except InvalidVersion:
+        return TorchVersion(raw)
+    except InvalidValue:
         raise BadInput(f"--since: {raw!r} is not a torch version; e.g. --since 2.5 or "
                        "--since 2.5.1") from None

@@ -3,27 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from torchenv.cli._common import console
 from torchenv.errors import BadInput
-from torchenv.matrix.model import PLATFORMS, ArchFact, Matrix, Release, parse_version_tuple
+from torchenv.matrix.model import ALL_PLATFORMS, ArchFact, Matrix, Release, python_sort_key
+from torchenv.values import Platform, TorchSpec
 
 __all__ = ["release_detail", "render_table", "select"]
 
 
-def select(matrix: Matrix, spec_text: str | None) -> list[Release]:
+def select(matrix: Matrix, spec: TorchSpec | None) -> list[Release]:
     """Releases matching ``--torch SPEC`` (a bare ``2.7`` means the 2.7 series), newest first."""
-    if not spec_text:
+    if spec is None:
         return list(matrix.releases)
-    from torchenv.resolver.request import torch_specifier
-
-    spec: Any = torch_specifier(spec_text)
-    chosen = [r for r in matrix.releases if spec.contains(r.torch, prereleases=True)]
+    chosen = [r for r in matrix.releases if spec.contains(r.torch)]
     if not chosen:
         raise BadInput(
-            f"--torch: no release in the matrix matches {spec_text!r}",
+            f"--torch: no release in the matrix matches {spec.text!r}",
             hint="see 'torchenv matrix show' for the releases it knows",
+            field="torch", value=spec.text,
         )
     return chosen
 
@@ -33,7 +31,7 @@ def _py_range(tags: Sequence[str]) -> str:
     free = [t for t in tags if t.endswith("t")]
     if not plain:
         return ", ".join(free) or "–"
-    plain.sort(key=lambda t: parse_version_tuple(t))
+    plain.sort(key=python_sort_key)
     text = plain[0] if len(plain) == 1 else f"{plain[0]}–{plain[-1]}"
     return text + (f" +{','.join(free)}" if free else "")
 
@@ -49,23 +47,25 @@ def render_table(matrix: Matrix, releases: Sequence[Release]) -> None:
     headers = ("torch", "released", "vision", "audio", "Python (linux-x86_64)", "PyPI (Linux)",
                "variants", "conda")
     rows = []
+    linux, arm64 = Platform("linux-x86_64"), Platform("linux-aarch64")
     for r in releases:
-        pypi = r.pypi_default.get("linux-x86_64", "–")
-        arm = r.pypi_default.get("linux-aarch64")
-        if arm and arm != "cpu":
+        pypi = str(r.pypi_default.get(linux, "–"))
+        arm = r.pypi_default.get(arm64)
+        if arm and arm.kind != "cpu":
             pypi += f" (arm {arm})"
-        variants = " ".join(v.name + ("?" if v.status != "verified" else "") for v in r.variants)
+        variants = " ".join(f"{v.name}{'?' if v.status != 'verified' else ''}"
+                            for v in r.variants)
         conda = []
         if r.conda.pytorch_channel is True:
             conda.append("pytorch")
         if r.conda.conda_forge is True:
             conda.append("conda-forge")
         rows.append((
-            r.torch,
+            str(r.torch),
             r.released,
-            r.torchvision or ("?" if "torchvision" in r.unconfirmed else "–"),
-            r.torchaudio or ("?" if "torchaudio" in r.unconfirmed else "–"),
-            _py_range(r.python.get("linux-x86_64", ())),
+            str(r.torchvision or ("?" if "torchvision" in r.unconfirmed else "–")),
+            str(r.torchaudio or ("?" if "torchaudio" in r.unconfirmed else "–")),
+            _py_range(r.python.get(linux, ())),
             pypi,
             variants,
             ", ".join(conda) or "–",
@@ -91,9 +91,9 @@ def render_table(matrix: Matrix, releases: Sequence[Release]) -> None:
     )
 
 
-def _fact_line(platform: str, fact: ArchFact) -> str:
+def _fact_line(platform: Platform, fact: ArchFact) -> str:
     """``linux-x86_64: 7.5, …, 12.0 — SASS confirmed, PTX confirmed (sources: a, b)``."""
-    arch = ", ".join(fact.arch_list) if fact.arch_list is not None else "unknown"
+    arch = ", ".join(map(str, fact.arch_list)) if fact.arch_list is not None else "unknown"
     how = f"SASS {fact.sass}, PTX {fact.ptx}"
     if fact.rule:
         how += f" by rule {fact.rule}"
@@ -107,21 +107,21 @@ def release_detail(matrix: Matrix, r: Release) -> None:
 
     out = console()
     out.print(
-        f"[bold]torch {escape(r.torch)}[/bold]  "
+        f"[bold]torch {escape(str(r.torch))}[/bold]  "
         + escape(f"released {r.released}  torchvision {r.torchvision or '–'}  torchaudio "
                  f"{r.torchaudio or '–'}")
     )
-    for plat in PLATFORMS:
+    for plat in ALL_PLATFORMS:
         if plat in r.python:
             out.print(escape(
-                f"  {plat:<14} Python {', '.join(r.python[plat])}"
+                f"  {plat!s:<14} Python {', '.join(r.python[plat])}"
                 + (f"  PyPI build {r.pypi_default[plat]}" if plat in r.pypi_default else "")
                 + (f"  glibc ≥ {r.manylinux[plat]}" if plat in r.manylinux else "")
             ))
     for v in r.variants:
         out.print(
-            f"  [bold]{escape(v.name)}[/bold] "
-            + escape(f"on {', '.join(v.platforms)}"
+            f"  [bold]{escape(str(v.name))}[/bold] "
+            + escape(f"on {', '.join(map(str, v.platforms))}"
                      + (f"; cuDNN {v.cudnn}" if v.cudnn else "")
                      + (f"; NCCL {v.nccl}" if v.nccl else "")
                      + f"; index entry {v.index}")

@@ -169,9 +169,9 @@ def _request(args: argparse.Namespace, defaults: dict[str, str]) -> Request:
 
         given(args, "python", "pyproject")
         args.target_python = normalize_python(defaults["python"])
-    return Request(
+    return Request.from_text(
         torch=_from_project(args, "torch", args.torch, defaults),
-        variant=_from_project(args, "variant", args.variant, defaults) or "auto",
+        variant=_from_project(args, "variant", args.variant, defaults),
         cuda=args.cuda,
         with_torchvision=not args.no_torchvision,
         with_torchaudio=not args.no_torchaudio,
@@ -186,15 +186,16 @@ def _check_known(request: Request, matrix: Matrix) -> None:
     if request.explicit_variant:
         variants = known_variants(matrix)
         if request.variant not in variants:
-            raise BadInput(f"no release in the matrix has the variant {request.variant!r}",
-                           hint="known variants: " + ", ".join(variants),
-                           field="variant", value=request.variant)
+            raise BadInput(f"no release in the matrix has the variant "
+                           f"{str(request.variant)!r}",
+                           hint="known variants: " + ", ".join(map(str, variants)),
+                           field="variant", value=str(request.variant))
     if request.cuda is not None:
         versions = known_cuda_versions(matrix)
         if request.cuda not in versions:
             raise BadInput(f"no release in the matrix is built for CUDA {request.cuda}",
-                           hint="known CUDA versions: " + ", ".join(versions),
-                           field="cuda", value=request.cuda)
+                           hint="known CUDA versions: " + ", ".join(map(str, versions)),
+                           field="cuda", value=str(request.cuda))
 
 
 def _decide(
@@ -267,6 +268,7 @@ def _alternatives(plan: Plan, request: Request, host: HostProfile,
     from torchenv.cli.render_plan import Choice
     from torchenv.installers.render import pip_command
     from torchenv.resolver.resolve import resolve
+    from torchenv.values import TorchSpec, VariantName
 
     named: list[tuple[str, str, str]] = []
     if plan.confirmed_alternative is not None:
@@ -279,7 +281,8 @@ def _alternatives(plan: Plan, request: Request, host: HostProfile,
     for label, torch, variant in named:
         if any((c.torch, c.variant) == (torch, variant) for c in out):
             continue
-        other = resolve(replace(request, torch=f"=={torch}", variant=variant), host, matrix)
+        other = resolve(replace(request, torch=TorchSpec(f"=={torch}"),
+                                variant=VariantName(variant)), host, matrix)
         out.append(Choice(label, torch, variant, pip_command(other)))
     return out
 
@@ -340,7 +343,7 @@ def _refuse_other_machines(args: argparse.Namespace, defaults: dict[str, str]) -
         python_info_from,
     )
     from torchenv.detection.detect import current_platform
-    from torchenv.detection.overrides import normalize_platform, normalize_python
+    from torchenv.detection.overrides import normalize_python, read_platform
 
     hint = ("'torchenv resolve' answers for other machines; --python-exe PATH picks the "
             "interpreter to install into")
@@ -352,7 +355,7 @@ def _refuse_other_machines(args: argparse.Namespace, defaults: dict[str, str]) -
         platform = os.environ.get("TORCHENV_PLATFORM", "").strip()
         given(args, "platform", "variable")
     origin = FIELDS["platform"].name(sources(args)["platform"])
-    if platform and normalize_platform(platform) != current_platform():
+    if platform and read_platform(platform, origin=origin) != current_platform():
         raise BadInput(f"install: {origin} {platform} is not this machine "
                        f"({current_platform()})", hint=hint)
     wanted, origin = target_python(args)

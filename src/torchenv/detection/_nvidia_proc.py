@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from torchenv.detection.profile import Gpu
+from torchenv.values import DriverVersion, InvalidValue
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ProcGpu",
+    "driver_version_in",
     "parse_gpu_information",
     "parse_proc_driver_version",
     "parse_sys_module_version",
@@ -36,7 +38,18 @@ _SYS = re.compile(r"\s*([0-9]+(?:\.[0-9]+){1,2})\s*", re.ASCII)
 _NUMBER = re.compile(r"[0-9]+")
 
 
-def parse_proc_driver_version(text: str) -> Optional[str]:
+def driver_version_in(text: Optional[str]) -> Optional[DriverVersion]:
+    """``text``, found where a tool prints the driver version, as one; None when there is none
+    or it is malformed (a 5-digit branch is no driver's)."""
+    if text is None:
+        return None
+    try:
+        return DriverVersion(text)
+    except InvalidValue:
+        return None
+
+
+def parse_proc_driver_version(text: str) -> Optional[DriverVersion]:
     """The driver version in ``/proc/driver/nvidia/version``, or None when it names none.
 
     Sample (proprietary and open modules)::
@@ -47,13 +60,13 @@ def parse_proc_driver_version(text: str) -> Optional[str]:
         NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build  (...)
     """
     m = _NVRM.search(text)
-    return m.group(1) if m else None
+    return driver_version_in(m.group(1) if m else None)
 
 
-def parse_sys_module_version(text: str) -> Optional[str]:
+def parse_sys_module_version(text: str) -> Optional[DriverVersion]:
     """``/sys/module/nvidia/version`` holds the bare version: ``550.78``."""
     m = _SYS.fullmatch(text)
-    return m.group(1) if m else None
+    return driver_version_in(m.group(1) if m else None)
 
 
 @dataclass(frozen=True)
@@ -102,7 +115,8 @@ def _read(path: str) -> Optional[str]:
         return None
 
 
-def read_kernel_driver_version(root: StrPath) -> tuple[Optional[str], Optional[str]]:
+def read_kernel_driver_version(root: StrPath
+                               ) -> tuple[Optional[DriverVersion], Optional[str]]:
     """(version, source) from the loaded kernel module; (None, None) when it is not loaded."""
     text = _read(os.path.join(root, "proc/driver/nvidia/version"))
     if text is not None:

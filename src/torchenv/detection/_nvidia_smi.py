@@ -12,7 +12,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from torchenv.detection._nvidia_proc import driver_version_in
 from torchenv.detection.profile import Gpu
+from torchenv.values import ComputeCapability, CudaVersion, DriverVersion, InvalidValue
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,7 +46,7 @@ FIRST_DRIVER_BRANCH = 100  # a smaller major is not a driver branch (a Jetson mo
 
 _NA = {"", "[n/a]", "n/a", "[not supported]", "not supported", "[unknown error]"}
 _NUMBER = re.compile(r"[0-9]+")  # an index; 143771 of "143771 MiB"
-_COMPUTE_CAPABILITY = re.compile(r"[0-9]{1,2}\.[0-9]")  # 9.0, 12.0
+_COMPUTE_CAPABILITY = re.compile(r"[0-9]{1,2}\.[0-9]")  # 9.0, 12.0: nvidia-smi's spelling
 _VERSION = re.compile(r"[0-9]+(?:\.[0-9]+){1,2}")  # 580.82.07 anywhere: r580.82.07.1
 # for parse_smi_versions
 _KMD = re.compile(r"KMD version\s*:\s*([0-9]+(?:\.[0-9]+){1,2})", re.ASCII | re.IGNORECASE)
@@ -60,8 +62,17 @@ def _value(text: str) -> Optional[str]:
     return None if text.lower() in _NA else text
 
 
+def _capability(text: Optional[str]) -> Optional[ComputeCapability]:
+    if text is None or not _COMPUTE_CAPABILITY.fullmatch(text):
+        return None
+    try:
+        return ComputeCapability(text)
+    except InvalidValue:  # 0.0 or 99.9: no GPU's, as unknown as no answer
+        return None
+
+
 def parse_query_csv(text: str, fields: tuple[str, ...] = QUERY_FIELDS
-                    ) -> tuple[tuple[Gpu, ...], Optional[str]]:
+                    ) -> tuple[tuple[Gpu, ...], Optional[DriverVersion]]:
     """(GPUs, driver version) from ``--query-gpu=<fields> --format=csv,noheader,nounits``.
 
     Sample (one line per GPU)::
@@ -73,7 +84,7 @@ def parse_query_csv(text: str, fields: tuple[str, ...] = QUERY_FIELDS
     when a line does not have the expected shape.
     """
     gpus: list[Gpu] = []
-    driver: Optional[str] = None
+    driver: Optional[DriverVersion] = None
     name_at = fields.index("name") if "name" in fields else -1
     for raw in text.splitlines():
         line = raw.strip()
@@ -97,19 +108,19 @@ def parse_query_csv(text: str, fields: tuple[str, ...] = QUERY_FIELDS
         mem = _value(row.get("memory.total", ""))
         drv = _VERSION.search(row.get("driver_version", ""))
         if drv and driver is None:
-            driver = drv.group()
+            driver = driver_version_in(drv.group())
         number = _NUMBER.match(mem) if mem else None
         gpus.append(Gpu(
             index=int(index_text),
             name=_value(row.get("name", "")),
-            compute_capability=cc if cc and _COMPUTE_CAPABILITY.fullmatch(cc) else None,
+            compute_capability=_capability(cc),
             memory_mib=int(number.group()) if number else None,
             uuid=_value(row.get("uuid", "")),
         ))
     return tuple(gpus), driver
 
 
-def parse_smi_versions(text: str) -> tuple[Optional[str], Optional[str]]:
+def parse_smi_versions(text: str) -> tuple[Optional[DriverVersion], Optional[CudaVersion]]:
     """(driver version, CUDA version) from ``nvidia-smi --version`` or the table header.
 
     Samples (before and after the 610 driver renamed the fields)::
@@ -126,7 +137,11 @@ def parse_smi_versions(text: str) -> tuple[Optional[str], Optional[str]]:
     """
     driver = _KMD.search(text) or _DRIVER.search(text)
     cuda = _CUDA_UMD.search(text) or _CUDA.search(text)
-    return (driver.group(1) if driver else None), (cuda.group(1) if cuda else None)
+    try:
+        cuda_version = CudaVersion(cuda.group(1)) if cuda else None
+    except InvalidValue:  # 123.4: no CUDA's
+        cuda_version = None
+    return driver_version_in(driver.group(1) if driver else None), cuda_version
 
 
 def parse_smi_error(text: str) -> Optional[str]:
@@ -176,23 +191,22 @@ def find_nvidia_smi(environ: Mapping[str, str], *, wsl: bool = False) -> Optiona
 @dataclass(frozen=True)
 class SmiResult:
     gpus: tuple[Gpu, ...] = ()
-    driver_version: Optional[str] = None
-    cuda_driver_version: Optional[str] = None
+    driver_version: Optional[DriverVersion] = None
+    cuda_driver_version: Optional[CudaVersion] = None
     warnings: tuple[str, ...] = ()
     ok: bool = False
     calls: tuple[str, ...] = ()
 
 
-def lacks_compute_cap(kernel_driver: Optional[str]) -> bool:
+def lacks_compute_cap(kernel_driver: Optional[DriverVersion]) -> bool:
     """Whether the nvidia-smi of a loaded kernel driver of this version is known to lack the
     ``compute_cap`` query field: true for the desktop and server branches up to 470 (the
     nvidia-smi of 470.82.01, 470.182.03 and 470.256.02 answers 'Field "compute_cap" is not a
     valid field to query', and a field the last releases of a branch lack is taken to be missing
     from every older branch too); false (unknown: ask and see) for anything newer, for a Jetson
     module (numbered by its L4T release, 35.3.1) and for no version."""
-    major = (kernel_driver or "").partition(".")[0]
-    return (_NUMBER.fullmatch(major) is not None
-            and FIRST_DRIVER_BRANCH <= int(major) <= LAST_BRANCH_WITHOUT_COMPUTE_CAP)
+    return (kernel_driver is not None
+            and FIRST_DRIVER_BRANCH <= kernel_driver.branch <= LAST_BRANCH_WITHOUT_COMPUTE_CAP)
 
 
 def drivers_own(exe: str) -> bool:
@@ -204,7 +218,7 @@ def drivers_own(exe: str) -> bool:
 
 def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
                      env: Optional[Mapping[str, str]] = None,
-                     kernel_driver: Optional[str] = None) -> SmiResult:
+                     kernel_driver: Optional[DriverVersion] = None) -> SmiResult:
     """Ask ``exe`` for the GPUs and the driver version in one call; all calls share ``timeout``
     seconds.
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from torchenv.detection.profile import Gpu
+from torchenv.values import ComputeCapability, CudaVersion, DriverVersion, InvalidValue
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,15 +37,16 @@ NVML_ERROR_GPU_IS_LOST = 15
 NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
 
 
-def cuda_version_from_int(value: int) -> Optional[str]:
-    """NVML's CUDA driver version integer as ``"major.minor"``: ``13000`` -> ``"13.0"``.
+def cuda_version_from_int(value: int) -> Optional[CudaVersion]:
+    """NVML's CUDA driver version integer as a CUDA version: ``13000`` -> 13.0.
 
     ``nvmlSystemGetCudaDriverVersion_v2`` returns ``1000 * major + 10 * minor`` (12080 = 12.8).
-    Zero or a negative number (no CUDA driver) gives None.
+    Zero or a negative number (no CUDA driver), or one too large to be a version, gives None.
     """
-    if value <= 0:
+    try:
+        return CudaVersion.from_nvml(value)
+    except InvalidValue:
         return None
-    return f"{value // 1000}.{(value % 1000) // 10}"
 
 
 def describe_init_error(code: int, text: str) -> Optional[str]:
@@ -68,8 +70,8 @@ class NvmlResult:
     """What NVML said. ``ok`` is False when NVML could not be used at all."""
 
     ok: bool
-    driver_version: Optional[str] = None
-    cuda_driver_version: Optional[str] = None
+    driver_version: Optional[DriverVersion] = None
+    cuda_driver_version: Optional[CudaVersion] = None
     gpus: tuple[Gpu, ...] = ()
     warnings: tuple[str, ...] = ()
 
@@ -269,9 +271,15 @@ def _query(pynvml: Any) -> NvmlResult:
         warnings.append("NVML: this driver's libnvidia-ml lacks " + ", ".join(missing)
                         + "; those fields are unknown")
     warnings.extend(f"NVML: {text}" for text in failed)
+    driver_version = None
+    if driver is not None:
+        try:
+            driver_version = DriverVersion(driver)
+        except InvalidValue as exc:
+            warnings.append(f"NVML: the driver version is malformed: {exc.message}")
     return NvmlResult(
         ok=True,
-        driver_version=driver,
+        driver_version=driver_version,
         cuda_driver_version=cuda_version_from_int(cuda_int) if cuda_int is not None else None,
         gpus=tuple(gpus),
         warnings=tuple(warnings),
@@ -290,10 +298,16 @@ def _gpu(pynvml: Any, index: int, handle: Any, field: Any, missing: list[str]) -
             missing.remove("nvmlDeviceGetMemoryInfo")
     uuid = field("nvmlDeviceGetUUID", lambda: _text(pynvml.nvmlDeviceGetUUID(handle)))
     mig = field("nvmlDeviceGetMigMode", lambda: pynvml.nvmlDeviceGetMigMode(handle))
+    capability = None
+    if cc:
+        try:
+            capability = ComputeCapability.from_parts(int(cc[0]), int(cc[1]))
+        except InvalidValue:  # a number no GPU has: as unknown as no answer
+            capability = None
     return Gpu(
         index=index,
         name=name,
-        compute_capability=f"{int(cc[0])}.{int(cc[1])}" if cc else None,
+        compute_capability=capability,
         memory_mib=int(mem.total) // (1024 * 1024) if mem is not None else None,
         uuid=uuid,
         mig_mode=bool(mig[0]) if mig is not None else None,

@@ -10,6 +10,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from torchenv.values import Platform
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable, Optional
@@ -39,18 +41,19 @@ def _uname() -> tuple[str, str]:
     return platform.system(), platform.machine()
 
 
-def current_platform(system: Optional[str] = None, machine: Optional[str] = None) -> str:
-    """This machine's platform name (``linux-x86_64``, ``win-amd64``, ``macos-arm64``, ...)."""
+def current_platform(system: Optional[str] = None, machine: Optional[str] = None) -> Platform:
+    """This machine's platform (``linux-x86_64``, ``win-amd64``, ``macos-arm64``, ...); one
+    torchenv has no wheels for is named ``system-machine`` (``freebsd-amd64``)."""
     system = (system or _uname()[0]).lower()
     machine = (machine or _uname()[1]).lower()
     arm = machine in ("aarch64", "arm64")
     if system == "linux":
-        return "linux-aarch64" if arm else "linux-x86_64"
+        return Platform("linux-aarch64" if arm else "linux-x86_64")
     if system == "darwin":
-        return "macos-arm64" if arm else "macos-x86_64"
+        return Platform("macos-arm64" if arm else "macos-x86_64")
     if system == "windows":
-        return "win-amd64"
-    return f"{system}-{machine}"
+        return Platform("win-amd64")
+    return Platform.other(f"{system}-{machine}")
 
 
 _GLIBC = re.compile(r"glibc\s+([0-9]+\.[0-9]+)", re.ASCII)
@@ -119,7 +122,7 @@ def parse_cgroup_container(text: str) -> Optional[str]:
 
 @dataclass(frozen=True)
 class PlatformFacts:
-    platform: str
+    platform: Platform
     os: str
     machine: str
     glibc: Optional[str] = None

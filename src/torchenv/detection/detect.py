@@ -48,6 +48,7 @@ from torchenv.detection.profile import (
     XpuInfo,
 )
 from torchenv.errors import BadInput
+from torchenv.values import CudaVersion, DriverVersion, Platform
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -59,6 +60,8 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 __all__ = ["DEFAULT_TIMEOUT", "apply_overrides", "current_platform", "detect", "probe_timeout"]
+
+_MACOS_ARM64 = Platform("macos-arm64")
 
 DEFAULT_TIMEOUT = 5.0
 """Seconds any one probe's child processes may take; ``TORCHENV_PROBE_TIMEOUT`` lowers it."""
@@ -181,7 +184,7 @@ def detect(
     xpu: Optional[XpuInfo] = None
     if probe_gpus and facts.os == "linux":
         xpu = _guard("Intel XPU", warnings, lambda: _probe_xpu(base, env, sources, pci))
-    mps = facts.platform == "macos-arm64"
+    mps = facts.platform == _MACOS_ARM64
     if mps:
         sources["mps"] = "macOS on arm64"
     if py_job is None:
@@ -300,8 +303,8 @@ def _probe_nvidia(root: str, env: Mapping[str, str], limit: float, wsl: bool,
     warnings.extend(nvml.warnings)
     if not nvml.ok and nvml.warnings:
         evidence.append(f"NVML loaded but failed: {nvml.warnings[0]}")
-    driver: Optional[str] = None
-    cuda: Optional[str] = None
+    driver: Optional[DriverVersion] = None
+    cuda: Optional[CudaVersion] = None
     source = "unknown"
     gpus: tuple[Gpu, ...] = ()
     if nvml.ok:
@@ -310,7 +313,7 @@ def _probe_nvidia(root: str, env: Mapping[str, str], limit: float, wsl: bool,
         sources.update({"nvidia": "nvml", "nvidia.gpus": "nvml"})
         if cuda:
             sources["nvidia.cuda_driver_version"] = "nvml"
-    kernel: Optional[str] = None
+    kernel: Optional[DriverVersion] = None
     if driver is None:
         kernel, ksource = read_kernel_driver_version(root)
         if kernel and ksource:
@@ -437,9 +440,9 @@ def apply_overrides(profile: HostProfile, overrides: Overrides) -> HostProfile:
     if overrides.platform is not None:
         changes["platform"] = overrides.platform
         sources["platform"] = "override"
-        if not overrides.platform.startswith("linux"):
+        if overrides.platform.system != "linux":
             changes["glibc"] = None
-        changes["mps"] = overrides.platform == "macos-arm64"
+        changes["mps"] = overrides.platform == _MACOS_ARM64
         if overrides.platform != profile.platform:
             # another platform's GPUs are not this machine's GPUs
             if overrides.driver is None and overrides.gpus is None:
@@ -452,7 +455,7 @@ def apply_overrides(profile: HostProfile, overrides: Overrides) -> HostProfile:
             changes["nvidia_evidence"] = ()
             changes["wsl"] = False
             changes["container"] = None
-            if overrides.glibc is None and overrides.platform.startswith("linux"):
+            if overrides.glibc is None and overrides.platform.system == "linux":
                 changes["glibc"] = None
     if overrides.python is not None:
         free = overrides.python.endswith("t")

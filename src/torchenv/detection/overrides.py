@@ -11,7 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from torchenv.errors import BadInput
-from torchenv.matrix.model import PLATFORMS
+from torchenv.values import (
+    PLATFORMS,
+    ComputeCapability,
+    CudaVersion,
+    DriverVersion,
+    InvalidValue,
+    Platform,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,25 +26,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Overrides",
-    "normalize_compute_capability",
-    "normalize_cuda_driver_version",
-    "normalize_driver_version",
     "normalize_glibc",
-    "normalize_platform",
     "normalize_python",
     "normalize_rocm_arch",
+    "read_compute_capability",
+    "read_cuda_driver_version",
+    "read_driver_version",
+    "read_platform",
 ]
 
 # Each value is read with an ASCII grammar: a fullwidth "８.６" is not the compute capability 8.6.
-_DRIVER = re.compile(r"[0-9]{2,4}(?:\.[0-9]{1,3}){1,2}")
-_COMPUTE_CAPABILITY = re.compile(r"(?:sm_?|compute_)?([0-9]{1,2})\.?([0-9])([af]?)")
-# a generous bound above the newest architecture (12.x): it catches typos like 99.9 or sm_999
-# without turning away a GPU newer than this release of torchenv
-_MAX_CC_MAJOR = 19
 _PYTHON = re.compile(r"(?:cp|py)?3\.?([0-9]{1,2})(t?)")
 _PYTHON_2 = re.compile(r"[12]\.[0-9]+")
 _GLIBC = re.compile(r"2\.[0-9]{1,2}")
-_CUDA_DRIVER = re.compile(r"[0-9]{1,2}\.[0-9]{1,2}")
 _GFX = re.compile(r"gfx[0-9a-f]{3,4}")
 
 
@@ -48,98 +49,87 @@ def _not_ascii(value: str) -> str:
         return ""
     return " (it holds characters outside ASCII, such as fullwidth digits; type it in ASCII)"
 
-_PLATFORM_ALIASES = {
-    "linux": "linux-x86_64",
-    "linux-amd64": "linux-x86_64",
-    "linux_x86_64": "linux-x86_64",
-    "manylinux_x86_64": "linux-x86_64",
-    "linux-arm64": "linux-aarch64",
-    "linux_aarch64": "linux-aarch64",
-    "windows": "win-amd64",
-    "win": "win-amd64",
-    "win_amd64": "win-amd64",
-    "windows-x86_64": "win-amd64",
-    "macos": "macos-arm64",
-    "darwin-arm64": "macos-arm64",
-    "macos-aarch64": "macos-arm64",
-    "darwin-x86_64": "macos-x86_64",
-}
+
+# The readers below turn the text of a flag, a variable or a host file into a value of
+# torchenv.values; ``origin`` says where the text came from and ``field`` which fact it is.
 
 
-def normalize_driver_version(value: str, *, origin: str = "--driver") -> str:
-    """``"550.54.15"`` stays; raises BadInput for anything that is not a driver version."""
-    text = value.strip()
-    if not _DRIVER.fullmatch(text):
-        raise BadInput(
-            f"{origin}: {value!r} is not an NVIDIA driver version{_not_ascii(value)}",
-            hint="give it as nvidia-smi prints it, e.g. 550.54.15 or 580.65",
-        )
-    return text
+def read_driver_version(value: str, *, origin: str = "--driver",
+                        field: str = "driver") -> DriverVersion:
+    """``"550.54.15"``; raises BadInput for anything that is not a driver version."""
+    try:
+        return DriverVersion(value)
+    except InvalidValue as exc:
+        raise BadInput(f"{origin}: {exc.message}{_not_ascii(value)}",
+                       hint="give it as nvidia-smi prints it, e.g. 550.54.15 or 580.65",
+                       field=field, value=value) from None
 
 
-def normalize_cuda_driver_version(value: str, *, origin: str = "cuda_driver_version") -> str:
+def read_cuda_driver_version(value: str, *, origin: str = "cuda_driver_version",
+                             field: str = "host") -> CudaVersion:
     """The newest CUDA a driver supports, as NVML reports it: ``"12.8"``, ``"13.0"``."""
-    text = value.strip()
-    if not _CUDA_DRIVER.fullmatch(text):
-        raise BadInput(f"{origin}: {value!r} is not a CUDA version{_not_ascii(value)}",
-                       hint="give it as nvidia-smi prints it, e.g. 12.8")
-    return text
+    try:
+        return CudaVersion(value)
+    except InvalidValue as exc:
+        raise BadInput(f"{origin}: {exc.message}{_not_ascii(value)}",
+                       hint="give it as nvidia-smi prints it, e.g. 12.8",
+                       field=field, value=value) from None
 
 
-def normalize_compute_capability(value: str, *, origin: str = "--gpu") -> str:
-    """``"8.6"``, ``"sm_86"``, ``"86"`` -> ``"8.6"``; ``"sm_90a"`` -> ``"9.0a"``."""
-    text = value.strip().lower()
-    m = _COMPUTE_CAPABILITY.fullmatch(text)
-    if not m:
-        raise BadInput(
-            f"{origin}: {value!r} is not a compute capability{_not_ascii(value)}",
-            hint="give it as major.minor (8.6) or sm_86; see 'nvidia-smi --query-gpu=compute_cap "
-            "--format=csv'",
-        )
-    major = int(m.group(1))
-    if not 1 <= major <= _MAX_CC_MAJOR:
-        raise BadInput(
-            f"{origin}: {value!r} is not a compute capability any GPU has (major {major})",
-            hint="NVIDIA GPUs have compute capabilities 1.0 to 12.x; give it as major.minor "
-            "(8.6) or sm_86",
-        )
-    return f"{major}.{m.group(2)}{m.group(3)}"
+def read_compute_capability(value: str, *, origin: str = "--gpu",
+                            field: str = "gpus") -> ComputeCapability:
+    """``"8.6"``, ``"sm_86"``, ``"86"`` -> 8.6; ``"sm_90a"`` -> 9.0a."""
+    try:
+        return ComputeCapability(value)
+    except InvalidValue as exc:
+        if "any GPU has" in exc.message:
+            hint = ("NVIDIA GPUs have compute capabilities 1.0 to 12.x; give it as major.minor "
+                    "(8.6) or sm_86")
+        else:
+            hint = ("give it as major.minor (8.6) or sm_86; see 'nvidia-smi "
+                    "--query-gpu=compute_cap --format=csv'")
+        raise BadInput(f"{origin}: {exc.message}{_not_ascii(value)}", hint=hint, field=field,
+                       value=value) from None
 
 
-def normalize_python(value: str, *, origin: str = "--python") -> str:
+def read_platform(value: str, *, origin: str = "--platform",
+                  field: str = "platform") -> Platform:
+    try:
+        return Platform(value)
+    except InvalidValue as exc:
+        raise BadInput(f"{origin}: {exc.message}", hint="use one of " + ", ".join(PLATFORMS),
+                       field=field, value=value) from None
+
+
+def normalize_python(value: str, *, origin: str = "--python", field: str = "python") -> str:
     """``"3.12"``, ``"cp312"``, ``"3.13t"`` -> ``"3.12"``/``"3.13t"``."""
     m = _PYTHON.fullmatch(value.strip().lower())
     if not m and _PYTHON_2.match(value.strip()):
         raise BadInput(f"{origin}: Python {value.strip()} has no torch wheels",
-                       hint="torch needs Python 3; use X.Y, e.g. 3.12")
+                       hint="torch needs Python 3; use X.Y, e.g. 3.12", field=field, value=value)
     if not m:
         raise BadInput(f"{origin}: {value!r} is not a Python version{_not_ascii(value)}",
-                       hint="use X.Y, e.g. 3.12, or 3.13t for the free-threaded build")
+                       hint="use X.Y, e.g. 3.12, or 3.13t for the free-threaded build",
+                       field=field, value=value)
     return f"3.{int(m.group(1))}{m.group(2)}"
 
 
-def normalize_platform(value: str, *, origin: str = "--platform") -> str:
-    text = value.strip().lower()
-    text = _PLATFORM_ALIASES.get(text, text)
-    if text not in PLATFORMS:
-        raise BadInput(f"{origin}: {value!r} is not a platform",
-                       hint="use one of " + ", ".join(PLATFORMS))
-    return text
-
-
-def normalize_glibc(value: str, *, origin: str = "--glibc") -> str:
+def normalize_glibc(value: str, *, origin: str = "--glibc", field: str = "glibc") -> str:
     text = value.strip()
     if not _GLIBC.fullmatch(text):
         raise BadInput(f"{origin}: {value!r} is not a glibc version{_not_ascii(value)}",
-                       hint="give it as 'ldd --version' prints it, e.g. 2.17 or 2.35")
+                       hint="give it as 'ldd --version' prints it, e.g. 2.17 or 2.35",
+                       field=field, value=value)
     return text
 
 
-def normalize_rocm_arch(value: str, *, origin: str = "--rocm-arch") -> str:
+def normalize_rocm_arch(value: str, *, origin: str = "--rocm-arch",
+                        field: str = "rocm_archs") -> str:
     text = value.strip().lower().split(":")[0]
     if not _GFX.fullmatch(text):
         raise BadInput(f"{origin}: {value!r} is not an AMD GPU target{_not_ascii(value)}",
-                       hint="give it as rocminfo prints it, e.g. gfx90a or gfx1100")
+                       hint="give it as rocminfo prints it, e.g. gfx90a or gfx1100",
+                       field=field, value=value)
     return text
 
 
@@ -147,10 +137,10 @@ def normalize_rocm_arch(value: str, *, origin: str = "--rocm-arch") -> str:
 class Overrides:
     """Values that replace detection. ``gpus=()`` means "no NVIDIA GPU"; None means detect."""
 
-    driver: Optional[str] = None
-    gpus: Optional[tuple[str, ...]] = None
+    driver: Optional[DriverVersion] = None
+    gpus: Optional[tuple[ComputeCapability, ...]] = None
     rocm_archs: Optional[tuple[str, ...]] = None
-    platform: Optional[str] = None
+    platform: Optional[Platform] = None
     python: Optional[str] = None
     glibc: Optional[str] = None
     no_gpu: bool = False
@@ -200,7 +190,8 @@ class Overrides:
             if "" in gpu_list:
                 raise BadInput(f"TORCHENV_GPUS: {env['TORCHENV_GPUS']!r} has an empty entry",
                                hint="give comma-separated compute capabilities, e.g. 8.6,9.0; "
-                               "an empty value means no GPU")
+                               "an empty value means no GPU", field="gpus",
+                               value=env["TORCHENV_GPUS"])
             if not gpu_list:
                 no_gpu = True  # CLI.md: an empty TORCHENV_GPUS means "no GPU" (as --no-gpu)
         if platform is None and env.get("TORCHENV_PLATFORM", "").strip():
@@ -214,11 +205,11 @@ class Overrides:
         else:
             py_origin = "--python"
         return cls(
-            driver=normalize_driver_version(driver, origin=driver_origin) if driver else None,
-            gpus=tuple(normalize_compute_capability(g, origin=gpu_origin) for g in gpu_list)
+            driver=read_driver_version(driver, origin=driver_origin) if driver else None,
+            gpus=tuple(read_compute_capability(g, origin=gpu_origin) for g in gpu_list)
             if gpu_list is not None else None,
             rocm_archs=tuple(normalize_rocm_arch(a) for a in rocm_archs) if rocm_archs else None,
-            platform=normalize_platform(platform, origin=plat_origin) if platform else None,
+            platform=read_platform(platform, origin=plat_origin) if platform else None,
             python=normalize_python(python, origin=py_origin) if python else None,
             glibc=normalize_glibc(glibc) if glibc else None,
             no_gpu=no_gpu,

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from torchenv.errors import BadInput
+from torchenv.values import ComputeCapability, CudaVersion, DriverVersion, Platform, optional_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,11 +30,11 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Gpu:
-    """One NVIDIA GPU. ``compute_capability`` is ``"8.6"``; None when no probe could tell."""
+    """One NVIDIA GPU. ``compute_capability`` is 8.6; None when no probe could tell."""
 
     index: int
     name: Optional[str] = None
-    compute_capability: Optional[str] = None
+    compute_capability: Optional[ComputeCapability] = None
     memory_mib: Optional[int] = None
     uuid: Optional[str] = None
     mig_mode: Optional[bool] = None
@@ -42,7 +43,7 @@ class Gpu:
         return {
             "index": self.index,
             "name": self.name,
-            "compute_capability": self.compute_capability,
+            "compute_capability": optional_text(self.compute_capability),
             "memory_mib": self.memory_mib,
             "uuid": self.uuid,
             "mig_mode": self.mig_mode,
@@ -50,6 +51,7 @@ class Gpu:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Gpu:
+        """A GPU of a document :meth:`HostProfile.from_json` has read (its facts values)."""
         return cls(
             index=int(d.get("index", 0)),
             name=d.get("name"),
@@ -69,8 +71,8 @@ class NvidiaInfo:
     see after ``CUDA_VISIBLE_DEVICES`` (None when that variable is unset: all are visible).
     """
 
-    driver_version: Optional[str]
-    cuda_driver_version: Optional[str] = None
+    driver_version: Optional[DriverVersion]
+    cuda_driver_version: Optional[CudaVersion] = None
     source: str = "unknown"
     gpus: tuple[Gpu, ...] = ()
     cuda_visible_devices: Optional[str] = None
@@ -83,8 +85,8 @@ class NvidiaInfo:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "driver_version": self.driver_version,
-            "cuda_driver_version": self.cuda_driver_version,
+            "driver_version": optional_text(self.driver_version),
+            "cuda_driver_version": optional_text(self.cuda_driver_version),
             "source": self.source,
             "gpus": [g.to_json() for g in self.gpus],
             "cuda_visible_devices": self.cuda_visible_devices,
@@ -93,6 +95,8 @@ class NvidiaInfo:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> NvidiaInfo:
+        """The NVIDIA part of a document :meth:`HostProfile.from_json` has read (its facts
+        values)."""
         vis = d.get("visible")
         return cls(
             driver_version=d.get("driver_version"),
@@ -248,7 +252,7 @@ class TorchInfo:
 class HostProfile:
     """Everything the resolver needs to know about a machine."""
 
-    platform: str
+    platform: Platform
     python: PythonInfo
     os: str = "unknown"
     machine: str = "unknown"
@@ -283,7 +287,7 @@ class HostProfile:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "platform": self.platform,
+            "platform": str(self.platform),
             "python": self.python.version,
             "glibc": self.glibc,
             "nvidia": self.nvidia.to_json() if self.nvidia else None,
@@ -313,12 +317,12 @@ class HostProfile:
                            "host profile",
                            hint="create one with 'torchenv detect --json > host.json'")
         _check_types(d, _HOST_KEYS, origin)
-        d = _normalised_host_document(d, origin)
+        d = _read_host_document(d, origin)
         try:
             platform = d["platform"]
             py = d.get("interpreter") or {"version": d["python"]}
             return cls(
-                platform=str(platform),
+                platform=platform,
                 python=PythonInfo.from_json(py),
                 os=str(d.get("os", "unknown")),
                 machine=str(d.get("machine", "unknown")),
@@ -465,19 +469,20 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _normalised_host_document(d: Mapping[str, Any], origin: str) -> dict[str, Any]:
-    """A copy of the document whose facts the resolver reads are validated and normalised
-    (``sm_86`` -> ``8.6``, ``cp312`` -> ``3.12``); raises :class:`BadInput` naming the key."""
+def _read_host_document(d: Mapping[str, Any], origin: str) -> dict[str, Any]:
+    """A copy of the document with the facts the resolver reads parsed: the platform, driver,
+    CUDA and compute capabilities into values (``sm_86`` -> 8.6), the Python version, glibc and
+    gfx targets normalised (``cp312`` -> ``3.12``); raises :class:`BadInput` naming the key."""
     import copy
 
     from torchenv.detection.overrides import (
-        normalize_compute_capability,
-        normalize_cuda_driver_version,
-        normalize_driver_version,
         normalize_glibc,
-        normalize_platform,
         normalize_python,
         normalize_rocm_arch,
+        read_compute_capability,
+        read_cuda_driver_version,
+        read_driver_version,
+        read_platform,
     )
 
     hint = "create the file with 'torchenv detect --json > host.json'"
@@ -490,30 +495,32 @@ def _normalised_host_document(d: Mapping[str, Any], origin: str) -> dict[str, An
     out: dict[str, Any] = copy.deepcopy(dict(d))
     if "platform" not in out:
         raise BadInput(f"{origin}: 'platform' is missing", hint=hint)
-    out["platform"] = normalize_platform(text(out["platform"], "platform"),
-                                         origin=f"{origin}: platform")
+    out["platform"] = read_platform(text(out["platform"], "platform"),
+                                    origin=f"{origin}: platform", field="host")
     interp = out.get("interpreter")
     if isinstance(interp, dict):
         interp["version"] = normalize_python(text(interp.get("version"), "interpreter.version"),
-                                             origin=f"{origin}: interpreter.version")
+                                             origin=f"{origin}: interpreter.version",
+                                             field="host")
         out["python"] = interp["version"]
     else:
         out["python"] = normalize_python(text(out.get("python"), "python"),
-                                         origin=f"{origin}: python")
+                                         origin=f"{origin}: python", field="host")
     if out.get("glibc") is not None:
-        out["glibc"] = normalize_glibc(text(out["glibc"], "glibc"), origin=f"{origin}: glibc")
+        out["glibc"] = normalize_glibc(text(out["glibc"], "glibc"), origin=f"{origin}: glibc",
+                                       field="host")
     nv = out.get("nvidia")
     if nv is not None:
         if not isinstance(nv, dict):
             raise BadInput(f"{origin}: nvidia: expected an object or null", hint=hint)
         if nv.get("driver_version") is not None:
-            nv["driver_version"] = normalize_driver_version(
+            nv["driver_version"] = read_driver_version(
                 text(nv["driver_version"], "nvidia.driver_version"),
-                origin=f"{origin}: nvidia.driver_version")
+                origin=f"{origin}: nvidia.driver_version", field="host")
         if nv.get("cuda_driver_version") is not None:
-            nv["cuda_driver_version"] = normalize_cuda_driver_version(
+            nv["cuda_driver_version"] = read_cuda_driver_version(
                 text(nv["cuda_driver_version"], "nvidia.cuda_driver_version"),
-                origin=f"{origin}: nvidia.cuda_driver_version")
+                origin=f"{origin}: nvidia.cuda_driver_version", field="host")
         gpus = nv.get("gpus") or []
         if not isinstance(gpus, list):
             raise BadInput(f"{origin}: nvidia.gpus: expected a list", hint=hint)
@@ -522,8 +529,8 @@ def _normalised_host_document(d: Mapping[str, Any], origin: str) -> dict[str, An
                 raise BadInput(f"{origin}: nvidia.gpus[{i}]: expected an object", hint=hint)
             key = f"nvidia.gpus[{i}].compute_capability"
             if g.get("compute_capability") is not None:
-                g["compute_capability"] = normalize_compute_capability(
-                    text(g["compute_capability"], key), origin=f"{origin}: {key}")
+                g["compute_capability"] = read_compute_capability(
+                    text(g["compute_capability"], key), origin=f"{origin}: {key}", field="host")
             mem = g.get("memory_mib")
             if mem is not None and (isinstance(mem, bool) or not isinstance(mem, int)
                                     or mem < 0):
@@ -533,7 +540,7 @@ def _normalised_host_document(d: Mapping[str, Any], origin: str) -> dict[str, An
     if isinstance(rocm, dict):
         rocm["gfx_targets"] = [
             normalize_rocm_arch(text(gfx, f"rocm.gfx_targets[{i}]"),
-                                origin=f"{origin}: rocm.gfx_targets[{i}]")
+                                origin=f"{origin}: rocm.gfx_targets[{i}]", field="host")
             for i, gfx in enumerate(rocm.get("gfx_targets") or [])
         ]
     return out

@@ -12,8 +12,16 @@ from torchenv.detection.profile import Gpu, HostProfile, TorchInfo
 from torchenv.errors import TorchenvError
 from torchenv.installers.commands import chain_commands, quote_command, shell_for
 from torchenv.matrix.index import index_url_for, pin
-from torchenv.matrix.model import Matrix, cuda_version_of
-from torchenv.resolver.rules import check_driver, driver_floors, parse_arch, runs_on
+from torchenv.matrix.model import Matrix, Release
+from torchenv.resolver.rules import check_driver, driver_floors, runs_on
+from torchenv.values import (
+    ArchEntry,
+    CudaVersion,
+    InvalidValue,
+    TorchVersion,
+    VariantName,
+    optional_text,
+)
 
 if TYPE_CHECKING:
     from torchenv.installers.commands import Shell
@@ -95,6 +103,32 @@ def _public(version: str) -> str:
     return version.split("+", 1)[0]
 
 
+# The installed torch is described as text (as its metadata and torch/version.py write it); it is
+# read into values here, where it meets the matrix and the resolver's rules.
+
+
+def _release(matrix: Matrix, version: str) -> Optional[Release]:
+    """The matrix's release of an installed torch version (``2.7.1+cu128``: 2.7.1)."""
+    try:
+        return matrix.release(TorchVersion(version).without_local())
+    except InvalidValue:
+        return None
+
+
+def _variant(name: Optional[str]) -> Optional[VariantName]:
+    try:
+        return VariantName(name) if name else None
+    except InvalidValue:
+        return None
+
+
+def _cuda(text: Optional[str]) -> Optional[CudaVersion]:
+    try:
+        return CudaVersion(text) if text else None
+    except InvalidValue:
+        return None
+
+
 def torch_info(host: HostProfile, installs: Installs, matrix: Matrix) -> Optional[TorchInfo]:
     """The installed torch: the profile's when detection found it, else from the dist-info."""
     if host.torch is not None:
@@ -105,11 +139,13 @@ def torch_info(host: HostProfile, installs: Installs, matrix: Matrix) -> Optiona
     version = dists[0].version
     variant = _local(version)
     if variant is None:
-        release = matrix.release(_public(version))
-        variant = release.pypi_default.get(host.platform) if release else None
+        release = _release(matrix, version)
+        default = release.pypi_default.get(host.platform) if release else None
+        variant = str(default) if default else None
+    cuda = name.cuda if (name := _variant(variant)) else None
     vision, audio = installs.dists("torchvision"), installs.dists("torchaudio")
     return TorchInfo(version=version, variant=variant,
-                     cuda_version=cuda_version_of(variant) if variant else None,
+                     cuda_version=str(cuda) if cuda else None,
                      location=dists[0].location,
                      torchvision=vision[0].version if vision else None,
                      torchaudio=audio[0].version if audio else None,
@@ -136,25 +172,6 @@ def _fix(host: HostProfile, matrix: Matrix, fallback: str) -> str:
     return _resolved_command(host, matrix) or fallback
 
 
-def _arch_runs(entry: str, cc: str) -> bool:
-    """Whether one arch-list entry runs a device of capability ``cc`` (DESIGN.md rule 3).
-
-    Accepts the matrix's spelling (``8.6``, ``9.0a``, ``12.0+PTX``) and that of
-    ``torch.cuda.get_arch_list()`` (``sm_86``, ``compute_90``); the rule itself is the
-    resolver's, with the PTX JIT assumed available (the driver is checked separately).
-    """
-    text = entry.strip().lower()
-    ptx = text.endswith("+ptx") or text.startswith("compute_")
-    text = text.replace("+ptx", "").replace("compute_", "").replace("sm_", "")
-    suffix = text[-1] if text.endswith(("a", "f")) else ""
-    digits = text.rstrip("af")
-    if "." not in digits:
-        digits = f"{digits[:-1]}.{digits[-1:]}"
-    try:
-        parsed = parse_arch(digits + suffix + ("+PTX" if ptx else ""))
-        return runs_on(parsed, cc.replace("sm_", ""), jit_ok=True)
-    except ValueError:
-        return False
 
 
 def _gpus(host: HostProfile) -> tuple[Gpu, ...]:
@@ -177,6 +194,7 @@ def diagnose(host: HostProfile, env: Mapping[str, str], matrix: Matrix,
 
     cpu_build = torch is not None and (torch.variant == "cpu"
                                        or torch.version.endswith("+cpu"))
+    shell = shell_for(str(host.platform))
     if torch is not None and cpu_build and all_gpus:
         findings.append(Finding(
             "error", "cpu-build-on-gpu-host",
@@ -191,7 +209,7 @@ def diagnose(host: HostProfile, env: Mapping[str, str], matrix: Matrix,
         findings += _driver_findings(host, matrix, torch)
     if torch is not None:
         findings += _pairing_findings(host, matrix, torch)
-    findings += _install_findings(installs, target, shell_for(host.platform))
+    findings += _install_findings(installs, target, shell)
     findings += _env_findings(host, env, installs, torch, cpu_build)
     from torchenv.resolver.resolve import complete_gpu_facts, gpu_facts_gap
 
@@ -216,23 +234,36 @@ def diagnose(host: HostProfile, env: Mapping[str, str], matrix: Matrix,
     return findings
 
 
-def _arch_list(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> Optional[tuple[str, ...]]:
+def _arch_list(host: HostProfile, matrix: Matrix,
+               torch: TorchInfo) -> tuple[tuple[str, ...], tuple[ArchEntry, ...]]:
+    """The installed build's arch list as shown (torch's own spelling, ``sm_86``, when it was
+    read from torch, else the matrix's) and as values; empty when unknown. An entry that is no
+    compiled target runs nothing."""
     if torch.arch_list:
-        return torch.arch_list
-    release = matrix.release(torch.public_version)
-    variant = release.variant(torch.variant) if release and torch.variant else None
-    return variant.arch_list_for(host.platform) if variant else None
+        entries = []
+        for text in torch.arch_list:
+            try:
+                entries.append(ArchEntry.from_torch(text))
+            except InvalidValue:
+                continue
+        return torch.arch_list, tuple(entries)
+    release = _release(matrix, torch.version)
+    name = _variant(torch.variant)
+    variant = release.variant(name) if release and name else None
+    arch = variant.arch_list_for(host.platform) if variant else None
+    return (tuple(map(str, arch)), arch) if arch else ((), ())
 
 
 def _arch_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> list[Finding]:
-    archs = _arch_list(host, matrix, torch)
+    archs, entries = _arch_list(host, matrix, torch)
     if not archs or not torch.cuda_version:
         return []
     out = []
     for gpu in _gpus(host):
         cc = gpu.compute_capability
-        if cc and not any(_arch_runs(a, cc) for a in archs):
-            sm = "sm_" + cc.replace(".", "")
+        # the resolver's rule 3, with the PTX JIT assumed available (the driver is checked apart)
+        if cc and not any(runs_on(e, cc, jit_ok=True) for e in entries):
+            sm = cc.sm
             out.append(Finding(
                 "error", "gpu-arch-unsupported",
                 f"GPU {gpu.index} ({sm}, {gpu.name or 'unknown'}) is not in torch "
@@ -245,13 +276,14 @@ def _arch_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> list[
 
 
 def _driver_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> list[Finding]:
-    cuda = torch.cuda_version or (cuda_version_of(torch.variant) if torch.variant else None)
+    variant = _variant(torch.variant)
+    cuda = _cuda(torch.cuda_version) or (variant.cuda if variant else None)
     driver = host.nvidia.driver_version if host.nvidia is not None else None
     if not cuda or not driver:
         return []
     verdict = check_driver(host, matrix, cuda)  # the resolver's rule: floors, WSL, NVML's CUDA
     toolkit_min, compat_min = driver_floors(
-        matrix, cuda, windows=host.platform == "win-amd64" or host.wsl
+        matrix, cuda, windows=host.platform.system == "win" or host.wsl
     )
     if not verdict.ok:
         return [Finding(
@@ -268,17 +300,18 @@ def _driver_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> lis
             (verdict.warnings[0] if verdict.warnings else "It runs through minor-version "
              "compatibility only.").rstrip(".") + ".",
             f"upgrade the NVIDIA driver to ≥ {toolkit_min}" if toolkit_min
-            else "upgrade the NVIDIA driver to the one released with CUDA " + cuda)]
+            else f"upgrade the NVIDIA driver to the one released with CUDA {cuda}")]
     return []
 
 
 def _pairing_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> list[Finding]:
-    release = matrix.release(torch.public_version)
+    release = _release(matrix, torch.version)
     out = []
     torch_local = _local(torch.version)
+    shell = shell_for(str(host.platform))
     for name, installed, wanted in (
-        ("torchvision", torch.torchvision, release.torchvision if release else None),
-        ("torchaudio", torch.torchaudio, release.torchaudio if release else None),
+        ("torchvision", torch.torchvision, optional_text(release.torchvision) if release else None),
+        ("torchaudio", torch.torchaudio, optional_text(release.torchaudio) if release else None),
     ):
         if not installed:
             continue
@@ -287,7 +320,7 @@ def _pairing_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> li
         # pinned as resolve pins it: with the local tag of the torch build it must pair with
         requirement = pin(name, wanted, torch_local or None) if wanted else name
         fix = quote_command(["pip", "install", "--force-reinstall", "--no-deps", requirement,
-                             *index], shell_for(host.platform))
+                             *index], shell)
         if wanted and _public(installed) != wanted:
             out.append(Finding(
                 "error", f"{name}-unpaired",
@@ -361,14 +394,14 @@ def _env_findings(host: HostProfile, env: Mapping[str, str], installs: Installs,
                 f"CUDA_VISIBLE_DEVICES={cvd!r} hides every GPU",
                 f"This machine has {len(gpus)} GPU(s) ({', '.join(ids)}), but none is "
                 "named first in CUDA_VISIBLE_DEVICES, so torch sees no device.",
-                _unset("CUDA_VISIBLE_DEVICES", shell_for(host.platform))))
+                _unset("CUDA_VISIBLE_DEVICES", shell_for(str(host.platform)))))
     if "CUDA_MEMORY_POOL" in env:
         out.append(Finding(
             "warning", "cuda-memory-pool",
             "CUDA_MEMORY_POOL is set, but it is not a PyTorch setting",
             "PyTorch's caching allocator is configured with PYTORCH_CUDA_ALLOC_CONF "
             "(e.g. expandable_segments:True); CUDA_MEMORY_POOL is ignored.",
-            _unset("CUDA_MEMORY_POOL", shell_for(host.platform))
+            _unset("CUDA_MEMORY_POOL", shell_for(str(host.platform)))
             + "  # use PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"))
     del torch
     return out

@@ -43,9 +43,16 @@ the series has a wheel for the tag (its window is not empty); anything else is n
 
 The driver, capability and gfx target are also *printed* (``driver 550.54.15 supports CUDA
 12.4``, ``GPU 0 (sm_86)``). Representatives are therefore spelled so that they cannot occur in
-any other text (``000550.54.14`` parses as 550.54.14, ``08.06a`` as 8.6): the resolved answer is
-turned into a template by replacing those spellings with placeholders, and the page fills in what
-the user typed. ``tests/explorer`` checks every table against ``resolve()`` for generated hosts.
+any other text: a driver with its branch padded to four digits (``0550.54.14`` is 550.54.14;
+NVIDIA never pads a branch), a capability with the ``a`` suffix (``8.6a``, ``sm_86a``: no arch
+list of the matrix holds one, and a suffix changes no rule's answer for a device). The resolved
+answer is turned into a template by replacing those spellings with placeholders, and the page
+fills in what the user typed. ``tests/explorer`` checks every table against ``resolve()`` for
+generated hosts.
+
+The explorer works on text at its own edge (what the user types, the page's JSON): a GPU
+choice, a window's candidates (torch, variant) and its platform are text, read into values where
+they meet the matrix and the resolver.
 """
 
 from __future__ import annotations
@@ -61,10 +68,20 @@ from torchenv.detection.detect import apply_overrides
 from torchenv.detection.overrides import Overrides
 from torchenv.detection.profile import HostProfile, PythonInfo
 from torchenv.matrix.inference import toolkit_excludes
-from torchenv.matrix.model import Matrix, ToolkitFloor, cuda_version_of, parse_version_tuple
+from torchenv.matrix.model import Matrix, ToolkitFloor
 from torchenv.resolver.request import Request
 from torchenv.resolver.resolve import evaluate
-from torchenv.resolver.rules import driver_floors, parse_arch, runs_on
+from torchenv.resolver.rules import driver_floors, runs_on
+from torchenv.values import (
+    ArchEntry,
+    ComputeCapability,
+    CudaVersion,
+    DriverVersion,
+    Platform,
+    TorchSpec,
+    TorchVersion,
+    VariantName,
+)
 
 __all__ = [
     "CC_MAJORS",
@@ -96,10 +113,9 @@ _GFX_ABSENT = "gfxzzz"  # a spelling no list holds and no text prints: the "in n
 
 
 def capability_index(cc: str) -> int:
-    """Position of ``8.6`` / ``9.0a`` (or a representative, ``08.06a``) in the tables of
-    :class:`CapabilityClasses`."""
-    major, minor = cc.rstrip("af").split(".")
-    return (int(major) - CC_MAJORS.start) * 10 + int(minor)
+    """Position of ``8.6`` / ``9.0a`` in the tables of :class:`CapabilityClasses`."""
+    capability = ComputeCapability(cc)
+    return (capability.major - CC_MAJORS.start) * 10 + capability.minor
 
 
 @dataclass(frozen=True)
@@ -116,16 +132,18 @@ class GpuChoice:
 def page_host(platform: str, python: str, gpu: GpuChoice) -> HostProfile:
     """The host ``torchenv resolve --platform P --python X`` plus the GPU flags describes, built by
     the CLI's own override code (detection contributes nothing: no GPU, no glibc)."""
-    base = HostProfile(platform=platform, python=PythonInfo(version=python))
+    plat = Platform(platform)
+    base = HostProfile(platform=plat, python=PythonInfo(version=python))
     if gpu.kind == "none":
-        overrides = Overrides(platform=platform, python=python, no_gpu=True)
+        overrides = Overrides(platform=plat, python=python, no_gpu=True)
     elif gpu.kind == "nvidia":
         assert gpu.cc is not None
-        overrides = Overrides(platform=platform, python=python, driver=gpu.driver,
-                              gpus=(gpu.cc,))
+        driver = DriverVersion(gpu.driver) if gpu.driver is not None else None
+        overrides = Overrides(platform=plat, python=python, driver=driver,
+                              gpus=(ComputeCapability(gpu.cc),))
     elif gpu.kind == "amd":
         assert gpu.gfx is not None
-        overrides = Overrides(platform=platform, python=python, rocm_archs=(gpu.gfx,))
+        overrides = Overrides(platform=plat, python=python, rocm_archs=(gpu.gfx,))
     else:
         raise ValueError(f"unknown GPU kind {gpu.kind!r}")
     return apply_overrides(base, overrides)
@@ -141,9 +159,9 @@ class WindowFacts:
     """
 
     platform: str
-    cudas: tuple[str, ...]
-    arch_lists: tuple[tuple[str, ...], ...]
-    unknown_cudas: tuple[str, ...]
+    cudas: tuple[CudaVersion, ...]
+    arch_lists: tuple[tuple[ArchEntry, ...], ...]
+    unknown_cudas: tuple[CudaVersion, ...]
     gfx_lists: tuple[tuple[str, ...], ...]
     candidates: tuple[tuple[str, str], ...]
 
@@ -157,8 +175,9 @@ def window_candidates(matrix: Matrix, platform: str, python: str,
     """(torch, variant) of the window, read from ``evaluate()``: on a host without GPUs every
     candidate that passes rule 1 is either compatible (CPU) or rejected by a later rule."""
     host = page_host(platform, python, GpuChoice("none"))
-    ok, rejected = evaluate(Request(torch=torch), host, matrix)
-    names = [(c.release.torch, c.variant.name) for c in ok]
+    request = Request(torch=TorchSpec(torch) if torch else None)
+    ok, rejected = evaluate(request, host, matrix)
+    names = [(str(c.release.torch), str(c.variant.name)) for c in ok]
     names += [(r.torch, r.variant) for r in rejected if r.category not in RULE1]
     return names
 
@@ -173,24 +192,26 @@ def facts_of(matrix: Matrix, platform: str,
              candidates: Iterable[tuple[str, str]]) -> WindowFacts:
     """What the accelerator rules can read of ``candidates`` (torch, variant) on ``platform``."""
     names = list(dict.fromkeys(candidates))
-    cudas: set[str] = set()
-    lists: set[tuple[str, ...]] = set()
-    unknown: set[str] = set()
+    plat = Platform(platform)
+    cudas: set[CudaVersion] = set()
+    lists: set[tuple[ArchEntry, ...]] = set()
+    unknown: set[CudaVersion] = set()
     gfx: set[tuple[str, ...]] = set()
-    for torch_version, name in names:
+    for torch_text, name_text in names:
+        torch_version, name = TorchVersion(torch_text), VariantName(name_text)
         release = matrix.release(torch_version)
         assert release is not None
         variant = release.variant(name)
         if variant is None or variant.kind in ("cpu", "xpu"):
             # a PyPI default missing from the variants is built without an arch list
-            cuda = cuda_version_of(name) if variant is None else None
+            cuda = name.cuda if variant is None else None
             if cuda is not None:
                 cudas.add(cuda)
                 unknown.add(cuda)
             continue
         if variant.cuda_version is not None:
             cudas.add(variant.cuda_version)
-            fact = variant.arch_fact(platform)
+            fact = variant.arch_fact(plat)
             if fact.sass != "unknown" and fact.arch_list is not None:
                 lists.add(fact.arch_list)
             else:
@@ -199,9 +220,8 @@ def facts_of(matrix: Matrix, platform: str,
             targets = matrix.rocm_targets(name, torch_version)
             if targets is not None:
                 gfx.add(targets.gfx)
-    return WindowFacts(platform, tuple(sorted(cudas, key=parse_version_tuple)),
-                       tuple(sorted(lists)), tuple(sorted(unknown, key=parse_version_tuple)),
-                       tuple(sorted(gfx)), tuple(names))
+    return WindowFacts(platform, tuple(sorted(cudas)), tuple(sorted(lists)),
+                       tuple(sorted(unknown)), tuple(sorted(gfx)), tuple(names))
 
 
 @dataclass(frozen=True)
@@ -212,7 +232,7 @@ class DriverClasses:
     below every floor); :data:`UNKNOWN` is a GPU whose driver is not known.
     """
 
-    floors: tuple[str, ...]
+    floors: tuple[DriverVersion, ...]
 
     UNKNOWN = -1
 
@@ -221,7 +241,7 @@ class DriverClasses:
         windows = facts.platform == "win-amd64"
         floors = {f for cuda in facts.cudas
                   for f in driver_floors(matrix, cuda, windows=windows) if f}
-        return cls(tuple(sorted(floors, key=parse_version_tuple)))
+        return cls(tuple(sorted(floors)))
 
     @property
     def count(self) -> int:
@@ -230,39 +250,38 @@ class DriverClasses:
     def index(self, driver: str | None) -> int:
         if driver is None:
             return self.UNKNOWN
-        return bisect.bisect_right(_floor_keys(self.floors), parse_version_tuple(driver))
+        return bisect.bisect_right(self.floors, DriverVersion(driver))
 
     def representative(self, index: int) -> str | None:
-        """A driver of class ``index`` spelled as no text prints one (``000`` + its floor)."""
+        """A driver of class ``index`` spelled as no text prints one: its floor with the branch
+        padded to four digits (``0550.54.14``; a bare branch ``0580.0``), or ``0000.0``."""
         if index == self.UNKNOWN:
             return None
-        return "000" + (self.floors[index - 1] if index else "0.0")
+        if not index:
+            return "0000.0"
+        floor = self.floors[index - 1]  # a branch of three digits, as every NVIDIA one has
+        return f"0{floor}" if len(floor.parts) > 1 else f"0{floor}.0"
 
 
-_CAPABILITIES = tuple(f"{major}.{minor}" for major in CC_MAJORS for minor in range(10))
+_CAPABILITIES = tuple(ComputeCapability.from_parts(major, minor)
+                      for major in CC_MAJORS for minor in range(10))
 
 
 @functools.cache
-def _list_answers(arch_list: tuple[str, ...]) -> tuple[tuple[bool, bool, bool], ...]:
+def _list_answers(arch_list: tuple[ArchEntry, ...]) -> tuple[tuple[bool, bool, bool], ...]:
     """For every tabulated capability, what ``check_cuda_arch`` can learn of it from one list:
     an entry runs it as SASS, one runs it with the driver's JIT, a PTX entry could run it (the
     hint in its reason)."""
-    entries = [parse_arch(a) for a in arch_list]
-    return tuple((any(runs_on(e, cc, jit_ok=False) for e in entries),
-                  any(runs_on(e, cc, jit_ok=True) for e in entries),
-                  any(runs_on(e, cc, jit_ok=True) for e in entries if e.ptx))
+    return tuple((any(runs_on(e, cc, jit_ok=False) for e in arch_list),
+                  any(runs_on(e, cc, jit_ok=True) for e in arch_list),
+                  any(runs_on(e, cc, jit_ok=True) for e in arch_list if e.ptx))
                  for cc in _CAPABILITIES)
 
 
 @functools.cache
-def _bounds(cuda: str, floor: ToolkitFloor | None) -> tuple[str | None, ...]:
+def _bounds(cuda: CudaVersion, floor: ToolkitFloor | None) -> tuple[str | None, ...]:
     """For every tabulated capability, why CUDA ``cuda`` cannot hold code for it, or None."""
     return tuple(toolkit_excludes(cc, cuda, floor) for cc in _CAPABILITIES)
-
-
-@functools.cache
-def _floor_keys(floors: tuple[str, ...]) -> list[tuple[int, ...]]:
-    return [parse_version_tuple(f) for f in floors]
 
 
 @dataclass(frozen=True)
@@ -270,8 +289,8 @@ class CapabilityClasses:
     """Compute capabilities 1.0–19.9 grouped by what the arch rules of a window answer.
 
     ``table[capability_index(cc)]`` is the class of ``cc``; ``representatives[k]`` spells one
-    member of class ``k`` as ``0M.0ma`` (``08.06a`` is 8.6 to every rule, and printed only where
-    the GPU is).
+    member of class ``k`` as ``M.ma`` (``8.6a`` is 8.6 to every rule, and printed only where the
+    GPU is).
     """
 
     table: tuple[int, ...]
@@ -288,8 +307,7 @@ class CapabilityClasses:
             sig = tuple(column[i] for column in answers)
             if sig not in seen:
                 seen[sig] = len(reps)
-                major, minor = cc.split(".")
-                reps.append(f"0{major}.0{minor}a")
+                reps.append(str(ComputeCapability.from_parts(cc.major, cc.minor, "a")))
             table.append(seen[sig])
         return cls(tuple(table), tuple(reps))
 
@@ -372,7 +390,7 @@ class Classes:
     def to_json(self) -> dict[str, Any]:
         """What the page needs to number the slots."""
         return {
-            "drivers": list(self.drivers.floors),
+            "drivers": [str(f) for f in self.drivers.floors],
             "cc": _base36(self.capabilities.table),
             "ccCount": self.capabilities.count,
             "gfx": dict(self.gfx.known),
@@ -392,10 +410,10 @@ def template(text: str, gpu: GpuChoice) -> str:
     the placeholders of :data:`TOKENS`."""
     if gpu.kind == "nvidia":
         assert gpu.cc is not None
-        sm = "sm_" + gpu.cc.replace(".", "")
-        text = text.replace(sm, TOKENS["sm"])
-        text = text.replace(sm.rstrip("af"), TOKENS["smbase"])
-        text = text.replace(gpu.cc, TOKENS["cc"])
+        cc = ComputeCapability(gpu.cc)
+        text = text.replace(cc.sm, TOKENS["sm"])
+        text = text.replace(cc.base.sm, TOKENS["smbase"])
+        text = text.replace(str(cc), TOKENS["cc"])
         if gpu.driver is not None:
             text = text.replace(gpu.driver, TOKENS["driver"])
     elif gpu.kind == "amd":

@@ -11,7 +11,7 @@ from typing import Any
 
 from torchenv.explorer.classes import GpuChoice, capability_index
 from torchenv.explorer.tables import Tables
-from torchenv.matrix.model import parse_version_tuple, variant_kind
+from torchenv.values import ComputeCapability, DriverVersion, VariantName
 
 __all__ = ["Unanswered", "decision", "fill", "grid_cells"]
 
@@ -23,8 +23,8 @@ class Unanswered(LookupError):
 def _driver_class(floors: list[str], driver: str | None) -> int:
     if driver is None:
         return -1
-    key = parse_version_tuple(driver)
-    return sum(1 for f in floors if parse_version_tuple(f) <= key)
+    version = DriverVersion(driver)
+    return sum(1 for f in floors if DriverVersion.floor(f) <= version)
 
 
 def _capability_class(classes: dict[str, Any], cc: str) -> int:
@@ -45,10 +45,9 @@ def _window_slot(window: dict[str, Any], gpu: GpuChoice) -> int:
 
 def fill(value: Any, gpu: GpuChoice, tokens: dict[str, str]) -> Any:
     """``value`` with the placeholders replaced by what the user typed."""
-    cc = gpu.cc or ""
-    sm = "sm_" + cc.replace(".", "")
-    values = {"driver": gpu.driver or "", "cc": cc, "sm": sm, "smbase": sm.rstrip("af"),
-              "gfx": gpu.gfx or ""}
+    cc = ComputeCapability(gpu.cc) if gpu.cc else None
+    values = {"driver": gpu.driver or "", "cc": gpu.cc or "", "sm": cc.sm if cc else "sm_",
+              "smbase": cc.base.sm if cc else "sm_", "gfx": gpu.gfx or ""}
     text = json.dumps(value, ensure_ascii=False)
     for name, token in tokens.items():
         text = text.replace(token, values[name])
@@ -77,7 +76,7 @@ def grid_cells(tables: Tables, tokens: dict[str, str], platform: str, python: st
     ids: list[int | None] = [None] * len(cells)
     own = {"nvidia": "cuda", "amd": "rocm"}.get(gpu.kind)
     for name, column in grid["columns"].items():
-        if variant_kind(name) != own:
+        if VariantName(name).kind != own:
             continue
         if gpu.kind == "nvidia":
             assert gpu.cc is not None

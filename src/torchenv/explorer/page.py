@@ -20,6 +20,7 @@ from torchenv.explorer.tables import Tables, build_tables, python_tags
 from torchenv.matrix.document import matrix_to_json
 from torchenv.matrix.model import PLATFORMS, Matrix
 from torchenv.resolver.plan import Speller
+from torchenv.values import optional_text
 
 __all__ = ["MAX_PAGE_BYTES", "build_page", "page_data", "render_page"]
 
@@ -30,22 +31,26 @@ MAX_PAGE_BYTES = 2 * 1024 * 1024
 def page_data(matrix: Matrix, tables: Tables) -> dict[str, Any]:
     """Everything the page reads, as one JSON-ready document."""
     floors = {
-        "toolkit": [{"cuda": f.cuda, "linux": f.linux, "windows": f.windows,
-                     "newest_arch": f.newest_arch, "oldest_arch": f.oldest_arch,
+        "toolkit": [{"cuda": str(f.cuda), "linux": optional_text(f.linux),
+                     "windows": optional_text(f.windows),
+                     "newest_arch": optional_text(f.newest_arch),
+                     "oldest_arch": optional_text(f.oldest_arch),
                      "sources": list(f.sources), "note": f.note}
                     for f in matrix.toolkit_floors],
-        "compat": [{"major": f.major, "linux": f.linux, "windows": f.windows,
+        "compat": [{"major": f.major, "linux": optional_text(f.linux),
+                    "windows": optional_text(f.windows),
                     "sources": list(f.sources), "note": f.note} for f in matrix.compat_floors],
     }
     catalog = {
-        "nvidia": [{"name": g.name, "cc": g.compute_capability, "architecture": g.architecture,
+        "nvidia": [{"name": g.name, "cc": str(g.compute_capability),
+                    "architecture": g.architecture,
                     "segment": g.segment, "aliases": list(g.aliases),
                     "sources": list(g.sources)} for g in matrix.nvidia_gpus],
         "amd": [{"name": g.name, "gfx": g.gfx, "architecture": g.architecture,
                  "aliases": list(g.aliases), "sources": list(g.sources)}
                 for g in matrix.amd_gpus],
     }
-    rocm = [{"name": r.name, "gfx": list(r.gfx), "torch": list(r.torch),
+    rocm = [{"name": str(r.name), "gfx": list(r.gfx), "torch": [str(t) for t in r.torch],
              "sources": list(r.sources)} for r in matrix.rocm_variants]
     return {
         "torchenv": __version__,

@@ -35,10 +35,11 @@ from torchenv.explorer.classes import (
     window_candidates,
 )
 from torchenv.installers.render import all_commands
-from torchenv.matrix.model import PLATFORMS, Matrix, Variant, parse_version_tuple, variant_kind
+from torchenv.matrix.model import PLATFORMS, Matrix, Variant, python_sort_key
 from torchenv.resolver.plan import Speller
 from torchenv.resolver.request import Request
 from torchenv.resolver.resolve import NoMatch, evaluate, resolve
+from torchenv.values import Platform, TorchSpec, TorchVersion, VariantName
 
 __all__ = [
     "Job",
@@ -82,8 +83,8 @@ def restricted(matrix: Matrix, releases: Iterable[str], *, ends: bool) -> Matrix
     """
     keep = set(releases)
     if ends:
-        keep |= {matrix.releases[0].torch, matrix.releases[-1].torch}
-    return replace(matrix, releases=tuple(r for r in matrix.releases if r.torch in keep))
+        keep |= {str(matrix.releases[0].torch), str(matrix.releases[-1].torch)}
+    return replace(matrix, releases=tuple(r for r in matrix.releases if str(r.torch) in keep))
 
 
 def answer(matrix: Matrix, job: Job, spell: Speller) -> dict[str, Any]:
@@ -94,7 +95,7 @@ def answer(matrix: Matrix, job: Job, spell: Speller) -> dict[str, Any]:
     if job.releases is not None:
         matrix = restricted(matrix, job.releases, ends=job.torch is None)
     try:
-        plan = resolve(Request(torch=job.torch), host, matrix)
+        plan = resolve(Request(torch=TorchSpec(job.torch) if job.torch else None), host, matrix)
     except NoMatch as exc:
         doc = exc.to_json(spell)
     else:
@@ -121,14 +122,16 @@ def cell_verdicts(matrix: Matrix, job: Job) -> dict[tuple[str, str], Verdict | N
     """Every candidate ``evaluate()`` looks at on the job's host (only column ``job.column``
     unless it is ``"*"``) with its verdict, texts templated; None when rule 1 rejects it."""
     host = page_host(job.platform, job.python, job.gpu)
-    request = Request() if job.column in (None, "*") else Request(variant=job.column)
+    request = (Request() if job.column in (None, "*")
+               else Request(variant=VariantName(str(job.column))))
     ok, rejected = evaluate(request, host, matrix)
     out: dict[tuple[str, str], Verdict | None] = {}
     for c in ok:
         status = "ok" if c.fully_compatible and not c.warnings else "warn"
         evidence = c.arch_evidence.value if c.arch_evidence is not None else c.index.value
         text = "; ".join(c.warnings) if c.warnings else "runs"
-        out[(c.release.torch, c.variant.name)] = (status, evidence, _templated(text, job))
+        out[(str(c.release.torch), str(c.variant.name))] = (status, evidence,
+                                                           _templated(text, job))
     for r in rejected:
         if r.variant == "*":
             continue
@@ -145,16 +148,18 @@ def _rejected_evidence(matrix: Matrix, platform: str, torch: str, name: str,
     """The evidence class on a cell that does not run: of the build's GPU support on the platform
     (its arch or gfx list; an unknown arch list rejects only through the toolkit-bounds rule, an
     inference), or of its index entry for a build without one."""
-    release = matrix.release(torch)
+    release = matrix.release(TorchVersion(torch))
     assert release is not None
-    variant: Variant | None = release.variant(name)
+    plat, variant_name = Platform(platform), VariantName(name)
+    variant: Variant | None = release.variant(variant_name)
     if variant is None:
-        return "confirmed" if name == release.pypi_default.get(platform) else "unknown"
+        return "confirmed" if variant_name == release.pypi_default.get(plat) else "unknown"
     if variant.cuda_version is not None:
-        sass = variant.arch_fact(platform).sass
+        sass = variant.arch_fact(plat).sass
         return "inferred" if category == "arch" and sass == "unknown" else sass
     if variant.kind == "rocm":
-        return "confirmed" if matrix.rocm_targets(name, torch) is not None else "unknown"
+        targets = matrix.rocm_targets(variant_name, release.torch)
+        return "confirmed" if targets is not None else "unknown"
     return variant.index
 
 
@@ -225,9 +230,10 @@ class _Runner:
 
 def python_tags(matrix: Matrix, platform: str) -> list[str]:
     """Every Python tag some release has a wheel for on ``platform``, oldest first."""
-    tags = {t for r in matrix.releases for t in r.python.get(platform, ())}
-    tags |= {t for r in matrix.releases for v in r.variants for t in v.python.get(platform, ())}
-    return sorted(tags, key=lambda t: (parse_version_tuple(t.rstrip("t")), t.endswith("t")))
+    plat = Platform(platform)
+    tags = {t for r in matrix.releases for t in r.python.get(plat, ())}
+    tags |= {t for r in matrix.releases for v in r.variants for t in v.python.get(plat, ())}
+    return sorted(tags, key=python_sort_key)
 
 
 def gfx_names(matrix: Matrix) -> list[str]:
@@ -239,8 +245,8 @@ def gfx_names(matrix: Matrix) -> list[str]:
 
 def minors(candidates: Iterable[tuple[str, str]]) -> list[str]:
     """The minors (``2.7``) of the candidates' releases, newest first."""
-    seen = {".".join(torch.split(".")[:2]) for torch, _ in candidates}
-    return sorted(seen, key=parse_version_tuple, reverse=True)
+    releases = sorted({TorchVersion(torch) for torch, _ in candidates}, reverse=True)
+    return list(dict.fromkeys(release.series for release in releases))
 
 
 class _Plans:
@@ -403,7 +409,7 @@ def _specifier_decisions(matrix: Matrix, runner: _Runner, windows: dict[str, Cla
 
     of_minor: dict[str, set[str]] = {}
     for release in matrix.releases:
-        of_minor.setdefault(release.minor, set()).add(release.torch)
+        of_minor.setdefault(release.torch.series, set()).add(str(release.torch))
 
     def job(key: str, minor: str, slot: int) -> Job:
         platform, python = key.split("|")
@@ -441,7 +447,7 @@ def _specifier_decisions(matrix: Matrix, runner: _Runner, windows: dict[str, Cla
         pid = plans.add(str(result))
         for slot in part:
             window_out[key]["specs"][minor][slot] = pid
-    return sorted(chosen, key=parse_version_tuple, reverse=True)
+    return [series for series in of_minor if series in chosen]  # the releases': newest first
 
 
 @dataclass(frozen=True)
@@ -466,19 +472,19 @@ def _grid_jobs(matrix: Matrix, candidates: dict[str, dict[str, set[tuple[str, st
         cells = _ordered_cells(matrix, set().union(*tags.values()) if tags else set())
         cover = _cover(tags, set(cells))
         for kind, gpu in (("none", GpuChoice("none")),
-                          ("nvidia", GpuChoice("nvidia", cc="08.00a", driver="0999")),
+                          ("nvidia", GpuChoice("nvidia", cc="8.0a", driver="0999.0")),
                           ("amd", GpuChoice("amd", gfx="gfx90a"))):
             layout.append(("fixed", platform, kind, len(cover)))
             jobs.extend(Job(platform, py, gpu, column="*") for py in cover)
         by_name: dict[str, list[tuple[str, str]]] = {}
         for cell in cells:
-            if variant_kind(cell[1]) in ("cuda", "rocm"):
+            if VariantName(cell[1]).kind in ("cuda", "rocm"):
                 by_name.setdefault(cell[1], []).append(cell)
         for name, column_cells in by_name.items():
             facts: WindowFacts = facts_of(matrix, platform, column_cells)
             classes = Classes.of(matrix, facts, names)
             column_cover = _cover(tags, set(column_cells))
-            kind = "nvidia" if variant_kind(name) == "cuda" else "amd"
+            kind = "nvidia" if VariantName(name).kind == "cuda" else "amd"
             slots = [gpu for gpu in classes.slots() if gpu.kind == kind]
             layout.append(("column", _Column(platform, name, tuple(column_cells), classes,
                                              tuple(column_cover)), len(slots)))
@@ -488,7 +494,7 @@ def _grid_jobs(matrix: Matrix, candidates: dict[str, dict[str, set[tuple[str, st
 
 
 def _ordered_cells(matrix: Matrix, cells: set[tuple[str, str]]) -> list[tuple[str, str]]:
-    order = {r.torch: i for i, r in enumerate(matrix.releases)}
+    order = {str(r.torch): i for i, r in enumerate(matrix.releases)}
     return sorted(cells, key=lambda c: (order[c[0]], c[1]))
 
 
@@ -516,7 +522,7 @@ def _grid(matrix: Matrix, layout: list[Any], results: Sequence[_Result],
                                                            candidates[platform], verdicts))
             found = merged(count)
             own = {"nvidia": "cuda", "amd": "rocm"}.get(kind)  # those cells are columns
-            grid["fixed"][kind] = [-1 if variant_kind(c[1]) == own
+            grid["fixed"][kind] = [-1 if VariantName(c[1]).kind == own
                                    else verdicts.add(found.get((c[0], c[1])))
                                    for c in grid["cells"]]
         else:

@@ -210,7 +210,8 @@ def summarize(reports: NodeReports) -> NodeSummary:
         # every GPU of the node, visible to this job or not: the ones a fleet must validate
         gpus_on_node = len(detect.nvidia.gpus) if detect.nvidia is not None else 0
         # None: a driver is there but its version could not be read
-        driver = NONE if detect.nvidia is None else detect.nvidia.driver_version
+        nv = detect.nvidia
+        driver = NONE if nv is None else str(nv.driver_version) if nv.driver_version else None
         torch = detect.torch.version if detect.torch is not None else NONE
     build = BuildFacts()
     failed: list[FailedCheck] = []

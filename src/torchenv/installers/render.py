@@ -179,8 +179,8 @@ def decision(plan: Plan, host: Optional[HostProfile] = None) -> Change:
         return change
     nvidia, rocm = host.nvidia, plan.variant.startswith("rocm")
     if plan.cuda and nvidia is not None and nvidia.driver_version:
-        change["driver"] = nvidia.driver_version
-        change["gpus"] = tuple(gpu.compute_capability for gpu in nvidia.visible_gpus()
+        change["driver"] = str(nvidia.driver_version)
+        change["gpus"] = tuple(str(gpu.compute_capability) for gpu in nvidia.visible_gpus()
                                if gpu.compute_capability)
     elif rocm and host.rocm is not None and host.rocm.gfx_targets:
         change["rocm_archs"] = tuple(host.rocm.gfx_targets)

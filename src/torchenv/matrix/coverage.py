@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from torchenv.matrix.model import EVIDENCE_CLASSES, PLATFORMS, Matrix
+from torchenv.matrix.model import ALL_PLATFORMS, EVIDENCE_CLASSES, Matrix
 
 __all__ = ["coverage", "coverage_markdown"]
 
@@ -25,7 +25,7 @@ def coverage(matrix: Matrix) -> dict[str, Any]:
     totals: Counter[tuple[str, str]] = Counter()
     unknown: list[str] = []
     for rel in matrix.releases:
-        for plat in PLATFORMS:
+        for plat in ALL_PLATFORMS:
             counts: Counter[tuple[str, str]] = Counter()
             for v in rel.variants:
                 if plat not in v.platforms:
@@ -44,8 +44,8 @@ def coverage(matrix: Matrix) -> dict[str, Any]:
                 continue
             totals.update(counts)
             rows.append({
-                "torch": rel.torch,
-                "platform": plat,
+                "torch": str(rel.torch),
+                "platform": str(plat),
                 "counts": {k: {c: counts[k, c] for c in EVIDENCE_CLASSES} for k in _KINDS},
             })
         for v in rel.variants:

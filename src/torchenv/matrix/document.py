@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from torchenv.matrix.inference import describe
-from torchenv.matrix.model import PLATFORMS, Matrix, Release
+from torchenv.matrix.model import ALL_PLATFORMS, Matrix, Release
+from torchenv.values import optional_text
 
 __all__ = ["matrix_to_json", "release_to_json"]
 
@@ -15,31 +16,31 @@ def release_to_json(r: Release, *, with_sources: bool = False) -> dict[str, Any]
     variants = []
     for v in r.variants:
         entry: dict[str, Any] = {
-            "name": v.name,
-            "platforms": list(v.platforms),
-            "arch_list": list(v.arch_list) if v.arch_list is not None else None,
+            "name": str(v.name),
+            "platforms": [str(p) for p in v.platforms],
+            "arch_list": _texts(v.arch_list),
         }
         if v.arch_list_by_platform:
             entry["arch_list_by_platform"] = {
-                k: list(a) if a is not None else None for k, a in v.arch_list_by_platform.items()
+                str(k): _texts(a) for k, a in v.arch_list_by_platform.items()
             }
         if v.python:
-            entry["python"] = {k: list(t) for k, t in v.python.items()}
+            entry["python"] = {str(k): list(t) for k, t in v.python.items()}
         entry.update(cudnn=v.cudnn, nccl=v.nccl, status=v.status, index=v.index)
         if v.arch_facts:
-            entry["evidence"] = {plat: describe(f) for plat, f in v.arch_facts.items()}
+            entry["evidence"] = {str(plat): describe(f) for plat, f in v.arch_facts.items()}
         if with_sources:
             entry["sources"] = list(v.sources)
             entry["note"] = v.note
         variants.append(entry)
     doc: dict[str, Any] = {
-        "torch": r.torch,
-        "torchvision": r.torchvision,
-        "torchaudio": r.torchaudio,
+        "torch": str(r.torch),
+        "torchvision": optional_text(r.torchvision),
+        "torchaudio": optional_text(r.torchaudio),
         "released": r.released,
-        "python": {p: list(r.python[p]) for p in PLATFORMS if p in r.python},
-        "pypi_default": dict(r.pypi_default),
-        "manylinux": dict(r.manylinux),
+        "python": {str(p): list(r.python[p]) for p in ALL_PLATFORMS if p in r.python},
+        "pypi_default": {str(p): str(v) for p, v in r.pypi_default.items()},
+        "manylinux": {str(p): floor for p, floor in r.manylinux.items()},
         "variants": variants,
         "conda": {"pytorch_channel": r.conda.pytorch_channel, "conda_forge": r.conda.conda_forge},
     }
@@ -49,6 +50,10 @@ def release_to_json(r: Release, *, with_sources: bool = False) -> dict[str, Any]
         doc["sources"] = list(r.sources)
         doc["note"] = r.note
     return doc
+
+
+def _texts(values: Sequence[object] | None) -> list[str] | None:
+    return [str(v) for v in values] if values is not None else None
 
 
 def matrix_to_json(

@@ -37,7 +37,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from torchenv.matrix.model import ArchFact, Release, ToolkitFloor, Variant, parse_version_tuple
+from torchenv.matrix.model import ArchFact, Release, ToolkitFloor, Variant
+from torchenv.values import (
+    ArchEntry,
+    ComputeCapability,
+    CudaVersion,
+    Platform,
+    TorchVersion,
+    VariantName,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -73,9 +81,9 @@ class PtxPolicy:
     """A confirmed statement that the release wheels of ``releases`` for CUDA ``cuda`` on
     ``platforms`` were built without PTX."""
 
-    releases: tuple[str, ...]
-    cuda: tuple[str, ...]
-    platforms: tuple[str, ...]
+    releases: tuple[TorchVersion, ...]
+    cuda: tuple[CudaVersion, ...]
+    platforms: tuple[Platform, ...]
     sources: tuple[str, ...]
     note: str | None = None
 
@@ -87,17 +95,17 @@ class RuntimeTable:
     ``synced`` is True where the release's build script keeps its build table equal to it.
     """
 
-    releases: tuple[str, ...]
-    rows: Mapping[str, Mapping[str, tuple[str, ...]]]
+    releases: tuple[TorchVersion, ...]
+    rows: Mapping[CudaVersion, Mapping[Platform, tuple[ArchEntry, ...]]]
     synced: bool
     sources: tuple[str, ...]
     note: str | None = None
 
 
-def infer_from_runtime_table(cuda: str | None, platform: str,
+def infer_from_runtime_table(cuda: CudaVersion | None, platform: Platform,
                              table: RuntimeTable | None) -> ArchFact | None:
     """Rule ``runtime-table-in-sync`` for one unknown Linux fact; None when it does not apply."""
-    if table is None or not table.synced or cuda is None or not platform.startswith("linux"):
+    if table is None or not table.synced or cuda is None or platform.system != "linux":
         return None
     row = table.rows.get(cuda, {}).get(platform)
     if row is None:
@@ -106,12 +114,12 @@ def infer_from_runtime_table(cuda: str | None, platform: str,
                     sources=table.sources)
 
 
-def _sass(arch: Sequence[str]) -> tuple[str, ...]:
-    return tuple(a.removesuffix("+PTX") for a in arch)
+def _sass(arch: Sequence[ArchEntry]) -> tuple[ArchEntry, ...]:
+    return tuple(a.without_ptx() for a in arch)
 
 
-def _ptx(arch: Sequence[str]) -> tuple[str, ...]:
-    return tuple(a for a in arch if a.endswith("+PTX"))
+def _ptx(arch: Sequence[ArchEntry]) -> tuple[ArchEntry, ...]:
+    return tuple(a for a in arch if a.ptx)
 
 
 def infer_from_adjacent_releases(
@@ -161,36 +169,40 @@ def infer_ptx_from_policy(fact: ArchFact, policy: PtxPolicy | None) -> ArchFact:
     )
 
 
-def toolkit_excludes(cc: str, cuda: str, floor: ToolkitFloor | None) -> str | None:
+def toolkit_excludes(cc: ComputeCapability, cuda: CudaVersion,
+                     floor: ToolkitFloor | None) -> str | None:
     """Rule ``toolkit-bounds``: why CUDA ``cuda`` cannot hold code for compute capability ``cc``
     (``"is newer than anything CUDA 12.6 compiles for (newest sm_90)"``).
 
     None when the toolkit's known range (``oldest_arch``–``newest_arch`` of cuda.yaml) includes it
-    or the range is not known.
+    or the range is not known. Suffixes do not matter: a device is its capability's base.
     """
     if floor is None:
         return None
-    have = parse_version_tuple(cc.rstrip("af"))
-    if floor.newest_arch and have > parse_version_tuple(floor.newest_arch.rstrip("af")):
-        newest = "sm_" + floor.newest_arch.rstrip("af").replace(".", "")
+    have = cc.base
+    if floor.newest_arch and have > floor.newest_arch.base:
+        newest = floor.newest_arch.base.sm
         return f"is newer than anything CUDA {cuda} compiles for (newest {newest})"
-    if floor.oldest_arch and have < parse_version_tuple(floor.oldest_arch.rstrip("af")):
-        oldest = "sm_" + floor.oldest_arch.rstrip("af").replace(".", "")
+    if floor.oldest_arch and have < floor.oldest_arch.base:
+        oldest = floor.oldest_arch.base.sm
         return f"is older than anything CUDA {cuda} compiles for (oldest {oldest})"
     return None
 
 
 def _policy_for(
-    policies: Sequence[PtxPolicy], torch: str, cuda: str | None, platform: str
+    policies: Sequence[PtxPolicy], torch: TorchVersion, cuda: CudaVersion | None,
+    platform: Platform,
 ) -> PtxPolicy | None:
-    for p in policies:
-        if torch in p.releases and cuda in p.cuda and platform in p.platforms:
+    if cuda is None:
+        return None
+    for p in policies:  # the short lists first: a torch version compares slowest
+        if platform in p.platforms and cuda in p.cuda and torch in p.releases:
             return p
     return None
 
 
 # id(variant) -> platform -> the fact a rule gives it, with the variant itself by id
-_Updates = dict[int, dict[str, ArchFact]]
+_Updates = dict[int, dict[Platform, ArchFact]]
 
 
 def apply_inference(
@@ -206,7 +218,7 @@ def apply_inference(
     updates: _Updates = {}
     originals: dict[int, Variant] = {}
 
-    def update(v: Variant, plat: str, fact: ArchFact) -> None:
+    def update(v: Variant, plat: Platform, fact: ArchFact) -> None:
         updates.setdefault(id(v), {})[plat] = fact
         originals[id(v)] = v
 
@@ -230,10 +242,10 @@ def apply_inference(
 
 
 def _infer_from_neighbours(releases: Sequence[Release],
-                           update: Callable[[Variant, str, ArchFact], None]) -> None:
+                           update: Callable[[Variant, Platform, ArchFact], None]) -> None:
     """Rule ``adjacent-releases-agree`` over every unknown fact."""
     # (variant name, platform) -> [(release index, variant)] oldest first, one per distinct entry
-    chains: dict[tuple[str, str], list[tuple[int, Variant]]] = {}
+    chains: dict[tuple[VariantName, Platform], list[tuple[int, Variant]]] = {}
     for i in range(len(releases) - 1, -1, -1):
         for v in releases[i].variants:
             if v.kind != "cuda":
@@ -256,7 +268,7 @@ def _infer_from_neighbours(releases: Sequence[Release],
 
 def _infer_from_tables(releases: Sequence[Release], tables: Sequence[RuntimeTable],
                        updates: _Updates,
-                       update: Callable[[Variant, str, ArchFact], None]) -> None:
+                       update: Callable[[Variant, Platform, ArchFact], None]) -> None:
     """Rule ``runtime-table-in-sync`` over the facts still unknown."""
     for rel in releases:
         table = next((t for t in tables if rel.torch in t.releases), None)
@@ -274,7 +286,7 @@ def _infer_from_tables(releases: Sequence[Release], tables: Sequence[RuntimeTabl
 
 def _infer_from_policies(releases: Sequence[Release], policies: Sequence[PtxPolicy],
                          updates: _Updates,
-                         update: Callable[[Variant, str, ArchFact], None]) -> None:
+                         update: Callable[[Variant, Platform, ArchFact], None]) -> None:
     """Rule ``release-ptx-policy`` over every fact, as the rules above left it."""
     for rel in releases:
         for v in rel.variants:

@@ -251,9 +251,12 @@ def merge_overlay(documents: Mapping[str, Any], overlay: Mapping[str, Any]) -> d
 
 
 def _version_key(text: str) -> tuple[int, ...]:
+    """The order of a release entry not yet validated: by its version, last when it has none."""
+    from torchenv.values import InvalidValue, TorchVersion
+
     try:
-        return tuple(int(p) for p in text.split("."))
-    except ValueError:
+        return TorchVersion.plain(text).release
+    except InvalidValue:
         return (0,)
 
 

@@ -1,7 +1,9 @@
 """The typed, frozen model of the compatibility matrix.
 
 Everything here is plain data: the loader builds it from YAML (or the verified cache), and the
-resolver, installers and renderers read it. Nothing in this module touches the outside world.
+resolver, installers and renderers read it. Every fact is a value of :mod:`torchenv.values`
+(parsed once, when the data is validated), so nothing that reads the matrix splits a string.
+Nothing in this module touches the outside world.
 """
 
 from __future__ import annotations
@@ -9,16 +11,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from torchenv.values import (
+    PLATFORMS,
+    ArchEntry,
+    ComputeCapability,
+    CudaVersion,
+    DriverVersion,
+    Platform,
+    TorchVersion,
+    VariantName,
+)
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal, Optional
 
-    Platform = Literal["linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64",
-                       "macos-x86_64"]
-    VariantKind = Literal["cpu", "cuda", "rocm", "xpu"]
+    from torchenv.values import VariantKind
+
     Evidence = Literal["confirmed", "inferred", "unknown"]
 
 __all__ = [
+    "ALL_PLATFORMS",
     "EVIDENCE_CLASSES",
     "PLATFORMS",
     "AmdGpu",
@@ -32,121 +45,32 @@ __all__ = [
     "Source",
     "ToolkitFloor",
     "Variant",
-    "arch_parts",
-    "parse_version_tuple",
-    "variant_kind",
+    "glibc_sort_key",
+    "python_sort_key",
 ]
 
-PLATFORMS: tuple[str, ...] = (
-    "linux-x86_64",
-    "linux-aarch64",
-    "win-amd64",
-    "macos-arm64",
-    "macos-x86_64",
-)
+ALL_PLATFORMS: tuple[Platform, ...] = tuple(Platform(name) for name in PLATFORMS)
+"""The platforms of :data:`PLATFORMS` as values, in that order."""
 
 EVIDENCE_CLASSES: tuple[str, ...] = ("confirmed", "inferred", "unknown")
 """How a fact is known: ``confirmed`` by a primary source for that exact build, ``inferred`` by a
 named rule of :mod:`torchenv.matrix.inference` from confirmed facts, or ``unknown``."""
 
-# The names and arch entries below are read with string methods, not regular expressions: the
-# re module costs more to import than a whole resolve takes. Each reader accepts exactly what
-# the pattern in its docstring matches with re.match (tested against it): \d is any Unicode
-# decimal digit, and $ also matches before one trailing newline.
+
+# Python tags and glibc versions are the two facts of the matrix kept as text (``3.13t``,
+# ``2.28``: the loader checks their spelling); these are their orders.
 
 
-def _line(text: str) -> str:
-    return text[:-1] if text.endswith("\n") else text
+def python_sort_key(tag: str) -> tuple[int, int, int]:
+    """Order Python tags as versions, each free-threaded tag after its plain one:
+    ``3.9 < 3.10 < 3.13 < 3.13t < 3.14``."""
+    major, _, minor = tag.removesuffix("t").partition(".")
+    return int(major), int(minor), int(tag.endswith("t"))
 
 
-def _decimal(text: str, least: int = 1, most: int = 1 << 30) -> bool:
-    return least <= len(text) <= most and text.isdecimal()
-
-
-def _cuda_digits(name: str) -> str | None:
-    """The digits of a CUDA variant name: ``^cu(\\d{2,3})$``."""
-    core = _line(name)
-    return core[2:] if core.startswith("cu") and _decimal(core[2:], 2, 3) else None
-
-
-def _is_rocm(name: str) -> bool:
-    """``^rocm(\\d+)\\.(\\d+)(?:\\.(\\d+))?$``."""
-    core = _line(name)
-    if not core.startswith("rocm"):
-        return False
-    parts = core[4:].split(".")
-    return len(parts) in (2, 3) and all(_decimal(p) for p in parts)
-
-
-def arch_parts(text: str) -> tuple[int, int, str, bool] | None:
-    """(major, minor, suffix, +PTX) of an arch-list entry (``8.6``, ``9.0a``, ``10.0f``,
-    ``12.0+PTX``), None when it is not one: ``^(\\d{1,2})\\.(\\d)([af]?)(\\+PTX)?$``."""
-    core = _line(text)
-    ptx = core.endswith("+PTX")
-    if ptx:
-        core = core[:-4]
-    suffix = core[-1:] if core[-1:] in ("a", "f") else ""
-    if suffix:
-        core = core[:-1]
-    major, dot, minor = core.partition(".")
-    if not dot or not _decimal(major, 1, 2) or not _decimal(minor, 1, 1):
-        return None
-    return int(major), int(minor), suffix, ptx
-
-
-# Answers for the few distinct names and versions one run meets, asked for hundreds of times by
-# every resolve (each candidate's variant, driver floors, compute capabilities).
-_KINDS: dict[str, VariantKind | None] = {}
-_CUDA_VERSIONS: dict[str, str | None] = {}
-_VERSION_TUPLES: dict[str, tuple[int, ...]] = {}
-
-
-def variant_kind(name: str) -> VariantKind | None:
-    """The accelerator family of a variant name, or None when the name is not one torchenv knows."""
-    try:
-        return _KINDS[name]
-    except KeyError:
-        pass
-    kind: VariantKind | None = None
-    if name == "cpu":
-        kind = "cpu"
-    elif name == "xpu":
-        kind = "xpu"
-    elif _cuda_digits(name) is not None:
-        kind = "cuda"
-    elif _is_rocm(name):
-        kind = "rocm"
-    if len(_KINDS) < 4096:
-        _KINDS[name] = kind
-    return kind
-
-
-def cuda_version_of(name: str) -> str | None:
-    """``cu128`` -> ``"12.8"``, ``cu118`` -> ``"11.8"``; None for non-CUDA variants."""
-    try:
-        return _CUDA_VERSIONS[name]
-    except KeyError:
-        pass
-    digits = _cuda_digits(name)
-    version = f"{digits[:-1]}.{digits[-1]}" if digits is not None else None
-    if len(_CUDA_VERSIONS) < 4096:
-        _CUDA_VERSIONS[name] = version
-    return version
-
-
-def parse_version_tuple(text: str) -> tuple[int, ...]:
-    """A cheap numeric key for dotted versions (``"550.54.15"`` -> (550, 54, 15)).
-
-    Raises ValueError when a part is not a number.
-    """
-    try:
-        return _VERSION_TUPLES[text]
-    except KeyError:
-        pass
-    key = tuple(int(part) for part in text.split("."))
-    if len(_VERSION_TUPLES) < 65536:
-        _VERSION_TUPLES[text] = key
-    return key
+def glibc_sort_key(version: str) -> tuple[int, ...]:
+    """Order glibc versions: ``2.17 < 2.28 < 2.35``."""
+    return tuple(map(int, version.split(".")))
 
 
 @dataclass(frozen=True)
@@ -169,7 +93,7 @@ class ArchFact:
     SASS entries. ``rule`` names the inference rule when a class is ``inferred``.
     """
 
-    arch_list: Optional[tuple[str, ...]]
+    arch_list: Optional[tuple[ArchEntry, ...]]
     sass: str = "unknown"
     ptx: str = "unknown"
     rule: Optional[str] = None
@@ -182,7 +106,8 @@ class ArchFact:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "arch_list": list(self.arch_list) if self.arch_list is not None else None,
+            "arch_list": ([str(a) for a in self.arch_list] if self.arch_list is not None
+                          else None),
             "sass": self.sass,
             "ptx": self.ptx,
             "rule": self.rule,
@@ -195,18 +120,19 @@ class ArchFact:
 class Variant:
     """A build of a release on the wheel index: ``cpu``, ``cu128``, ``rocm6.3``, ``xpu``."""
 
-    name: str
-    platforms: tuple[str, ...]
-    arch_list: Optional[tuple[str, ...]] = None
-    arch_list_by_platform: Mapping[str, Optional[tuple[str, ...]]] = field(default_factory=dict)
-    python: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    name: VariantName
+    platforms: tuple[Platform, ...]
+    arch_list: Optional[tuple[ArchEntry, ...]] = None
+    arch_list_by_platform: Mapping[Platform, Optional[tuple[ArchEntry, ...]]] = field(
+        default_factory=dict)
+    python: Mapping[Platform, tuple[str, ...]] = field(default_factory=dict)
     cudnn: Optional[str] = None
     nccl: Optional[str] = None
     index: str = "confirmed"  # evidence class of "the index has this build for these releases"
     sources: tuple[str, ...] = ()
     note: Optional[str] = None
     # per platform, filled by the loader and the inference rules; platforms of a CUDA variant only
-    arch_facts: Mapping[str, ArchFact] = field(default_factory=dict)
+    arch_facts: Mapping[Platform, ArchFact] = field(default_factory=dict)
 
     @property
     def status(self) -> str:
@@ -216,15 +142,13 @@ class Variant:
 
     @property
     def kind(self) -> VariantKind:
-        kind = variant_kind(self.name)
-        assert kind is not None, self.name  # the loader rejects unknown names
-        return kind
+        return self.name.kind
 
     @property
-    def cuda_version(self) -> str | None:
-        return cuda_version_of(self.name)
+    def cuda_version(self) -> CudaVersion | None:
+        return self.name.cuda
 
-    def arch_fact(self, platform: str) -> ArchFact:
+    def arch_fact(self, platform: Platform) -> ArchFact:
         """The compiled targets on ``platform`` with their evidence."""
         fact = self.arch_facts.get(platform)
         if fact is not None:
@@ -233,7 +157,7 @@ class Variant:
         return ArchFact(arch, "confirmed" if arch is not None else "unknown",
                         "confirmed" if arch is not None else "unknown", sources=self.sources)
 
-    def arch_list_for(self, platform: str) -> tuple[str, ...] | None:
+    def arch_list_for(self, platform: Platform) -> tuple[ArchEntry, ...] | None:
         """The compiled targets on ``platform`` (confirmed or inferred); None when unknown."""
         fact = self.arch_facts.get(platform)
         if fact is not None:
@@ -255,34 +179,27 @@ class CondaAvailability:
 class Release:
     """One torch patch release and everything known about its builds."""
 
-    torch: str
+    torch: TorchVersion
     released: str
-    torchvision: Optional[str]
-    torchaudio: Optional[str]
-    python: Mapping[str, tuple[str, ...]]
-    manylinux: Mapping[str, str]
-    pypi_default: Mapping[str, str]
+    torchvision: Optional[TorchVersion]
+    torchaudio: Optional[TorchVersion]
+    python: Mapping[Platform, tuple[str, ...]]
+    manylinux: Mapping[Platform, str]
+    pypi_default: Mapping[Platform, VariantName]
     variants: tuple[Variant, ...]
     conda: CondaAvailability
     sources: tuple[str, ...] = ()
     note: Optional[str] = None
     unconfirmed: tuple[str, ...] = ()  # packages whose pairing is "unknown" in the data
 
-    @property
-    def key(self) -> tuple[int, ...]:
-        return parse_version_tuple(self.torch)
-
-    @property
-    def minor(self) -> str:
-        return ".".join(self.torch.split(".")[:2])
-
-    def variant(self, name: str) -> Variant | None:
+    def variant(self, name: VariantName) -> Variant | None:
         for v in self.variants:
             if v.name == name:
                 return v
         return None
 
-    def python_tags(self, platform: str, variant: Variant | None = None) -> tuple[str, ...]:
+    def python_tags(self, platform: Platform,
+                    variant: Variant | None = None) -> tuple[str, ...]:
         """Python versions with a wheel for ``platform`` (of ``variant`` when it says otherwise)."""
         if variant is not None and platform in variant.python:
             return variant.python[platform]
@@ -295,13 +212,14 @@ class Release:
 class ToolkitFloor:
     """Minimum driver released with a CUDA toolkit minor."""
 
-    cuda: str
-    linux: Optional[str]
-    windows: Optional[str]
+    cuda: CudaVersion
+    linux: Optional[DriverVersion]
+    windows: Optional[DriverVersion]
     sources: tuple[str, ...] = ()
     note: Optional[str] = None
-    newest_arch: Optional[str] = None  # highest compute capability this toolkit emits SASS for
-    oldest_arch: Optional[str] = None  # lowest one it still compiles for
+    # highest compute capability this toolkit emits SASS for
+    newest_arch: Optional[ComputeCapability] = None
+    oldest_arch: Optional[ComputeCapability] = None  # lowest one it still compiles for
 
 
 @dataclass(frozen=True)
@@ -309,8 +227,8 @@ class CompatFloor:
     """Minimum driver for CUDA minor-version compatibility within a major."""
 
     major: int
-    linux: Optional[str]
-    windows: Optional[str]
+    linux: Optional[DriverVersion]
+    windows: Optional[DriverVersion]
     sources: tuple[str, ...] = ()
     note: Optional[str] = None
 
@@ -319,9 +237,9 @@ class CompatFloor:
 class RocmTargets:
     """The gfx targets a ROCm variant is built for (of the releases in ``torch``, or of all)."""
 
-    name: str
+    name: VariantName
     gfx: tuple[str, ...]
-    torch: tuple[str, ...] = ()
+    torch: tuple[TorchVersion, ...] = ()
     sources: tuple[str, ...] = ()
     note: Optional[str] = None
 
@@ -331,7 +249,7 @@ class NvidiaGpu:
     """An NVIDIA GPU of the catalog: its compute capability and how it is named."""
 
     name: str
-    compute_capability: str
+    compute_capability: ComputeCapability
     architecture: str
     segment: str
     aliases: tuple[str, ...] = ()
@@ -374,13 +292,13 @@ class Matrix:
     overlay: Optional[str] = None
     overlay_error: Optional[str] = None
 
-    def release(self, torch: str) -> Release | None:
+    def release(self, torch: TorchVersion) -> Release | None:
         for r in self.releases:
             if r.torch == torch:
                 return r
         return None
 
-    def toolkit_floor(self, cuda: str) -> ToolkitFloor | None:
+    def toolkit_floor(self, cuda: CudaVersion) -> ToolkitFloor | None:
         for f in self.toolkit_floors:
             if f.cuda == cuda:
                 return f
@@ -392,7 +310,8 @@ class Matrix:
                 return f
         return None
 
-    def rocm_targets(self, name: str, torch: str | None = None) -> RocmTargets | None:
+    def rocm_targets(self, name: VariantName,
+                     torch: TorchVersion | None = None) -> RocmTargets | None:
         """The gfx list of a ROCm variant, preferring an entry specific to ``torch``."""
         generic = None
         for entry in self.rocm_variants:

@@ -29,44 +29,36 @@ from torchenv.matrix.model import (
     Source,
     ToolkitFloor,
     Variant,
-    arch_parts,
-    parse_version_tuple,
-    variant_kind,
+)
+from torchenv.values import (
+    ArchEntry,
+    ComputeCapability,
+    CudaVersion,
+    DriverVersion,
+    InvalidValue,
+    Platform,
+    TorchVersion,
+    VariantName,
 )
 
-__all__ = ["ARCH_ENTRY", "SCHEMA_VERSION", "build_matrix"]
+__all__ = ["SCHEMA_VERSION", "build_matrix"]
 
 SCHEMA_VERSION = 1
-
 
 
 class _Matcher(Protocol):
     def match(self, text: str) -> object: ...
 
 
-class _ArchEntry:
-    """A compiled target of an arch list (``8.6``, ``9.0a``, ``10.0f``, ``12.0+PTX``), checked
-    by the reader the resolver uses, :func:`torchenv.matrix.model.arch_parts`: one rule for
-    what the data may say and what the resolver understands."""
-
-    @staticmethod
-    def match(text: str) -> bool:
-        return arch_parts(text) is not None
-
-
-ARCH_ENTRY = _ArchEntry()
-
 _PY_RE = re.compile(r"^3\.\d{1,2}t?$")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_VERSION_RE = re.compile(r"^\d+(\.\d+)+$")
-_DRIVER_RE = re.compile(r"^\d+(\.\d+){0,2}$")
 _GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
 _PCI_ID_RE = re.compile(r"^[0-9a-f]{4}$")
 _SOURCE_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-_CUDA_RE = re.compile(r"^\d+\.\d+$")
 _GLIBC_RE = re.compile(r"^2\.\d+$")
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 
 class _Ctx:
@@ -75,6 +67,9 @@ class _Ctx:
     def __init__(self, file: str) -> None:
         self.file = file
         self.cited: list[tuple[str, str]] = []
+        # the values read so far, by constructor and text: the data repeats the same arch
+        # entries, versions and names many times, and each is parsed once
+        self.parsed: dict[tuple[Callable[[str], Any], str], Any] = {}
 
     def fail(self, path: str, message: str) -> MatrixError:
         where = f"{self.file}: {path}: " if path else f"{self.file}: "
@@ -107,6 +102,35 @@ class _Ctx:
             return None
         return self.string(value, path, pattern, what)
 
+    def value(self, parse: Callable[[str], V], raw: Any, path: str) -> V:
+        """``raw`` read by ``parse`` (a constructor of :mod:`torchenv.values`), written as the
+        data writes it: the value's own spelling (``8.6``, not ``sm_86``)."""
+        text = self.string(raw, path)
+        key = (parse, text)
+        if key in self.parsed:
+            parsed: V = self.parsed[key]
+            return parsed
+        try:
+            parsed = parse(text)
+        except InvalidValue as exc:
+            raise self.fail(path, str(exc)) from None
+        if str(parsed) != text:
+            raise self.fail(path, f"{text!r} is written {str(parsed)!r} in the matrix data")
+        self.parsed[key] = parsed
+        return parsed
+
+    def opt_value(self, parse: Callable[[str], V], raw: Any, path: str) -> V | None:
+        if raw is None or raw == "unknown":
+            return None
+        return self.value(parse, raw, path)
+
+    def platform(self, raw: Any, path: str) -> Platform:
+        """One of :data:`PLATFORMS`, by its own name (the data uses no other spelling)."""
+        if not isinstance(raw, str) or raw not in PLATFORMS:
+            raise self.fail(path, f"unknown platform {raw!r}; expected one of "
+                            + ", ".join(PLATFORMS))
+        return self.value(Platform, raw, path)
+
     def number(self, value: Any, path: str) -> float | None:
         if value is None:
             return None
@@ -133,17 +157,13 @@ class _Ctx:
             self.cited.append((f"{path}.sources[{i}]", sid))
         return ids
 
-    def platform_map(self, value: Any, path: str, item: Callable[[Any, str], T]) -> dict[str, T]:
-        result: dict[str, T] = {}
+    def platform_map(self, value: Any, path: str,
+                     item: Callable[[Any, str], T]) -> dict[Platform, T]:
+        result: dict[Platform, T] = {}
         if value is None:
             return result
         for plat, v in self.mapping(value, path).items():
-            if plat not in PLATFORMS:
-                raise self.fail(
-                    f"{path}.{plat}",
-                    f"unknown platform {plat!r}; expected one of " + ", ".join(PLATFORMS),
-                )
-            result[plat] = item(v, f"{path}.{plat}")
+            result[self.platform(plat, f"{path}.{plat}")] = item(v, f"{path}.{plat}")
         return result
 
     def python_list(self, value: Any, path: str) -> tuple[str, ...]:
@@ -155,23 +175,14 @@ class _Ctx:
             raise self.fail(path, "lists a Python version twice")
         return tags
 
-    def arch_list(self, value: Any, path: str) -> tuple[str, ...] | None:
+    def arch_list(self, value: Any, path: str) -> tuple[ArchEntry, ...] | None:
         if value is None or value == "unknown":
             return None
-        items = self.seq(value, path)
-        out = []
-        for i, a in enumerate(items):
-            text = self.string(a, f"{path}[{i}]")
-            if not ARCH_ENTRY.match(text):
-                raise self.fail(
-                    f"{path}[{i}]",
-                    f"{text!r} is not a compute capability "
-                    "(expected like '8.6', '9.0a' or '12.0+PTX')",
-                )
-            out.append(text)
+        out = tuple(self.value(ArchEntry, a, f"{path}[{i}]")
+                    for i, a in enumerate(self.seq(value, path)))
         if len(set(out)) != len(out):
             raise self.fail(path, "lists an architecture twice")
-        return tuple(out)
+        return out
 
 
 def _show(value: Any) -> str:
@@ -208,14 +219,10 @@ def _header(ctx: _Ctx, doc: Any) -> tuple[Mapping[str, Any], int, str, list[Sour
 
 def _variant(ctx: _Ctx, raw: Any, path: str) -> Variant:
     v = ctx.mapping(raw, path)
-    name = ctx.string(v.get("name"), f"{path}.name")
-    kind = variant_kind(name)
-    if kind is None:
-        raise ctx.fail(f"{path}.name", f"{name!r} is not a variant name (cpu, cuXYZ, rocmX.Y, xpu)")
-    plats = tuple(ctx.seq(v.get("platforms"), f"{path}.platforms"))
-    for i, p in enumerate(plats):
-        if p not in PLATFORMS:
-            raise ctx.fail(f"{path}.platforms[{i}]", f"unknown platform {p!r}")
+    name = ctx.value(VariantName, v.get("name"), f"{path}.name")
+    kind = name.kind
+    plats = tuple(ctx.platform(p, f"{path}.platforms[{i}]")
+                  for i, p in enumerate(ctx.seq(v.get("platforms"), f"{path}.platforms")))
     arch = ctx.arch_list(v.get("arch_list"), f"{path}.arch_list")
     by_plat = ctx.platform_map(
         v.get("arch_list_by_platform"), f"{path}.arch_list_by_platform", ctx.arch_list
@@ -224,7 +231,7 @@ def _variant(ctx: _Ctx, raw: Any, path: str) -> Variant:
         raise ctx.fail(f"{path}.arch_list", f"only CUDA variants carry an arch list ({name})")
     index = _index_evidence(ctx, v, path)
     sources = ctx.sources(v, path)
-    facts: dict[str, ArchFact] = {}
+    facts: dict[Platform, ArchFact] = {}
     if kind == "cuda":
         explicit = ctx.platform_map(
             v.get("arch_evidence"), f"{path}.arch_evidence", lambda x, p: ctx.mapping(x, p)
@@ -267,7 +274,7 @@ def _index_evidence(ctx: _Ctx, v: Mapping[str, Any], path: str) -> str:
 
 def _arch_fact(
     ctx: _Ctx,
-    arch: tuple[str, ...] | None,
+    arch: tuple[ArchEntry, ...] | None,
     explicit: Mapping[str, Any] | None,
     variant_sources: tuple[str, ...],
     path: str,
@@ -298,11 +305,11 @@ def _runtime_tables(ctx: _Ctx, doc: Mapping[str, Any],
         path = f"runtime_cc_tables[{i}]"
         entry = ctx.mapping(raw, path)
         rels = _release_list(ctx, entry.get("releases"), f"{path}.releases", by_torch)
-        rows: dict[str, dict[str, tuple[str, ...]]] = {}
+        rows: dict[CudaVersion, dict[Platform, tuple[ArchEntry, ...]]] = {}
         for cuda, per_plat in ctx.mapping(entry.get("cuda"), f"{path}.cuda").items():
-            ctx.string(cuda, f"{path}.cuda", _CUDA_RE, "a CUDA version")
+            version = ctx.value(CudaVersion, cuda, f"{path}.cuda")
             lists = ctx.platform_map(per_plat, f"{path}.cuda.{cuda}", ctx.arch_list)
-            rows[str(cuda)] = {k: v for k, v in lists.items() if v is not None}
+            rows[version] = {k: v for k, v in lists.items() if v is not None}
         tables.append(RuntimeTable(releases=rels, rows=rows, synced=bool(entry.get("synced")),
                                    sources=ctx.sources(entry, path), note=entry.get("note")))
     return tables
@@ -340,10 +347,9 @@ def _check_primary_sources(
 
 def _floor_common(ctx: _Ctx, entry: Mapping[str, Any], path: str) -> dict[str, Any]:
     """The driver versions, sources and note that toolkit and compatibility floors share."""
-    what = "a driver version like '550.54.15'"
     return {
-        "linux": ctx.opt_string(entry.get("linux"), f"{path}.linux", _DRIVER_RE, what),
-        "windows": ctx.opt_string(entry.get("windows"), f"{path}.windows", _DRIVER_RE, what),
+        "linux": ctx.opt_value(DriverVersion.floor, entry.get("linux"), f"{path}.linux"),
+        "windows": ctx.opt_value(DriverVersion.floor, entry.get("windows"), f"{path}.windows"),
         "sources": ctx.sources(entry, path),
         "note": entry.get("note"),
     }
@@ -376,7 +382,7 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
     ctx = ctxs["releases.yaml"]
     parsed = _parse_releases(ctx, ctx.mapping(documents["releases.yaml"], ""))
     _check_release_order(ctx, parsed)
-    by_torch = {p["torch"]: p for p in parsed}
+    by_torch = {str(p["torch"]): p for p in parsed}
 
     vctx = ctxs["variants.yaml"]
     vdoc = vctx.mapping(documents["variants.yaml"], "")
@@ -435,11 +441,11 @@ def _parse_releases(ctx: _Ctx, rdoc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The fields of every release, as keyword arguments of :class:`Release` (``variants`` empty
     until the variant sets are added)."""
     parsed: list[dict[str, Any]] = []
-    seen: dict[str, int] = {}
+    seen: dict[TorchVersion, int] = {}
     for i, raw in enumerate(ctx.seq(rdoc.get("releases"), "releases")):
         path = f"releases[{i}]"
         r = ctx.mapping(raw, path)
-        torch = ctx.string(r.get("torch"), f"{path}.torch", _VERSION_RE, "a release version")
+        torch = ctx.value(TorchVersion.plain, r.get("torch"), f"{path}.torch")
         if torch in seen:
             raise ctx.fail(
                 f"{path}.torch", f"{torch} is listed twice (also releases[{seen[torch]}])"
@@ -449,30 +455,23 @@ def _parse_releases(ctx: _Ctx, rdoc: Mapping[str, Any]) -> list[dict[str, Any]]:
     return parsed
 
 
-def _release_fields(ctx: _Ctx, r: Mapping[str, Any], path: str, torch: str) -> dict[str, Any]:
+def _release_fields(ctx: _Ctx, r: Mapping[str, Any], path: str,
+                    torch: TorchVersion) -> dict[str, Any]:
     conda = ctx.mapping(r.get("conda") or {}, f"{path}.conda")
-    pypi_default = ctx.platform_map(
-        r.get("pypi_default"), f"{path}.pypi_default", lambda x, p: ctx.string(x, p)
-    )
-    for plat, vname in pypi_default.items():
-        if variant_kind(vname) is None:
-            raise ctx.fail(f"{path}.pypi_default.{plat}", f"{vname!r} is not a variant name")
     return dict(  # noqa: C408 - keyword form mirrors the Release fields
         torch=torch,
         released=ctx.string(r.get("released"), f"{path}.released", _DATE_RE, "an ISO date"),
-        torchvision=ctx.opt_string(
-            r.get("torchvision"), f"{path}.torchvision", _VERSION_RE, "a version"
-        ),
-        torchaudio=ctx.opt_string(
-            r.get("torchaudio"), f"{path}.torchaudio", _VERSION_RE, "a version"
-        ),
+        torchvision=ctx.opt_value(TorchVersion.plain, r.get("torchvision"),
+                                  f"{path}.torchvision"),
+        torchaudio=ctx.opt_value(TorchVersion.plain, r.get("torchaudio"), f"{path}.torchaudio"),
         python=ctx.platform_map(r.get("python"), f"{path}.python", ctx.python_list),
         manylinux=ctx.platform_map(
             r.get("manylinux"),
             f"{path}.manylinux",
             lambda x, p: ctx.string(x, p, _GLIBC_RE, "a glibc version like '2.28'"),
         ),
-        pypi_default=pypi_default,
+        pypi_default=ctx.platform_map(r.get("pypi_default"), f"{path}.pypi_default",
+                                      lambda x, p: ctx.value(VariantName, x, p)),
         conda=CondaAvailability(
             pytorch_channel=ctx.tribool(
                 conda.get("pytorch_channel", "unknown"), f"{path}.conda.pytorch_channel"
@@ -493,12 +492,12 @@ def _check_release_order(ctx: _Ctx, parsed: list[dict[str, Any]]) -> None:
     release comes after the previous minor's first release (old-minor patches may ship later)."""
     for i in range(1, len(parsed)):
         a, b = parsed[i - 1], parsed[i]
-        if parse_version_tuple(a["torch"]) <= parse_version_tuple(b["torch"]):
+        if a["torch"] <= b["torch"]:
             raise ctx.fail(
                 f"releases[{i}].torch",
                 f"{b['torch']} comes after {a['torch']}: releases must be listed newest first",
             )
-        same_minor = a["torch"].split(".")[:2] == b["torch"].split(".")[:2]
+        same_minor = a["torch"].series == b["torch"].series
         if same_minor and a["released"] < b["released"]:
             raise ctx.fail(
                 f"releases[{i}].released",
@@ -507,7 +506,7 @@ def _check_release_order(ctx: _Ctx, parsed: list[dict[str, Any]]) -> None:
             )
     firsts: dict[tuple[int, ...], str] = {}
     for p in parsed:
-        key = parse_version_tuple(p["torch"])[:2]
+        key = p["torch"].release[:2]
         firsts[key] = min(firsts.get(key, p["released"]), p["released"])
     ordered = sorted(firsts.items())
     for (older, d_old), (newer, d_new) in zip(ordered, ordered[1:]):
@@ -515,7 +514,7 @@ def _check_release_order(ctx: _Ctx, parsed: list[dict[str, Any]]) -> None:
             idx = next(
                 i
                 for i, p in enumerate(parsed)
-                if parse_version_tuple(p["torch"])[:2] == newer and p["released"] == d_new
+                if p["torch"].release[:2] == newer and p["released"] == d_new
             )
             raise ctx.fail(
                 f"releases[{idx}].released",
@@ -531,7 +530,7 @@ def _releases(ctx: _Ctx, parsed: list[dict[str, Any]]) -> list[Release]:
     for i, p in enumerate(parsed):
         rel = Release(**{**p, "variants": tuple(p["variants"])})
         for plat, vname in rel.pypi_default.items():
-            if vname != "cpu" and rel.variant(vname) is None and rel.variants:
+            if vname.kind != "cpu" and rel.variant(vname) is None and rel.variants:
                 raise ctx.fail(
                     f"releases[{i}].pypi_default.{plat}",
                     f"{vname} is not among the variants of torch {rel.torch}",
@@ -544,13 +543,15 @@ def _releases(ctx: _Ctx, parsed: list[dict[str, Any]]) -> list[Release]:
 
 
 def _release_list(ctx: _Ctx, value: Any, path: str,
-                  by_torch: Mapping[str, Any]) -> tuple[str, ...]:
-    """A list of torch versions, each one in releases.yaml."""
-    versions = tuple(ctx.string(t, f"{path}[{j}]") for j, t in enumerate(ctx.seq(value, path)))
-    for j, t in enumerate(versions):
-        if t not in by_torch:
-            raise ctx.fail(f"{path}[{j}]", f"torch {t} is not in releases.yaml")
-    return versions
+                  by_torch: Mapping[str, Any]) -> tuple[TorchVersion, ...]:
+    """A list of torch versions, each one in releases.yaml as it is written there."""
+    versions = []
+    for j, t in enumerate(ctx.seq(value, path)):
+        text = ctx.string(t, f"{path}[{j}]")
+        if text not in by_torch:
+            raise ctx.fail(f"{path}[{j}]", f"torch {text} is not in releases.yaml")
+        versions.append(by_torch[text]["torch"])
+    return tuple(versions)
 
 
 def _add_variant_sets(vctx: _Ctx, vdoc: Mapping[str, Any],
@@ -590,14 +591,12 @@ def _ptx_policies(vctx: _Ctx, vdoc: Mapping[str, Any],
         path = f"ptx_policy[{i}]"
         entry = vctx.mapping(raw, path)
         rels = _release_list(vctx, entry.get("releases"), f"{path}.releases", by_torch)
-        plats = tuple(vctx.seq(entry.get("platforms"), f"{path}.platforms"))
-        for j, plat in enumerate(plats):
-            if plat not in PLATFORMS:
-                raise vctx.fail(f"{path}.platforms[{j}]", f"unknown platform {plat!r}")
+        plats = tuple(vctx.platform(plat, f"{path}.platforms[{j}]")
+                      for j, plat in enumerate(vctx.seq(entry.get("platforms"),
+                                                        f"{path}.platforms")))
         policies.append(PtxPolicy(
             releases=rels,
-            cuda=tuple(vctx.string(c, f"{path}.cuda[{j}]", _CUDA_RE,
-                                   "a CUDA version like '12.8'")
+            cuda=tuple(vctx.value(CudaVersion, c, f"{path}.cuda[{j}]")
                        for j, c in enumerate(vctx.seq(entry.get("cuda"), f"{path}.cuda"))),
             platforms=plats,
             sources=vctx.sources(entry, path),
@@ -615,8 +614,7 @@ def _toolkit_floors(cctx: _Ctx, cdoc: Mapping[str, Any]) -> list[ToolkitFloor]:
     for i, raw in enumerate(cctx.seq(cdoc.get("toolkit_floors"), "toolkit_floors")):
         path = f"toolkit_floors[{i}]"
         entry = cctx.mapping(raw, path)
-        cuda = cctx.string(entry.get("cuda"), f"{path}.cuda", _CUDA_RE,
-                           "a CUDA version like '12.8'")
+        cuda = cctx.value(CudaVersion, entry.get("cuda"), f"{path}.cuda")
         if cuda in seen_cuda:
             raise cctx.fail(f"{path}.cuda", f"CUDA {cuda} is listed twice")
         seen_cuda.add(cuda)
@@ -624,10 +622,10 @@ def _toolkit_floors(cctx: _Ctx, cdoc: Mapping[str, Any]) -> list[ToolkitFloor]:
             ToolkitFloor(
                 cuda=cuda,
                 **_floor_common(cctx, entry, path),
-                oldest_arch=cctx.opt_string(entry.get("oldest_arch"), f"{path}.oldest_arch",
-                                            ARCH_ENTRY, "a compute capability like '5.0'"),
-                newest_arch=cctx.opt_string(entry.get("newest_arch"), f"{path}.newest_arch",
-                                            ARCH_ENTRY, "a compute capability like '9.0'"),
+                oldest_arch=cctx.opt_value(ComputeCapability, entry.get("oldest_arch"),
+                                           f"{path}.oldest_arch"),
+                newest_arch=cctx.opt_value(ComputeCapability, entry.get("newest_arch"),
+                                           f"{path}.newest_arch"),
             )
         )
     return toolkit
@@ -654,9 +652,9 @@ def _rocm_targets(rctx: _Ctx, rocm_doc: Mapping[str, Any],
     for i, raw in enumerate(rctx.seq(rocm_doc.get("rocm_variants"), "rocm_variants")):
         path = f"rocm_variants[{i}]"
         r = rctx.mapping(raw, path)
-        name = rctx.string(r.get("name"), f"{path}.name")
-        if variant_kind(name) != "rocm":
-            raise rctx.fail(f"{path}.name", f"{name!r} is not a ROCm variant name")
+        name = rctx.value(VariantName, r.get("name"), f"{path}.name")
+        if name.kind != "rocm":
+            raise rctx.fail(f"{path}.name", f"{str(name)!r} is not a ROCm variant name")
         gfx = tuple(
             rctx.string(g, f"{path}.gfx[{j}]", _GFX_RE, "a gfx target like 'gfx90a'")
             for j, g in enumerate(rctx.seq(r.get("gfx"), f"{path}.gfx"))
@@ -676,8 +674,8 @@ def _gpus(gctx: _Ctx, gdoc: Mapping[str, Any]) -> tuple[list[NvidiaGpu], list[Am
     for i, raw in enumerate(gctx.seq(gdoc.get("nvidia") or [], "nvidia")):
         path = f"nvidia[{i}]"
         g = gctx.mapping(raw, path)
-        cc = gctx.string(g.get("compute_capability"), f"{path}.compute_capability",
-                         ARCH_ENTRY, "a compute capability like '8.6'")
+        cc = gctx.value(ComputeCapability, g.get("compute_capability"),
+                        f"{path}.compute_capability")
         pci_ids = tuple(
             gctx.string(x, f"{path}.pci_ids[{j}]", _PCI_ID_RE, "a PCI device id like '1b80'")
             for j, x in enumerate(gctx.seq(g.get("pci_ids") or [], f"{path}.pci_ids"))

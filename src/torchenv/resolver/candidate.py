@@ -12,7 +12,7 @@ from torchenv.detection.profile import HostProfile
 from torchenv.matrix.model import Matrix, Release, Variant
 from torchenv.resolver.gpu_facts import gpu_kinds
 from torchenv.resolver.plan import Rejection
-from torchenv.resolver.request import Request, torch_specifier
+from torchenv.resolver.request import Request
 from torchenv.resolver.rules import (
     ArchVerdict,
     DriverVerdict,
@@ -26,6 +26,7 @@ from torchenv.resolver.rules import (
     torch_wanted,
     variant_wanted,
 )
+from torchenv.values import Platform
 
 __all__ = ["Candidate", "evaluate", "judge", "offered"]
 
@@ -65,7 +66,10 @@ class Candidate:
         return self.arch_evidence.value if self.arch_evidence is not None else "n/a"
 
 
-def offered(release: Release, platform: str) -> list[tuple[Variant, bool]]:
+_MACOS_ARM64 = Platform("macos-arm64")
+
+
+def offered(release: Release, platform: Platform) -> list[tuple[Variant, bool]]:
     """(variant, served by PyPI) for each build of ``release`` on ``platform``."""
     out: list[tuple[Variant, bool]] = []
     default = release.pypi_default.get(platform)
@@ -76,7 +80,7 @@ def offered(release: Release, platform: str) -> list[tuple[Variant, bool]]:
             seen.add(v.name)
     if default is not None and default not in seen and platform in release.python:
         listed = release.variant(default)
-        if default == "cpu" or listed is None:
+        if default.kind == "cpu" or listed is None:
             # the PyPI build itself: its wheels are facts of releases.yaml; only a CUDA
             # build's arch list can be missing
             listed = Variant(name=default, platforms=(platform,), index="confirmed",
@@ -91,16 +95,15 @@ def evaluate(request: Request, host: HostProfile, matrix: Matrix, *,
     (compatible, rejected), both in the matrix's release order. ``only_kind`` (``"cuda"``, ...)
     limits the candidates to one accelerator family."""
     kinds = gpu_kinds(host)
-    spec = torch_specifier(request.torch)
     compatible: list[Candidate] = []
     rejected: list[Rejection] = []
     for release in matrix.releases:
-        if not torch_wanted(spec, release):
+        if not torch_wanted(request.torch, release):
             continue
         variants = offered(release, host.platform)
         if not variants:
-            rejected.append(Rejection(release.torch, "*", f"no wheels for {host.platform}",
-                                      "platform"))
+            rejected.append(Rejection.of(release.torch, None, f"no wheels for {host.platform}",
+                                         "platform"))
         for variant, from_pypi in variants:
             if variant_wanted(request, variant) and only_kind in (None, variant.kind):
                 verdict = judge(request, host, matrix, kinds, release, variant, from_pypi)
@@ -128,17 +131,17 @@ def judge(request: Request, host: HostProfile, matrix: Matrix, kinds: set[str],
         assert variant.cuda_version is not None
         driver = check_driver(host, matrix, variant.cuda_version)
         if not driver.ok:
-            return Rejection(release.torch, variant.name, driver.reason or "driver too old",
-                             "driver")
+            return Rejection.of(release.torch, variant.name, driver.reason or "driver too old",
+                                "driver")
         arch = check_cuda_arch(host, matrix, release, variant, jit_ok=driver.full)
     elif variant.kind == "rocm":
         arch = check_rocm(host, matrix, release, variant)
     if arch is not None and arch.reason is not None:
-        return Rejection(release.torch, variant.name, arch.reason, "arch")
+        return Rejection.of(release.torch, variant.name, arch.reason, "arch")
     return _assemble(release, variant, from_pypi, host.platform, driver=driver, arch=arch)
 
 
-def _assemble(release: Release, variant: Variant, from_pypi: bool, platform: str, *,
+def _assemble(release: Release, variant: Variant, from_pypi: bool, platform: Platform, *,
               absent: str | None = None, driver: DriverVerdict | None = None,
               arch: ArchVerdict | None = None) -> Candidate:
     """The verdicts of a candidate that passes, as one :class:`Candidate` (``absent``: the
@@ -152,7 +155,7 @@ def _assemble(release: Release, variant: Variant, from_pypi: bool, platform: str
     )
     return Candidate(
         release, variant, from_pypi,
-        gpu_build=variant.kind != "cpu" or platform == "macos-arm64",
+        gpu_build=variant.kind != "cpu" or platform == _MACOS_ARM64,
         warnings=warnings,
         without_its_gpu=absent is not None,
         driver_at_toolkit_floor=driver.full if driver else True,

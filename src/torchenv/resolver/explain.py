@@ -10,6 +10,7 @@ from torchenv.resolver.gpu_facts import gpu_kinds
 from torchenv.resolver.plan import EvidenceAlternative
 from torchenv.resolver.request import Request
 from torchenv.resolver.rules import Evidence, arch_range
+from torchenv.values import Platform, TorchVersion
 
 __all__ = [
     "companions",
@@ -19,6 +20,8 @@ __all__ = [
     "newer_unverified_reason",
     "reasons",
 ]
+
+_MACOS_ARM64 = Platform("macos-arm64")
 
 
 def reasons(c: Candidate, host: HostProfile, request: Request) -> list[str]:
@@ -32,7 +35,7 @@ def reasons(c: Candidate, host: HostProfile, request: Request) -> list[str]:
     elif v.kind == "rocm" and host.rocm is not None:
         out.append(f"{v.name} is built for {', '.join(host.rocm.gfx_targets)}")
     elif v.kind == "cpu":
-        if host.platform == "macos-arm64":
+        if host.platform == _MACOS_ARM64:
             out.append("the macOS arm64 build uses the GPU through MPS")
         elif not gpu_kinds(host):
             out.append("no NVIDIA, AMD or Intel GPU was found, so the CPU build is the right one")
@@ -42,7 +45,7 @@ def reasons(c: Candidate, host: HostProfile, request: Request) -> list[str]:
         f"torch {c.release.torch} is {newest} with a wheel for Python "
         f"{host.python.version} on {host.platform} that fits"
         if not request.torch
-        else f"torch {c.release.torch} is {newest} matching {request.torch!r} that fits"
+        else f"torch {c.release.torch} is {newest} matching {request.torch.text!r} that fits"
     )
     if c.from_pypi:
         out.append(f"PyPI's own {host.platform} build is {v.name}, so no extra index is needed")
@@ -66,7 +69,7 @@ def _cuda_reasons(c: Candidate, host: HostProfile) -> list[str]:
                    "some only through PTX JIT")
     elif arch and gpus:
         out.append(
-            f"every visible GPU ({', '.join(g.compute_capability or '?' for g in gpus)}"
+            f"every visible GPU ({', '.join(str(g.compute_capability or '?') for g in gpus)}"
             f") is in its arch list {arch_range(arch)} ({how})"
         )
     return out
@@ -88,10 +91,10 @@ def newer_unverified(best: Candidate, ranked: list[Candidate]) -> Candidate | No
     """The newest GPU build, newer than ``best``, passed over because its support for the GPUs
     is unknown (``ranked``: best first, so the first such one is the newest)."""
     return next((c for c in ranked if c.arch_evidence is Evidence.UNKNOWN and c.gpu_build
-                 and c.release.key > best.release.key), None)
+                 and c.release.torch > best.release.torch), None)
 
 
-def newer_unverified_reason(newer: Candidate, platform: str) -> str:
+def newer_unverified_reason(newer: Candidate, platform: Platform) -> str:
     torch, variant = newer.release.torch, newer.variant.name
     return (f"newer builds exist whose support for this GPU is unknown, e.g. torch {torch} "
             f"{variant} (arch list on {platform} not known; --torch =={torch} --variant "
@@ -114,8 +117,8 @@ def host_warnings(c: Candidate, host: HostProfile, request: Request) -> list[str
     return out
 
 
-def companions(release: Release,
-               request: Request) -> tuple[str | None, str | None, list[str]]:
+def companions(release: Release, request: Request
+               ) -> tuple[TorchVersion | None, TorchVersion | None, list[str]]:
     """(torchvision, torchaudio, warnings): the releases paired with ``release`` that the
     request wants, and why one is left out."""
     warnings = []

@@ -11,15 +11,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 from torchenv.detection.profile import HostProfile
-from torchenv.matrix.model import Matrix, parse_version_tuple
+from torchenv.matrix.model import Matrix, python_sort_key
 from torchenv.resolver.candidate import Candidate, evaluate, offered
 from torchenv.resolver.gpu_facts import gpu_kinds
 from torchenv.resolver.plan import Change, EvidenceAlternative, Fix, NoMatch, Rejection
 from torchenv.resolver.rank import rank_key, ranked
 from torchenv.resolver.request import Request
 from torchenv.resolver.rules import Evidence, check_driver, driver_floors
+from torchenv.values import DriverVersion, TorchVersion, VariantName
 
 __all__ = ["evidence_alternative", "gap_no_match", "gpu_facts_gap", "no_match"]
+
+_CPU = VariantName("cpu")
 
 
 _CPU_KNOWINGLY = Fix(("or choose the CPU build knowingly: ", {"variant": "cpu"}))
@@ -37,7 +40,7 @@ def gpu_facts_gap(host: HostProfile, matrix: Matrix) -> tuple[str, list[Fix]] | 
     if nv.source.startswith("override") and not nv.gpus:
         return None  # --driver alone: the GPUs were left out on purpose (evidence is unknown)
     if not nv.gpus and nv.visible is None:
-        return ("the NVIDIA driver " + (nv.driver_version or "") + " answered but the facts "
+        return (f"the NVIDIA driver {nv.driver_version or ''} answered but the facts "
                 "of its GPUs could not be read", [
                     Fix(("pass the GPUs' compute capabilities: ", _gpus(host, matrix),
                          " (repeat for each)")),
@@ -92,7 +95,7 @@ def _hardware_hint(host: HostProfile, matrix: Matrix) -> tuple[str, str | None] 
         entry = matrix.nvidia_gpu_by_pci(dev.device)
         if entry is None:
             return f"PCI {dev.vendor}:{dev.device} at {dev.address}", None
-        cc = entry.compute_capability.rstrip("af")
+        cc = str(entry.compute_capability.base)
         return (f"PCI {dev.vendor}:{dev.device}, {entry.name} per the GPU catalog, "
                 f"compute capability {cc}"), cc
     return None
@@ -101,7 +104,7 @@ def _hardware_hint(host: HostProfile, matrix: Matrix) -> tuple[str, str | None] 
 def gap_no_match(host: HostProfile, matrix: Matrix, reason: str, fixes: list[Fix]) -> NoMatch:
     """:class:`NoMatch` for a GPU whose facts could not be read (:func:`gpu_facts_gap`)."""
     return NoMatch(reason, (), tuple(fixes), matrix.matrix_version, host.python.version,
-                   host.platform, host.warnings)
+                   str(host.platform), host.warnings)
 
 
 def _unconstrained(request: Request) -> Request:
@@ -124,8 +127,8 @@ def evidence_alternative(request: Request, host: HostProfile,
         return None
     top = min(backed, key=lambda c: rank_key(c, True))
     assert top.arch_evidence is not None
-    return EvidenceAlternative(top.release.torch, top.variant.name, top.arch_evidence.value,
-                               top.arch_rule)
+    return EvidenceAlternative(str(top.release.torch), str(top.variant.name),
+                               top.arch_evidence.value, top.arch_rule)
 
 
 def no_match(request: Request, host: HostProfile, matrix: Matrix,
@@ -149,17 +152,17 @@ def no_match(request: Request, host: HostProfile, matrix: Matrix,
             else Fix(("a release outside ", {"torch": None}, " may support this GPU: drop the "
                       "constraint to see"))
         )
-    if request.variant != "cpu" and kinds:
+    if request.variant != _CPU and kinds:
         fixes.append(Fix(({"variant": "cpu"}, " installs the CPU build explicitly")))
     fixes += _python_fixes(host, matrix, rejected)
-    what = "GPU build" if kinds & {"cuda", "rocm"} and request.variant != "cpu" else "build"
-    constraint = f" matching {request.torch!r}" if request.torch else ""
+    what = "GPU build" if kinds & {"cuda", "rocm"} and request.variant != _CPU else "build"
+    constraint = f" matching {request.torch.text!r}" if request.torch else ""
     driver = (f", driver {host.nvidia.driver_version}"
               if host.nvidia and host.nvidia.driver_version else "")
     message = (f"no {what} of torch{constraint} fits this machine ({host.platform}, "
                f"Python {host.python.version}{driver})")
     return NoMatch(message, tuple(rejected), tuple(fixes), matrix.matrix_version,
-                   host.python.version, host.platform, host.warnings)
+                   host.python.version, str(host.platform), host.warnings)
 
 
 def _best_without_constraints(request: Request, host: HostProfile,
@@ -196,32 +199,30 @@ def _python_fixes(host: HostProfile, matrix: Matrix, rejected: list[Rejection]) 
     py_rej = [r for r in rejected if r.category in ("python", "platform")]
     if not py_rej or len(py_rej) != len(rejected):
         return []
-    have = sorted(
-        {t for r in matrix.releases for t in r.python.get(host.platform, ())},
-        key=lambda t: (parse_version_tuple(t.rstrip("t")), t.endswith("t")),
-    )
+    have = sorted({t for r in matrix.releases for t in r.python.get(host.platform, ())},
+                  key=python_sort_key)
     if not have:
         return [Fix((f"no release has wheels for {host.platform}",))]
     return [Fix((f"no release has a wheel for Python {host.python.version} on {host.platform}; "
                  f"Pythons with wheels there: {', '.join(have)}",))]
 
 
-def _driver_upgrades(
-    request: Request, host: HostProfile, matrix: Matrix
-) -> tuple[tuple[str, str, str] | None, tuple[str, str, str] | None]:
+_Upgrade = tuple[DriverVersion, TorchVersion, VariantName]
+
+
+def _driver_upgrades(request: Request, host: HostProfile,
+                     matrix: Matrix) -> tuple[_Upgrade | None, _Upgrade | None]:
     """(lowest, best): the smallest known driver floor that gives some CUDA build, and the
     smallest one that gives the newest torch reachable by any driver; each (driver, torch,
     variant), found by trying the CUDA builds at the floors above the current driver.
     """
     assert host.nvidia is not None
-    windows = host.platform == "win-amd64" or host.wsl
+    windows = host.platform.system == "win" or host.wsl
     cudas = {v.cuda_version for r in matrix.releases for v in r.variants
              if v.cuda_version and host.platform in v.platforms}
     floors = {f for cuda in cudas for f in driver_floors(matrix, cuda, windows=windows) if f}
     current = host.nvidia.driver_version
-    above = sorted((f for f in floors
-                    if not current or parse_version_tuple(f) > parse_version_tuple(current)),
-                   key=parse_version_tuple)
+    above = sorted(f for f in floors if not current or f > current)
     # a newer driver never loses a build: nothing at the highest floor, nothing at any
     ceiling = _best_cuda_build(request, host, matrix, above[-1]) if above else None
     if ceiling is None:
@@ -233,7 +234,7 @@ def _driver_upgrades(
     lowest = None
     for floor in above:
         if floor == above[-1]:
-            found: tuple[str, str, str] | None = ceiling
+            found: _Upgrade | None = ceiling
         elif lowest is not None and not any(
                 check_driver(_with_driver(host, floor), matrix, cuda).ok for cuda in needs):
             continue
@@ -247,7 +248,7 @@ def _driver_upgrades(
     return lowest, ceiling
 
 
-def _with_driver(host: HostProfile, driver: str) -> HostProfile:
+def _with_driver(host: HostProfile, driver: DriverVersion) -> HostProfile:
     """``host`` with ``driver`` in place of its NVIDIA driver."""
     assert host.nvidia is not None
     return host.with_changes(nvidia=replace(host.nvidia, driver_version=driver,
@@ -255,7 +256,7 @@ def _with_driver(host: HostProfile, driver: str) -> HostProfile:
 
 
 def _best_cuda_build(request: Request, host: HostProfile, matrix: Matrix,
-                     driver: str) -> tuple[str, str, str] | None:
+                     driver: DriverVersion) -> _Upgrade | None:
     """(driver, torch, variant) of the best CUDA build with ``driver`` in place of the host's."""
     fits, _ = evaluate(request, _with_driver(host, driver), matrix, only_kind="cuda")
     if not fits:

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from torchenv.detection.profile import HostProfile
 from torchenv.matrix.model import Matrix
+from torchenv.values import ComputeCapability
 
 __all__ = ["complete_gpu_facts", "gpu_kinds"]
 
@@ -43,7 +44,7 @@ def complete_gpu_facts(host: HostProfile, matrix: Matrix) -> HostProfile:
     for g in nv.gpus:
         entry = matrix.nvidia_gpu(g.name) if g.name and not g.compute_capability else None
         if entry is not None:
-            g = replace(g, compute_capability=entry.compute_capability.rstrip("af"))
+            g = replace(g, compute_capability=entry.compute_capability.base)
             sources[f"nvidia.gpus[{g.index}].compute_capability"] = (
                 f"GPU catalog ({entry.name}; sources: {', '.join(entry.sources)})")
         elif not g.compute_capability and by_pci is not None:
@@ -53,7 +54,8 @@ def complete_gpu_facts(host: HostProfile, matrix: Matrix) -> HostProfile:
     return host.with_changes(nvidia=replace(nv, gpus=tuple(gpus)), sources=sources)
 
 
-def _capability_by_pci(host: HostProfile, matrix: Matrix) -> tuple[str, str] | None:
+def _capability_by_pci(host: HostProfile,
+                       matrix: Matrix) -> tuple[ComputeCapability, str] | None:
     """(compute capability, where it came from) shared by every NVIDIA GPU on the PCI bus.
 
     A GPU's record does not say which PCI function it is, so the catalog's answer is used only
@@ -69,7 +71,7 @@ def _capability_by_pci(host: HostProfile, matrix: Matrix) -> tuple[str, str] | N
     found = {pci: e for pci, e in entries.items() if e is not None}
     if len(found) != len(entries):
         return None
-    capabilities = {e.compute_capability.rstrip("af") for e in found.values()}
+    capabilities = {e.compute_capability.base for e in found.values()}
     if len(capabilities) != 1:
         return None
     ids = ", ".join(f"{pci} = {found[pci].name}" for pci in sorted(found))

@@ -1,5 +1,8 @@
 """The two outcomes of a decision, as data: a :class:`Plan` (one chosen build, why, what was
-rejected and what to watch out for), or :class:`NoMatch` (nothing fits, and what would fix it)."""
+rejected and what to watch out for), or :class:`NoMatch` (nothing fits, and what would fix it).
+
+They are the answer as the JSON document and the console show it: their versions, variant and
+platform are text, written from the values the resolver decided with."""
 
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ from torchenv.errors import Unsatisfiable
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal
+
+    from torchenv.values import TorchVersion, VariantName
 
     PlanLevel = Literal["full", "compat"]
     CondaAnswer = bool | Literal["unknown"]
@@ -49,6 +54,12 @@ class Rejection:
     variant: str  # "*" when the release has no wheels for the platform at all
     reason: str
     category: str = "other"
+
+    @classmethod
+    def of(cls, torch: TorchVersion, variant: VariantName | None, reason: str,
+           category: str) -> Rejection:
+        """The rejection of torch ``torch`` ``variant`` (None: every variant of the release)."""
+        return cls(str(torch), str(variant) if variant is not None else "*", reason, category)
 
     def to_json(self) -> dict[str, str]:
         return {

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from torchenv.detection.profile import HostProfile
-from torchenv.matrix.model import Matrix, cuda_version_of, parse_version_tuple
+from torchenv.matrix.model import Matrix
 from torchenv.resolver.candidate import Candidate, evaluate
 from torchenv.resolver.gpu_facts import gpu_kinds
 from torchenv.resolver.plan import Rejection
@@ -47,7 +47,7 @@ class RankKey:
     # within a level, newest CUDA (ROCm) first; at minor-version compatibility the CUDA closest
     # to the driver first, which is the oldest
     variant_order: tuple[int, ...]
-    variant: str
+    variant: str  # the name, last: a stable order
 
 
 def level(c: Candidate) -> Level:
@@ -64,30 +64,17 @@ def level(c: Candidate) -> Level:
 def rank_key(c: Candidate, gpu_host: bool) -> RankKey:
     """``c``'s place in the ranking; ``gpu_host``: the host has a GPU that steers the choice."""
     where = level(c)
-    version = _variant_version(c.variant.name)
+    version = c.variant.name.version or (0,)  # cpu and xpu: (0,), as a CUDA 0
     return RankKey(
         cpu_build_on_gpu_host=gpu_host and not c.gpu_build,
         arch_support_unknown=c.arch_evidence is Evidence.UNKNOWN,
-        older_torch=tuple(-x for x in parse_version_tuple(c.release.torch)),
+        older_torch=tuple(-x for x in c.release.torch.release),
         level=where,
         index_unconfirmed=c.index is not Evidence.CONFIRMED,
         variant_order=(version if where is Level.MINOR_VERSION_COMPAT
                        else tuple(-x for x in version)),
-        variant=c.variant.name,
+        variant=str(c.variant.name),
     )
-
-
-def _variant_version(name: str) -> tuple[int, ...]:
-    """``cu128`` -> (12, 8), ``rocm6.2.4`` -> (6, 2, 4), anything else -> (0,)."""
-    cuda = cuda_version_of(name)
-    if cuda:
-        return parse_version_tuple(cuda)
-    if name.startswith("rocm"):
-        try:
-            return parse_version_tuple(name[4:])
-        except ValueError:
-            return (0,)
-    return (0,)
 
 
 def ranked(request: Request, host: HostProfile,
@@ -101,9 +88,9 @@ def ranked(request: Request, host: HostProfile,
     kinds = gpu_kinds(host)
     if (kinds & {"cuda", "rocm"} and not request.explicit_variant
             and not any(c.gpu_build for c in compatible)):
-        rejected += [Rejection(c.release.torch, c.variant.name,
-                               "CPU build: not chosen on a GPU host without --variant cpu",
-                               "cpu-on-gpu-host") for c in compatible]
+        rejected += [Rejection.of(c.release.torch, c.variant.name,
+                                  "CPU build: not chosen on a GPU host without --variant cpu",
+                                  "cpu-on-gpu-host") for c in compatible]
         compatible = []
     gpu_host = bool(kinds) or host.mps
     compatible.sort(key=lambda c: rank_key(c, gpu_host))

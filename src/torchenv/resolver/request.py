@@ -1,88 +1,82 @@
-"""The user's intent: which torch, which variant, which extras. Validated on construction."""
+"""The user's intent: which torch, which variant, which extras, as values."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from torchenv.errors import BadInput
-from torchenv.matrix.model import variant_kind
+from torchenv.values import CudaVersion, InvalidValue, TorchSpec, VariantName
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from packaging.specifiers import SpecifierSet
-
-__all__ = ["Request", "torch_specifier"]
-
-_CUDA_RE = r"^(\d{2})\.(\d)$"
-
-
-def _cuda_version_ok(text: str) -> bool:
-    import re  # only when a CUDA version is asked for
-
-    return re.match(_CUDA_RE, text) is not None
+__all__ = ["Request", "read_torch_spec"]
 
 
 @dataclass(frozen=True)
 class Request:
-    """What the user asked for. ``variant="auto"`` lets the resolver decide."""
+    """What the user asked for: a torch specifier, a variant (None: the resolver decides), a
+    CUDA version. :meth:`from_text` reads them as the user typed them."""
 
-    torch: str | None = None
-    variant: str = "auto"
-    cuda: str | None = None
+    torch: TorchSpec | None = None
+    variant: VariantName | None = None
+    cuda: CudaVersion | None = None
     with_torchvision: bool = True
     with_torchaudio: bool = True
     index_base: str | None = None
 
     def __post_init__(self) -> None:
-        if self.torch is not None:
-            _parse_specifier(self.torch)
-        if self.variant != "auto" and variant_kind(self.variant) is None:
-            raise BadInput(
-                f"--variant: {self.variant!r} is not a variant",
-                hint="use auto, cpu, cuXYZ (e.g. cu128), rocmX.Y (e.g. rocm6.3) or xpu",
-            )
         if self.index_base is not None:
             from torchenv.installers.commands import check_index_base
 
             check_index_base(self.index_base)
-        if self.cuda is not None and not _cuda_version_ok(self.cuda):
-            raise BadInput(
-                f"--cuda: {self.cuda!r} is not a CUDA version", hint="give major.minor, e.g. 12.8"
-            )
-        if (
-            self.cuda is not None
-            and self.variant not in ("auto",)
-            and variant_kind(self.variant) != "cuda"
-        ):
-            raise BadInput(f"--cuda {self.cuda} contradicts --variant {self.variant}")
+        if self.cuda is not None and self.variant is not None and self.variant.kind != "cuda":
+            raise BadInput(f"--cuda {self.cuda} contradicts --variant {self.variant}",
+                           field="cuda", value=str(self.cuda))
 
     @property
     def explicit_variant(self) -> bool:
-        return self.variant != "auto"
+        return self.variant is not None
+
+    @classmethod
+    def from_text(cls, *, torch: str | None = None, variant: str | None = None,
+                  cuda: str | None = None, with_torchvision: bool = True,
+                  with_torchaudio: bool = True, index_base: str | None = None) -> Request:
+        """The request for the text of ``--torch``, ``--variant`` (``auto`` or None: the
+        resolver decides) and ``--cuda``; raises :class:`BadInput` naming the field."""
+        return cls(
+            torch=read_torch_spec(torch) if torch else None,
+            variant=_variant(variant) if variant not in (None, "auto") else None,
+            cuda=_cuda(cuda) if cuda is not None else None,
+            with_torchvision=with_torchvision,
+            with_torchaudio=with_torchaudio,
+            index_base=index_base,
+        )
 
 
-def _parse_specifier(text: str) -> SpecifierSet:
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-    spec = text.strip()
-    if spec and spec[0].isdigit():
-        spec = f"=={spec}"  # a bare version means exactly that version (2.7.1) or series (2.7.*)
+def read_torch_spec(text: str) -> TorchSpec:
+    """The specifier ``--torch`` names (``2.7`` is the 2.7 series); raises :class:`BadInput`."""
     try:
-        return SpecifierSet(spec)
-    except InvalidSpecifier as exc:
-        raise BadInput(
-            f"--torch: {text!r} is not a version specifier",
-            hint="use PEP 440, e.g. '==2.7.*', '>=2.5,<2.9' or 2.7.1",
-        ) from exc
+        return TorchSpec(text)
+    except InvalidValue:
+        raise BadInput(f"--torch: {text!r} is not a version specifier",
+                       hint="use PEP 440, e.g. '==2.7.*', '>=2.5,<2.9' or 2.7.1",
+                       field="torch", value=text) from None
 
 
-def torch_specifier(text: str | None) -> SpecifierSet | None:
-    """The parsed SpecifierSet for ``--torch`` (a bare ``2.7`` means ``==2.7.*``)."""
-    if text is None:
-        return None
-    t = text.strip()
-    import re  # only with --torch, which needs packaging's parser anyway
+def _variant(text: str) -> VariantName:
+    try:
+        return VariantName(text)
+    except InvalidValue:
+        raise BadInput(f"--variant: {text!r} is not a variant",
+                       hint="use auto, cpu, cuXYZ (e.g. cu128), rocmX.Y (e.g. rocm6.3) or xpu",
+                       field="variant", value=text) from None
 
-    if re.match(r"^\d+\.\d+$", t):
-        t = f"=={t}.*"
-    return _parse_specifier(t)
+
+def _cuda(text: str) -> CudaVersion:
+    """A CUDA version a build can be made with: ``12.8`` (two-digit major, one-digit minor)."""
+    try:
+        cuda = CudaVersion(text)
+    except InvalidValue:
+        cuda = None
+    if cuda is None or cuda.major < 10 or cuda.minor > 9:
+        raise BadInput(f"--cuda: {text!r} is not a CUDA version",
+                       hint="give major.minor, e.g. 12.8", field="cuda", value=text)
+    return cuda

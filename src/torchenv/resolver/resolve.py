@@ -38,6 +38,7 @@ from torchenv.resolver.plan import (
 from torchenv.resolver.rank import ranked
 from torchenv.resolver.request import Request
 from torchenv.resolver.rules import Evidence
+from torchenv.values import Platform, optional_text
 
 __all__ = [
     "Candidate",
@@ -49,6 +50,7 @@ __all__ = [
 ]
 
 _ACCELERATOR = {"cuda": "cuda", "rocm": "rocm", "xpu": "xpu"}
+_MACOS_ARM64 = Platform("macos-arm64")
 
 
 def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
@@ -85,24 +87,24 @@ def _plan(request: Request, host: HostProfile, matrix: Matrix, compatible: list[
     # a choice that fits only with warnings names the best build that fits without any
     confirmed = None if best.fully_compatible else next(
         (c for c in compatible if c.fully_compatible and c.gpu_build == best.gpu_build), None)
+    variant = str(best.variant.name)
     return Plan(
-        torch=best.release.torch,
-        torchvision=torchvision,
-        torchaudio=torchaudio,
-        variant=best.variant.name,
-        index_url=None if best.from_pypi else index_url_for(best.variant.name,
-                                                            request.index_base),
+        torch=str(best.release.torch),
+        torchvision=optional_text(torchvision),
+        torchaudio=optional_text(torchaudio),
+        variant=variant,
+        index_url=None if best.from_pypi else index_url_for(variant, request.index_base),
         python=host.python.version,
-        platform=host.platform,
+        platform=str(host.platform),
         accelerator=_accelerator(best, host),
         level="full" if best.fully_compatible else "compat",
         matrix_version=matrix.matrix_version,
-        local_tag=None if best.from_pypi else best.variant.name,
+        local_tag=None if best.from_pypi else variant,
         reasons=tuple(reasons),
         warnings=tuple(dict.fromkeys(warnings)),
         rejected=tuple(rejected),
         alternatives=tuple(_alternative(c) for c in compatible[1:6]),
-        cuda=best.variant.cuda_version,
+        cuda=optional_text(best.variant.cuda_version),
         glibc_floor=best.release.manylinux.get(host.platform),
         conda_forge=best.release.conda.conda_forge,
         pytorch_channel=best.release.conda.pytorch_channel,
@@ -115,17 +117,17 @@ def _plan(request: Request, host: HostProfile, matrix: Matrix, compatible: list[
 
 
 def _accelerator(c: Candidate, host: HostProfile) -> str:
-    if c.variant.kind == "cpu" and host.platform == "macos-arm64":
+    if c.variant.kind == "cpu" and host.platform == _MACOS_ARM64:
         return "mps"
     return _ACCELERATOR.get(c.variant.kind, "cpu")
 
 
 def _build(c: Candidate) -> Build:
-    return Build(c.release.torch, c.variant.name)
+    return Build(str(c.release.torch), str(c.variant.name))
 
 
 def _alternative(c: Candidate) -> Alternative:
-    return Alternative(c.release.torch, c.variant.name,
+    return Alternative(str(c.release.torch), str(c.variant.name),
                        "full" if c.fully_compatible else "compat", c.warnings,
                        c.arch_evidence_name)
 

@@ -21,24 +21,16 @@ from enum import Enum
 
 from torchenv.detection.profile import Gpu, HostProfile
 from torchenv.matrix.inference import toolkit_excludes
-from torchenv.matrix.model import (
-    ArchFact,
-    Matrix,
-    Release,
-    Variant,
-    arch_parts,
-    parse_version_tuple,
-)
+from torchenv.matrix.model import ArchFact, Matrix, Release, Variant, glibc_sort_key
 from torchenv.resolver.plan import Rejection
+from torchenv.values import ArchEntry, ComputeCapability, CudaVersion, DriverVersion, Platform
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from packaging.specifiers import SpecifierSet
-
     from torchenv.resolver.request import Request
+    from torchenv.values import TorchSpec
 
 __all__ = [
-    "ArchEntry",
     "ArchVerdict",
     "DriverVerdict",
     "Evidence",
@@ -53,7 +45,6 @@ __all__ = [
     "check_rocm",
     "check_wheels",
     "driver_floors",
-    "parse_arch",
     "runs_on",
     "torch_wanted",
     "variant_wanted",
@@ -79,90 +70,56 @@ class Evidence(Enum):
 # --- compiled targets -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ArchEntry:
-    """One compiled target: ``8.6`` (SASS), ``12.0+PTX`` (SASS and PTX), ``9.0a`` (exact arch)."""
-
-    major: int
-    minor: int
-    suffix: str  # "", "a" (exactly this arch) or "f" (family: same major, minor >= this)
-    ptx: bool
-
-    @property
-    def sm(self) -> str:
-        return f"sm_{self.major}{self.minor}{self.suffix}"
-
-
-def parse_arch(text: str) -> ArchEntry:
-    parts = arch_parts(text)
-    if parts is None:
-        raise ValueError(f"{text!r} is not a compute capability")
-    return ArchEntry(*parts)
-
-
-def _cc(text: str) -> tuple[int, int]:
-    major, minor = text.rstrip("af").split(".")
-    return int(major), int(minor)
-
-
-def runs_on(entry: ArchEntry, cc: str, *, jit_ok: bool) -> bool:
+def runs_on(entry: ArchEntry, cc: ComputeCapability, *, jit_ok: bool) -> bool:
     """Can code compiled for ``entry`` run on a device of compute capability ``cc``?
 
     SASS runs on the same major with an equal or higher minor; ``a`` targets only on exactly that
-    arch; PTX on any device at or above it, but only through the driver's JIT (``jit_ok``).
+    arch; PTX on any device at or above it, but only through the driver's JIT (``jit_ok``). A
+    device is its capability's base: the suffix of ``cc`` does not matter.
     """
-    return _runs(entry, _cc(cc), jit_ok=jit_ok)
-
-
-def _runs(entry: ArchEntry, cc: tuple[int, int], *, jit_ok: bool) -> bool:
-    """:func:`runs_on` for a compute capability already split into (major, minor)."""
-    target = (entry.major, entry.minor)
+    major, minor = cc.major, cc.minor
     if entry.suffix == "a":
-        if cc == target:
+        if major == entry.major and minor == entry.minor:
             return True
-    elif cc[0] == entry.major and cc[1] >= entry.minor:
+    elif major == entry.major and minor >= entry.minor:
         return True
-    return entry.ptx and jit_ok and cc >= target
+    return entry.ptx and jit_ok and (major, minor) >= (entry.major, entry.minor)
 
 
-def arch_range(arch_list: Sequence[str]) -> str:
+def arch_range(arch_list: Sequence[ArchEntry]) -> str:
     """``7.5–12.0+PTX`` style summary for messages."""
     if not arch_list:
         return "(empty)"
-    return arch_list[0] if len(arch_list) == 1 else f"{arch_list[0]}–{arch_list[-1]}"
+    return str(arch_list[0]) if len(arch_list) == 1 else f"{arch_list[0]}–{arch_list[-1]}"
 
 
-def _sm(cc: str) -> str:
-    return "sm_" + cc.replace(".", "")
-
-
-def _not_in_list(gpu: Gpu, cc: str, arch_list: Sequence[str], entries: Sequence[ArchEntry],
-                 *, jit_ok: bool) -> str:
+def _not_in_list(gpu: Gpu, cc: ComputeCapability, arch_list: Sequence[ArchEntry], *,
+                 jit_ok: bool) -> str:
     """The reason a list cannot run ``gpu``, naming the PTX it could JIT with a newer driver."""
     name = f", {gpu.name}" if gpu.name else ""
     ptx_hint = ""
-    have = _cc(cc)
-    if not jit_ok and any(e.ptx and have >= (e.major, e.minor) for e in entries):
+    if not jit_ok and any(e.ptx and (cc.major, cc.minor) >= (e.major, e.minor)
+                          for e in arch_list):
         ptx_hint = " (its PTX needs a driver at the toolkit level to JIT)"
-    return f"GPU {gpu.index} ({_sm(cc)}{name}) not in arch list {arch_range(arch_list)}{ptx_hint}"
+    return f"GPU {gpu.index} ({cc.sm}{name}) not in arch list {arch_range(arch_list)}{ptx_hint}"
 
 
-def check_gpu_arch(host: HostProfile, arch_list: Sequence[str], *, jit_ok: bool) -> str | None:
+def check_gpu_arch(host: HostProfile, arch_list: Sequence[ArchEntry], *,
+                   jit_ok: bool) -> str | None:
     """The first visible GPU the arch list cannot run on, as a reason; None when all can."""
     if host.nvidia is None:
         return None
-    entries = [parse_arch(a) for a in arch_list]
     for gpu in host.nvidia.visible_gpus():
         cc = gpu.compute_capability
-        if cc is not None and not any(runs_on(e, cc, jit_ok=jit_ok) for e in entries):
-            return _not_in_list(gpu, cc, arch_list, entries, jit_ok=jit_ok)
+        if cc is not None and not any(runs_on(e, cc, jit_ok=jit_ok) for e in arch_list):
+            return _not_in_list(gpu, cc, arch_list, jit_ok=jit_ok)
     return None
 
 
 # --- rule 1: the wheels -----------------------------------------------------------------------
 
 
-def check_python(release: Release, variant: Variant, from_pypi: bool, platform: str,
+def check_python(release: Release, variant: Variant, from_pypi: bool, platform: Platform,
                  python: str) -> str | None:
     """Rule 1a: a wheel for the interpreter's tag on this platform (the index's own tags when
     the variant lists them)."""
@@ -176,11 +133,11 @@ def check_python(release: Release, variant: Variant, from_pypi: bool, platform: 
 def check_glibc(host: HostProfile, release: Release) -> str | None:
     """Rule 1b: on Linux the host's glibc meets the wheels' manylinux floor; musl never does."""
     floor = release.manylinux.get(host.platform)
-    if not host.platform.startswith("linux") or not floor:
+    if host.platform.system != "linux" or not floor:
         return None
     if host.musl and not host.glibc:
         return f"musl libc {host.musl}: the wheels need glibc ≥ {floor}"
-    if host.glibc and parse_version_tuple(host.glibc) < parse_version_tuple(floor):
+    if host.glibc and glibc_sort_key(host.glibc) < glibc_sort_key(floor):
         return f"glibc {host.glibc} is older than the wheels' manylinux floor {floor}"
     return None
 
@@ -190,9 +147,9 @@ def check_wheels(host: HostProfile, release: Release, variant: Variant,
     """Rule 1: a wheel for the platform and the interpreter (1a), a glibc that loads it (1b)."""
     why = check_python(release, variant, from_pypi, host.platform, host.python.version)
     if why is not None:
-        return Rejection(release.torch, variant.name, why, "python")
+        return Rejection.of(release.torch, variant.name, why, "python")
     why = check_glibc(host, release)
-    return Rejection(release.torch, variant.name, why, "glibc") if why is not None else None
+    return Rejection.of(release.torch, variant.name, why, "glibc") if why is not None else None
 
 
 # --- the GPU the variant is built for -----------------------------------------------------------
@@ -223,7 +180,7 @@ def check_gpu_present(release: Release, variant: Variant, kinds: set[str], *,
         return None
     if asked_for:
         return _ASKED_FOR[kind].format(name=variant.name)
-    return Rejection(release.torch, variant.name, _ABSENT[kind], "no-gpu")
+    return Rejection.of(release.torch, variant.name, _ABSENT[kind], "no-gpu")
 
 
 # --- rule 2: the driver -----------------------------------------------------------------------
@@ -238,24 +195,21 @@ class DriverVerdict:
     full: bool
     reason: str | None = None
     warnings: tuple[str, ...] = ()
-    needed: str | None = None  # the driver version that would make this variant fully work
+    # the driver version that would make this variant fully work
+    needed: DriverVersion | None = None
 
 
-def driver_floors(matrix: Matrix, cuda: str, *, windows: bool) -> tuple[str | None, str | None]:
+def driver_floors(matrix: Matrix, cuda: CudaVersion, *,
+                  windows: bool) -> tuple[DriverVersion | None, DriverVersion | None]:
     """(toolkit floor, minor-version-compatibility floor) for CUDA ``cuda`` on Linux or Windows."""
     tk = matrix.toolkit_floor(cuda)
-    major = int(cuda.split(".")[0])
-    cf = matrix.compat_floor(major)
+    cf = matrix.compat_floor(cuda.major)
     toolkit = (tk.windows if windows else tk.linux) if tk else None
     compat = (cf.windows if windows else cf.linux) if cf else None
     return toolkit, compat
 
 
-def _ge(a: str, b: str) -> bool:
-    return parse_version_tuple(a) >= parse_version_tuple(b)
-
-
-def check_driver(host: HostProfile, matrix: Matrix, cuda: str) -> DriverVerdict:
+def check_driver(host: HostProfile, matrix: Matrix, cuda: CudaVersion) -> DriverVerdict:
     """Rule 2: the driver against the toolkit and minor-version-compatibility floors of ``cuda``.
 
     The CUDA version the driver reports (NVML, nvidia-smi) is the authority when present.
@@ -263,7 +217,7 @@ def check_driver(host: HostProfile, matrix: Matrix, cuda: str) -> DriverVerdict:
     nv = host.nvidia
     if nv is None or (nv.driver_version is None and nv.cuda_driver_version is None):
         return DriverVerdict(False, False, "no NVIDIA driver found")
-    windows = host.platform == "win-amd64" or host.wsl
+    windows = host.platform.system == "win" or host.wsl
     toolkit, compat = driver_floors(matrix, cuda, windows=windows)
     if nv.cuda_driver_version:
         return _by_reported_cuda(nv.driver_version, nv.cuda_driver_version, cuda, toolkit,
@@ -272,37 +226,36 @@ def check_driver(host: HostProfile, matrix: Matrix, cuda: str) -> DriverVerdict:
     return _by_driver_version(nv.driver_version, cuda, toolkit, compat)
 
 
-def _by_reported_cuda(driver: str | None, reported: str, cuda: str, toolkit: str | None,
-                      compat: str | None) -> DriverVerdict:
+def _by_reported_cuda(driver: DriverVersion | None, reported: CudaVersion, cuda: CudaVersion,
+                      toolkit: DriverVersion | None,
+                      compat: DriverVersion | None) -> DriverVerdict:
     """Rule 2 when the driver says which CUDA it supports."""
-    want_major, want_minor = (int(x) for x in cuda.split("."))
-    have_major, have_minor = (int(x) for x in reported.split(".")[:2])
-    if (have_major, have_minor) >= (want_major, want_minor):
+    if reported >= cuda:
         return DriverVerdict(True, True)
-    if have_major != want_major:
+    if reported.major != cuda.major:
         return DriverVerdict(
             False, False,
             f"driver supports CUDA {reported}, CUDA {cuda} needs "
-            + (f"driver ≥ {compat}" if compat else f"a CUDA {want_major}.x driver"),
+            + (f"driver ≥ {compat}" if compat else f"a CUDA {cuda.major}.x driver"),
             needed=compat or toolkit)
-    if compat and driver and not _ge(driver, compat):
+    if compat and driver and driver < compat:
         return DriverVerdict(
             False, False,
-            f"driver {driver} is below the CUDA {want_major}.x compatibility floor {compat}",
+            f"driver {driver} is below the CUDA {cuda.major}.x compatibility floor {compat}",
             needed=toolkit or compat)
     warning = _compat_warning(driver or f"for CUDA {reported}", cuda, toolkit)
     return DriverVerdict(True, False, warnings=(warning,), needed=toolkit)
 
 
-def _by_driver_version(driver: str, cuda: str, toolkit: str | None,
-                       compat: str | None) -> DriverVerdict:
+def _by_driver_version(driver: DriverVersion, cuda: CudaVersion, toolkit: DriverVersion | None,
+                       compat: DriverVersion | None) -> DriverVerdict:
     """Rule 2 from the driver's version alone."""
-    if toolkit and _ge(driver, toolkit):
+    if toolkit and driver >= toolkit:
         return DriverVerdict(True, True)
     if compat is None:
         return DriverVerdict(False, False, f"no known driver floor for CUDA {cuda}")
-    want_major = cuda.split(".")[0]
-    if not _ge(driver, compat):
+    want_major = cuda.major
+    if driver < compat:
         return DriverVerdict(
             False, False,
             f"driver {driver} is below the CUDA {want_major}.x compatibility floor {compat}",
@@ -315,7 +268,8 @@ def _by_driver_version(driver: str, cuda: str, toolkit: str | None,
                          needed=toolkit)
 
 
-def _compat_warning(driver: str, cuda: str, toolkit: str | None) -> str:
+def _compat_warning(driver: DriverVersion | str, cuda: CudaVersion,
+                    toolkit: DriverVersion | None) -> str:
     floor = f" (≥ {toolkit})" if toolkit else ""
     return (
         f"driver {driver} runs CUDA {cuda} only through minor-version compatibility: no PTX "
@@ -357,7 +311,7 @@ def check_cuda_arch(host: HostProfile, matrix: Matrix, release: Release, variant
     if host.nvidia is None:
         return ArchVerdict(None)
     gpus = host.nvidia.visible_gpus()
-    known = [g for g in gpus if g.compute_capability]
+    known = [(g, g.compute_capability) for g in gpus if g.compute_capability is not None]
     if not known:
         if not gpus:
             return ArchVerdict(None)  # nothing torch would use; nothing to check
@@ -372,46 +326,40 @@ def check_cuda_arch(host: HostProfile, matrix: Matrix, release: Release, variant
     return verdict
 
 
-def _unknown_list(matrix: Matrix, release: Release, variant: Variant, platform: str,
-                  known: Sequence[Gpu]) -> ArchVerdict:
+def _unknown_list(matrix: Matrix, release: Release, variant: Variant, platform: Platform,
+                  known: Sequence[tuple[Gpu, ComputeCapability]]) -> ArchVerdict:
     """Rule 3 for a list nobody knows: only the toolkit's compile bounds can reject."""
     cuda = variant.cuda_version
     assert cuda is not None
     floor = matrix.toolkit_floor(cuda)
-    for g in known:  # the first GPU of each capability names the reason
-        cc = g.compute_capability
-        assert cc is not None
+    for g, cc in known:  # the first GPU of each capability names the reason
         why = toolkit_excludes(cc, cuda, floor)
         if why:
-            return ArchVerdict(f"GPU {g.index} ({_sm(cc.rstrip('af'))}) {why}",
+            return ArchVerdict(f"GPU {g.index} ({cc.base.sm}) {why}",
                                Evidence.INFERRED, rule="toolkit-bounds",
                                sources=floor.sources if floor else ())
-    labels = ", ".join(f"GPU {g.index} ({_sm(g.compute_capability or '?')}"
-                       f"{', ' + g.name if g.name else ''})" for g in known)
+    labels = ", ".join(f"GPU {g.index} ({cc.sm}{', ' + g.name if g.name else ''})"
+                       for g, cc in known)
     return ArchVerdict(None, Evidence.UNKNOWN, warnings=(
         f"the arch list of torch {release.torch} {variant.name} on {platform} is not "
         f"known: it may not run on {labels}",))
 
 
-def _known_list(fact: ArchFact, arch: Sequence[str], variant: Variant, known: Sequence[Gpu],
-                *, jit_ok: bool) -> ArchVerdict:
+def _known_list(fact: ArchFact, arch: Sequence[ArchEntry], variant: Variant,
+                known: Sequence[tuple[Gpu, ComputeCapability]], *, jit_ok: bool) -> ArchVerdict:
     """Rule 3 for a known list: each GPU by SASS, else by PTX JIT (its evidence is the weaker
     of SASS and PTX), else the candidate is rejected."""
     sass, ptx = Evidence(fact.sass), Evidence(fact.ptx)
-    entries = [parse_arch(a) for a in arch]
     classes: list[Evidence] = []
     jit: list[str] = []
-    for g in known:
-        cc = g.compute_capability
-        assert cc is not None
-        have = _cc(cc)
-        if any(_runs(e, have, jit_ok=False) for e in entries):
+    for g, cc in known:
+        if any(runs_on(e, cc, jit_ok=False) for e in arch):
             classes.append(sass)
-        elif any(_runs(e, have, jit_ok=jit_ok) for e in entries):
+        elif any(runs_on(e, cc, jit_ok=jit_ok) for e in arch):
             classes.append(max(sass, ptx))
-            jit.append(f"GPU {g.index} ({_sm(cc)})")
+            jit.append(f"GPU {g.index} ({cc.sm})")
         else:
-            why = _not_in_list(g, cc, arch, entries, jit_ok=jit_ok)
+            why = _not_in_list(g, cc, arch, jit_ok=jit_ok)
             if ptx is Evidence.UNKNOWN:
                 why = f"{why} (whether it carries PTX is not known)"
             return ArchVerdict(why, sass, rule=fact.rule, sources=fact.sources)
@@ -442,9 +390,9 @@ def check_rocm(host: HostProfile, matrix: Matrix, release: Release,
 # --- rule 4: the user's constraints -----------------------------------------------------------
 
 
-def torch_wanted(spec: SpecifierSet | None, release: Release) -> bool:
-    """Rule 4, ``--torch``: the release matches the specifier (``torch_specifier``)."""
-    return spec is None or spec.contains(release.torch, prereleases=True)
+def torch_wanted(spec: TorchSpec | None, release: Release) -> bool:
+    """Rule 4, ``--torch``: the release matches the specifier."""
+    return spec is None or spec.contains(release.torch)
 
 
 def variant_wanted(request: Request, variant: Variant) -> bool:

@@ -12,11 +12,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from packaging.version import Version
-
 from torchenv.matrix.live.pypi import ReleaseFacts, release_entry
-from torchenv.matrix.live.wheels import WheelFile, python_sort_key, safe_parse_wheel
-from torchenv.matrix.model import PLATFORMS, Matrix, Release, parse_version_tuple, variant_kind
+from torchenv.matrix.live.wheels import WheelFile, safe_parse_wheel
+from torchenv.matrix.model import PLATFORMS, Matrix, Release, python_sort_key
+from torchenv.values import InvalidValue, Platform, TorchVersion, VariantName
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchenv.values import VariantKind
 
 __all__ = [
     "INDEX_SOURCE_ID",
@@ -34,11 +37,22 @@ INDEX_SOURCE_ID = "torchenv-live-index"
 PYPI_SOURCE_ID = "torchenv-live-pypi"
 
 
+# The index's file names and the overlay document are text; these read a version or a variant
+# name of theirs, and order what does not read last.
+
+
 def _vkey(text: str) -> tuple[int, ...]:
     try:
-        return parse_version_tuple(text)
-    except ValueError:
+        return TorchVersion(text).release
+    except InvalidValue:
         return (0,)
+
+
+def _kind(name: str) -> VariantKind | None:
+    try:
+        return VariantName(name).kind
+    except InvalidValue:
+        return None
 
 
 def _tags(values: Iterable[str]) -> list[str]:
@@ -88,7 +102,7 @@ def _add(snap: IndexSnapshot, wheel: WheelFile) -> None:
         snap.unlabelled.setdefault(wheel.version, {}).setdefault(wheel.platform, set()).add(
             wheel.python)
         return
-    if variant_kind(wheel.variant) is None:  # e.g. cpu.cxx11.abi
+    if _kind(wheel.variant) is None:  # e.g. cpu.cxx11.abi
         snap.unknown_variants.setdefault(wheel.variant, set()).add(wheel.version)
         return
     (snap.builds.setdefault(wheel.version, {}).setdefault(wheel.variant, {})
@@ -173,7 +187,7 @@ def _platform_order(platforms: Iterable[str]) -> list[str]:
 
 def diff_matrix(matrix: Matrix, torch: IndexSnapshot, *,
                 pypi_python: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
-                since: Version | None = None) -> Diff:
+                since: TorchVersion | None = None) -> Diff:
     """What the live sources have that the matrix lacks, for torch >= ``since`` (default: the
     oldest release in the matrix; older history is out of scope).
 
@@ -182,33 +196,38 @@ def diff_matrix(matrix: Matrix, torch: IndexSnapshot, *,
     compared with PyPI.
     """
     diff = Diff()
-    floor = since or min((Version(r.torch) for r in matrix.releases), default=Version("0"))
-    known = {r.torch: r for r in matrix.releases}
-    for version in sorted(torch.versions, key=Version, reverse=True):
-        if Version(version) < floor:
+    floor = since or min((r.torch for r in matrix.releases), default=TorchVersion("0"))
+    known = {str(r.torch): r for r in matrix.releases}
+    # the index's versions, read from wheel names (so PEP 440 all), newest first
+    versions = sorted(((TorchVersion(v), v) for v in torch.versions), key=lambda p: p[0],
+                      reverse=True)
+    for value, version in versions:
+        if value < floor:
             continue
         release = known.get(version)
         if release is None:
             diff.new_releases.append(version)
             continue
         for name, platforms in sorted(torch.builds.get(version, {}).items()):
-            variant = release.variant(name)
+            variant = release.variant(VariantName(name))  # the snapshot keeps known names only
             if variant is None:
                 diff.new_variants[(version, name)] = _platform_order(platforms)
                 continue
-            extra = set(platforms) - set(variant.platforms)
+            on = {str(p) for p in variant.platforms}
+            extra = set(platforms) - on
             if extra:
                 diff.new_platforms[(version, name)] = _platform_order(extra)
-            for plat in _platform_order(set(platforms) & set(variant.platforms)):
-                _compare(diff, release, plat, "index", release.python_tags(plat, variant),
-                         platforms[plat], variant=name)
+            for plat in _platform_order(set(platforms) & on):
+                _compare(diff, release, plat, "index",
+                         release.python_tags(Platform(plat), variant), platforms[plat],
+                         variant=name)
     for release in matrix.releases:
-        live = (pypi_python or {}).get(release.torch)
-        if live is None or Version(release.torch) < floor:
+        live = (pypi_python or {}).get(str(release.torch))
+        if live is None or release.torch < floor:
             continue
-        for plat in _platform_order([*release.python, *live]):
-            _compare(diff, release, plat, "pypi", release.python.get(plat, ()),
-                     live.get(plat, ()))
+        python = {str(p): tags for p, tags in release.python.items()}
+        for plat in _platform_order([*python, *live]):
+            _compare(diff, release, plat, "pypi", python.get(plat, ()), live.get(plat, ()))
     diff.python_changes.sort(key=lambda c: (
         [-n for n in _vkey(c.torch)], c.source != "pypi", c.variant or "",
         PLATFORMS.index(c.platform) if c.platform in PLATFORMS else 99))
@@ -220,7 +239,7 @@ def _compare(diff: Diff, release: Release, platform: str, source: str, matrix: S
     now = tuple(_tags(live))
     if tuple(_tags(matrix)) != now:
         diff.python_changes.append(PythonChange(
-            torch=release.torch, platform=platform, source=source, matrix=tuple(matrix),
+            torch=str(release.torch), platform=platform, source=source, matrix=tuple(matrix),
             live=now, variant=variant))
 
 
@@ -262,10 +281,10 @@ def _new_variant(name: str, platforms: Mapping[str, set[str]], release_python: M
     note = [f"Found on the wheel index {live.index_base} by {live.generated_by} on {live.date}."]
     if not live.index_primary:
         note.append(_MIRROR_NOTE.format(base=live.index_base))
-    if variant_kind(name) == "cuda":
+    if _kind(name) == "cuda":
         entry.update(arch_list="unknown", cudnn=None, nccl=None)
         note.append(_ARCH_NOTE)
-    elif variant_kind(name) == "rocm":
+    elif _kind(name) == "rocm":
         note.append("Its gfx targets are not in rocm.yaml; until they are, no AMD GPU is "
                     "matched to it.")
     entry["index"] = "confirmed" if live.index_primary else "unknown"
@@ -425,7 +444,7 @@ class _OverlayDraft:
             for plat in plats:
                 self.set_python(entry, version, plat, self.torch.builds[version][name][plat])
             sentence = f"Platforms {', '.join(plats)} found on the wheel index on {self.live.date}."
-            if variant_kind(name) == "cuda":
+            if _kind(name) == "cuda":
                 by_plat = dict(entry.get("arch_list_by_platform") or {})
                 by_plat.update({p: "unknown" for p in plats if p not in by_plat})
                 entry["arch_list_by_platform"] = {p: by_plat[p] for p in _platform_order(by_plat)}

@@ -40,8 +40,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from torchenv.matrix.live.wheels import python_sort_key, safe_parse_wheel
-from torchenv.matrix.model import PLATFORMS, parse_version_tuple
+from torchenv.matrix.live.wheels import safe_parse_wheel
+from torchenv.matrix.model import PLATFORMS, glibc_sort_key, python_sort_key
 
 __all__ = [
     "COMPANIONS",
@@ -314,10 +314,6 @@ def python_by_platform(files: Iterable[PypiFile]) -> dict[str, tuple[str, ...]]:
     return _ordered(found)
 
 
-def _glibc_key(text: str) -> tuple[int, ...]:
-    return parse_version_tuple(text)
-
-
 @dataclass(frozen=True)
 class ReleaseFacts:
     """What PyPI shows of one torch release (see the module docstring for each field)."""
@@ -368,7 +364,7 @@ def derive_release(version: str, files: Sequence[PypiFile], read: Reader,
                   if w.platform == platform and w.glibc is not None}
         if not floors:
             continue
-        manylinux[platform] = min(floors.values(), key=_glibc_key)
+        manylinux[platform] = min(floors.values(), key=glibc_sort_key)
         if len(set(floors.values())) > 1:
             detail = ", ".join(f"{py}: {floors[py]}" for py in sorted(floors, key=python_sort_key))
             notes.append(f"{platform} wheels differ in glibc floor by Python tag ({detail}).")

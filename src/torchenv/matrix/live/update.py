@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from packaging.version import Version
-
 from torchenv import __version__
 from torchenv.errors import BadInput, MatrixError
 from torchenv.matrix.index import DEFAULT_INDEX_BASE
@@ -54,6 +52,7 @@ from torchenv.matrix.live.pypi import (
 )
 from torchenv.matrix.live.wheels import PEP691_ACCEPT, MalformedPage, page_filenames
 from torchenv.matrix.model import Matrix
+from torchenv.values import TorchVersion
 
 __all__ = [
     "DEFAULT_PYPI_BASE",
@@ -77,7 +76,7 @@ class UpdateOptions:
     pypi_base: str = DEFAULT_PYPI_BASE
     output: Optional[Path] = None       # None: loader.default_overlay_path()
     check: bool = False
-    since: Optional[Version] = None     # None: the oldest release in the matrix
+    since: Optional[TorchVersion] = None  # None: the oldest release in the matrix
     force: bool = False                 # replace an output that is not a matrix overlay
     policy: FetchPolicy = field(default_factory=FetchPolicy)
 
@@ -211,17 +210,17 @@ def _index_snapshots(fetcher: Fetcher, index_base: str, result: UpdateResult,
 
 
 def _pypi_python(matrix: Matrix, torch_files: Mapping[str, Sequence[PypiFile]],
-                 since: Version | None,
+                 since: TorchVersion | None,
                  result: UpdateResult) -> dict[str, dict[str, tuple[str, ...]]]:
     """The Python tags per platform of each release of ``matrix`` with wheels on PyPI."""
-    pypi_python = {r.torch: python_by_platform(torch_files.get(r.torch, ()))
+    pypi_python = {r.torch: python_by_platform(torch_files.get(str(r.torch), ()))
                    for r in matrix.releases}
-    missing = [t for t, tags in pypi_python.items()
-               if not tags and (since is None or Version(t) >= since)]
+    missing = [str(t) for t, tags in pypi_python.items()
+               if not tags and (since is None or t >= since)]
     if missing:
         result.warnings.append("in the matrix but with no wheel on PyPI (their Python tags "
                                "were not compared): " + ", ".join(missing))
-    return {t: tags for t, tags in pypi_python.items() if tags}
+    return {str(t): tags for t, tags in pypi_python.items() if tags}
 
 
 def _new_release_facts(fetcher: Fetcher, pypi_base: str,

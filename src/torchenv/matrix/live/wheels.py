@@ -22,6 +22,7 @@ from urllib.parse import unquote, urlsplit
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from torchenv.errors import NetworkError
+from torchenv.matrix.model import glibc_sort_key, python_sort_key
 
 __all__ = [
     "PEP691_ACCEPT",
@@ -160,19 +161,12 @@ def parse_wheel(filename: str) -> list[WheelFile]:
         floor = manylinux_floor(tag.platform) if plat.startswith("linux") else None
         prev = out.get((py, plat))
         if prev is not None and prev.manylinux is not None and floor is not None:
-            floor = min(prev.manylinux, floor, key=lambda f: tuple(int(p) for p in f.split(".")))
+            floor = min(prev.manylinux, floor, key=glibc_sort_key)
         out[(py, plat)] = WheelFile(project=str(name), version=version.public,
                                     variant=version.local, final=final, python=py,
                                     platform=plat, manylinux=floor,
                                     build=build[0] if build else 0)
     return list(out.values())
-
-
-def python_sort_key(tag: str) -> tuple[int, int, int]:
-    """Order Python tags as versions, each free-threaded tag after its plain one:
-    ``3.9 < 3.10 < 3.13 < 3.13t < 3.14``."""
-    major, minor = tag.rstrip("t").split(".")
-    return int(major), int(minor), int(tag.endswith("t"))
 
 
 def safe_parse_wheel(filename: str) -> list[WheelFile] | None:
