@@ -65,13 +65,7 @@ def _imported(path: Path, module: str) -> list[tuple[int, str]]:
     return found
 
 
-# resolver/request.py imports check_index_base from installers.commands (a re-export kept for
-# it); the import moves to matrix.index, its home, with the request's value types
-PENDING = {"resolver/request.py"}
-SOURCES = [pytest.param(p, id=str(p.relative_to(PACKAGE)),
-                        marks=[pytest.mark.xfail(strict=True, reason="still imports upward")]
-                        if str(p.relative_to(PACKAGE)) in PENDING else [])
-           for p in sorted(PACKAGE.rglob("*.py"))]
+SOURCES = sorted(PACKAGE.rglob("*.py"))
 
 
 def test_every_top_level_name_has_a_floor() -> None:
@@ -96,7 +90,7 @@ def upward_imports(path: Path, module: str) -> list[str]:
     return wrong
 
 
-@pytest.mark.parametrize("path", SOURCES)
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_imports_run_only_downward(path: Path) -> None:
     wrong = upward_imports(path, _module_name(path))
     assert not wrong, "\n".join(wrong)

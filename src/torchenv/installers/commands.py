@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Literal
 
 # resolver.request still imports it from here; its home is matrix.index
-from torchenv.matrix.index import check_index_base as check_index_base
 
 Shell = Literal["posix", "powershell"]
 

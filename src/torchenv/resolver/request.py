@@ -24,7 +24,7 @@ class Request:
 
     def __post_init__(self) -> None:
         if self.index_base is not None:
-            from torchenv.installers.commands import check_index_base
+            from torchenv.matrix.index import check_index_base
 
             check_index_base(self.index_base)
         if self.cuda is not None and self.variant is not None and self.variant.kind != "cuda":
