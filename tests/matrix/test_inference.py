@@ -128,7 +128,7 @@ def test_what_the_rules_derive_from_the_embedded_data(
     fact = _fact(matrix, torch, variant, platform)
     assert fact.arch_list is not None
     assert (fact.sass, fact.ptx, fact.rule, tuple(map(str, fact.arch_list))) == (
-        *classes, rule, arch)
+        *classes, rule, tuple(map(str, arch)))
 
 
 def test_the_runtime_table_agrees_with_every_confirmed_list_it_covers(matrix: Matrix) -> None:
