@@ -15,10 +15,10 @@ import contextlib
 import os
 import stat
 import sys
+from typing import TYPE_CHECKING
 
 from torchenv.errors import BadInput
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path

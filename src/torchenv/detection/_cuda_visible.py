@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from torchenv.detection.profile import Gpu
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Optional
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from torchenv.detection.profile import Gpu
 from torchenv.values import DriverVersion, InvalidValue
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Optional
 

@@ -11,12 +11,12 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from torchenv.detection._nvidia_proc import driver_version_in
 from torchenv.detection.profile import Gpu
 from torchenv.values import ComputeCapability, CudaVersion, DriverVersion, InvalidValue
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Optional
 

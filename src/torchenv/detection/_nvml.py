@@ -14,11 +14,11 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from torchenv.detection.profile import Gpu
 from torchenv.values import ComputeCapability, CudaVersion, DriverVersion, InvalidValue
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Optional, TypeVar
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
 from torchenv.detection.profile import PciDevice
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchenv._files import StrPath
 

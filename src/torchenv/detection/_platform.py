@@ -9,10 +9,10 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from torchenv.values import Platform
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable, Optional
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from torchenv.detection._torch_install import parse_torch_version_py, variant_from
 from torchenv.detection.profile import PythonInfo, TorchInfo
 from torchenv.errors import BadInput
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Optional
 

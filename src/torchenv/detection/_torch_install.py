@@ -7,8 +7,8 @@ for builds without one (the PyPI wheel, conda packages), from ``torch/version.py
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Optional
 

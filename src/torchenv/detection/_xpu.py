@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from torchenv.detection.profile import PciDevice
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Optional
 

@@ -34,6 +34,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from torchenv.detection._platform import current_platform, probe_platform
 from torchenv.detection.overrides import Overrides
@@ -50,7 +51,6 @@ from torchenv.detection.profile import (
 from torchenv.errors import BadInput
 from torchenv.values import CudaVersion, DriverVersion, Platform
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from threading import Thread
     from typing import Any, Optional, TypeVar, Union

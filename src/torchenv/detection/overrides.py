@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from torchenv.errors import BadInput
 from torchenv.values import (
@@ -20,7 +21,6 @@ from torchenv.values import (
     Platform,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Optional
 

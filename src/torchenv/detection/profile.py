@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from torchenv.errors import BadInput
 from torchenv.values import ComputeCapability, CudaVersion, DriverVersion, Platform, optional_text
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Optional
 

@@ -7,7 +7,7 @@ comment naming torchenv's version, the matrix version and the target it was reso
 from __future__ import annotations
 
 import shlex
-from typing import Literal, Optional
+from typing import TYPE_CHECKING, Literal, Optional
 
 from torchenv import __version__
 from torchenv.installers.commands import (
@@ -21,7 +21,6 @@ from torchenv.installers.commands import (
 from torchenv.matrix.index import index_base_of, pins
 from torchenv.resolver.plan import Change, Plan, Speller
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchenv.detection.profile import HostProfile
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from torchenv.matrix.model import ArchFact, Release, ToolkitFloor, Variant
 from torchenv.values import (
@@ -47,7 +48,6 @@ from torchenv.values import (
     VariantName,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -20,12 +20,11 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchenv.errors import BadInput, MatrixError
 from torchenv.matrix.model import Matrix
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchenv._files import StrPath
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from torchenv.values import (
     PLATFORMS,
@@ -22,7 +23,6 @@ from torchenv.values import (
     VariantName,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal, Optional
 

@@ -18,6 +18,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from torchenv.detection.profile import Gpu, HostProfile
 from torchenv.matrix.inference import toolkit_excludes
@@ -25,7 +26,6 @@ from torchenv.matrix.model import ArchFact, Matrix, Release, Variant, glibc_sort
 from torchenv.resolver.plan import Rejection
 from torchenv.values import ArchEntry, ComputeCapability, CudaVersion, DriverVersion, Platform
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchenv.resolver.request import Request
     from torchenv.values import TorchSpec

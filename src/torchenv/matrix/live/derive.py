@@ -10,14 +10,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from torchenv.matrix.live.pypi import ReleaseFacts, release_entry
 from torchenv.matrix.live.wheels import WheelFile, safe_parse_wheel
 from torchenv.matrix.model import PLATFORMS, Matrix, Release, python_sort_key
 from torchenv.values import InvalidValue, Platform, TorchVersion, VariantName
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from torchenv.values import VariantKind
 
