@@ -123,6 +123,7 @@ NODE
 # in the background because bash runs a trap only between commands, and `wait` is one.
 job_end=""
 srun_pid=""
+# shellcheck disable=SC2317  # run by the traps below, which shellcheck does not follow
 stop_nodes() {{
   job_end="$1"
   echo "$job_end" > "$FLEET_REPORT_DIR/{JOB_END_FILE}"
