@@ -73,7 +73,7 @@ def test_full_validation_of_every_node_through_sbatch(slurm_cluster: Cluster,
     node = slurm_cluster.node
     assert sorted(p.name for p in folder.iterdir()) == sorted([
         "expected-nodes.txt", "fleet-junit.xml", f"{node}.detect.json", f"{node}.exit",
-        f"{node}.junit.xml", f"{node}.validate.json"])
+        f"{node}.junit.xml", f"{node}.stderr", f"{node}.validate.json"])
     assert (folder / "expected-nodes.txt").read_text().split() == [node]
     assert "OK: 1 of 1 nodes passed" in log
     status, verdict = report(folder)
