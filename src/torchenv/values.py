@@ -368,7 +368,38 @@ _CAPABILITY = re.compile(r"(?:sm_?|compute_)?([0-9]{1,2})\.?([0-9])([af]?)", re.
 _MAX_MAJOR = 19
 
 
-class ComputeCapability(_Value):
+class _Capability(_Value):
+    """What a compute capability and an arch-list entry share: a key that starts with
+    ``(major, minor, suffix)``."""
+
+    __slots__ = ()
+
+    _key: tuple[Any, ...]
+
+    @property
+    def major(self) -> int:
+        major: int = self._key[0]
+        return major
+
+    @property
+    def minor(self) -> int:
+        minor: int = self._key[1]
+        return minor
+
+    @property
+    def suffix(self) -> str:
+        """``""``; ``"a"``: exactly this architecture; ``"f"``: this family (same major)."""
+        suffix: str = self._key[2]
+        return suffix
+
+    @property
+    def sm(self) -> str:
+        """The compiler's spelling of the SASS target: ``sm_86``, ``sm_90a``, ``sm_120`` of
+        ``12.0+PTX``."""
+        return f"sm_{self.major}{self.minor}{self.suffix}"
+
+
+class ComputeCapability(_Capability):
     """An NVIDIA compute capability: ``8.6``, ``9.0``, ``12.0``; with a suffix, a target of
     one architecture (``9.0a``, ``12.0a``) or of a family (``10.0f``).
 
@@ -404,24 +435,6 @@ class ComputeCapability(_Value):
         value._key = _capability_key(major, minor, suffix, f"{major}.{minor}{suffix}")
         return value
 
-    @property
-    def major(self) -> int:
-        return self._key[0]
-
-    @property
-    def minor(self) -> int:
-        return self._key[1]
-
-    @property
-    def suffix(self) -> str:
-        """``""``; ``"a"``: exactly this architecture; ``"f"``: this family (same major)."""
-        return self._key[2]
-
-    @property
-    def sm(self) -> str:
-        """The compiler's spelling: ``sm_86``, ``sm_90a``."""
-        major, minor, suffix = self._key
-        return f"sm_{major}{minor}{suffix}"
 
     @property
     def base(self) -> ComputeCapability:
@@ -456,7 +469,7 @@ _ARCH = re.compile(r"([0-9]{1,2})\.([0-9])([af]?)(\+PTX)?", re.ASCII)
 _TORCH_ARCH = re.compile(r"(sm_|compute_)?([0-9]{1,2})\.?([0-9])([af]?)(\+ptx)?", re.ASCII)
 
 
-class ArchEntry(_Value):
+class ArchEntry(_Capability):
     """One compiled target of a build's arch list, as the matrix writes it (the spelling of
     ``TORCH_CUDA_ARCH_LIST``): ``8.6`` (SASS for 8.6), ``9.0a``, ``10.0f``, ``12.0+PTX`` (SASS
     and PTX for 12.0).
@@ -514,18 +527,6 @@ class ArchEntry(_Value):
         return capability
 
     @property
-    def major(self) -> int:
-        return self._key[0]
-
-    @property
-    def minor(self) -> int:
-        return self._key[1]
-
-    @property
-    def suffix(self) -> str:
-        return self._key[2]
-
-    @property
     def ptx(self) -> bool:
         """True for ``+PTX``: the build also carries PTX, which the driver can JIT-compile for
         any later GPU."""
@@ -538,12 +539,6 @@ class ArchEntry(_Value):
         value = ArchEntry.__new__(ArchEntry)
         value._key = (*self._key[:3], False)
         return value
-
-    @property
-    def sm(self) -> str:
-        """The compiler's spelling of the SASS target: ``sm_120`` of ``12.0+PTX``."""
-        major, minor, suffix, _ = self._key
-        return f"sm_{major}{minor}{suffix}"
 
     def __str__(self) -> str:
         major, minor, suffix, ptx = self._key
