@@ -419,3 +419,27 @@ def test_a_usage_error_points_at_the_commands_own_help(args: list[str], prog: st
     r = run_limited([*args, "--json"])
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert f"hint: see '{prog} --help'" in r.stderr, r.stderr
+
+
+HUGE = "2." + "9" * 5000
+
+
+@pytest.mark.parametrize(("args", "env", "pyproject"), [
+    (["resolve", "--no-gpu", "--torch", f"=={HUGE}"], {}, None),
+    (["resolve", "--no-gpu", "--python", HUGE], {}, None),
+    (["matrix", "update", "--check", "--since", HUGE], {}, None),
+    (["resolve", "--no-gpu"], {"TORCHENV_DRIVER_VERSION": HUGE}, None),
+    (["resolve", "--no-gpu"], {}, f'[tool.torchenv]\ntorch = "=={HUGE}"\n'),
+], ids=["--torch", "--python", "--since", "variable", "pyproject"])
+def test_a_five_thousand_digit_version_is_bad_input_shown_clipped(
+        tmp_path: Path, args: list[str], env: dict[str, str], pyproject: str | None) -> None:
+    if pyproject is not None:
+        (tmp_path / "pyproject.toml").write_text(pyproject, encoding="utf-8")
+    r = run_limited([*args, "--json"], env=env, cwd=str(tmp_path), timeout=30)
+    assert r.returncode == 2, (r.returncode, r.stderr[-400:])
+    assert_clean_exit(r, as_json=True)
+    (doc,) = json_documents(r.stdout)
+    for text in (r.stderr, str(doc["error"])):
+        assert "2.9999999999" in text, text[:300]  # the value is named, and shown clipped
+        assert "more characters]" in text or "...'" in text, text[:300]
+        assert len(text) < 1000, len(text)

@@ -134,12 +134,14 @@ def _run(args: list[str], prog: str | None) -> int:
         return status
     except TorchenvError as exc:
         from torchenv.cli import _fields
+        from torchenv.cli._output import clip_long_words
 
         recorded = _fields.sources(namespace)
         hint = _fields.hint(exc)
-        print(f"torchenv: error: {_fields.message(exc, recorded)}", file=sys.stderr)
+        print(f"torchenv: error: {clip_long_words(_fields.message(exc, recorded))}",
+              file=sys.stderr)
         if hint:
-            print(f"  hint: {hint}", file=sys.stderr)
+            print(f"  hint: {clip_long_words(hint)}", file=sys.stderr)
         if "--json" in args:  # with --json, a failure is still one JSON document on stdout
             doc = _fields.error_document(exc, recorded)
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")

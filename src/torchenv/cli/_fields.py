@@ -158,5 +158,9 @@ def error_document(exc: TorchenvError, recorded: Mapping[str, Source]) -> dict[s
     from torchenv.resolver.plan import NoMatch
 
     doc: dict[str, object] = dict(exc.to_json(spell)) if isinstance(exc, NoMatch) else {}
-    doc.update(error=message(exc, recorded), hint=hint(exc), exit_code=exc.exit_code)
+    from torchenv.cli._output import clip_long_words
+
+    shown = hint(exc)
+    doc.update(error=clip_long_words(message(exc, recorded)),
+               hint=None if shown is None else clip_long_words(shown), exit_code=exc.exit_code)
     return doc

@@ -22,10 +22,20 @@ import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-__all__ = ["clean", "cleaned_output"]
+__all__ = ["clean", "cleaned_output", "clip_long_words"]
 
 _SGR = re.compile(r"(\x1b\[[0-9;]*m)")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_LONG_WORD = re.compile(r"\S{201,}")
+_KEEP = 80
+
+
+def clip_long_words(text: str) -> str:
+    """``text`` with every run of over 200 non-space characters cut to its first 80 and a
+    count of the rest: an error quoting a 5,000-digit version still fits on a screen and
+    still shows which value it is about."""
+    return _LONG_WORD.sub(
+        lambda m: f"{m.group()[:_KEEP]}... [{len(m.group()) - _KEEP} more characters]", text)
 
 
 def clean(text: str, *, keep_colour: bool = False) -> str:
