@@ -3,19 +3,23 @@
 Flag values, TORCHENV_* variables, host files and overlays are drawn from what users type
 (valid values, near misses, markup, control characters, huge and deeply nested documents,
 YAML alias bombs); whatever the input, the run keeps the contract of CLI.md: an exit code it
-defines, no traceback, with --json exactly one JSON document on stdout, finished in time.
+defines, no traceback, with --json exactly one JSON document on stdout, finished in time, and no
+process of its session left running.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.cli.cli_helpers import assert_clean_exit, run_limited
+from tests.cli.cli_helpers import assert_clean_exit, run_limited, session_processes
 
 # argv and environ cannot hold NUL or lone surrogates; everything else is fair game
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
@@ -62,6 +66,10 @@ _ENV = {
     "TORCHENV_INDEX_BASE": _TARGET["--index-base"],
     "TORCHENV_NO_OVERLAY": _values("0", "1", "true", "off", "banana"),
     "TORCHENV_PROBE_TIMEOUT": _values("1", "0", "5", "-1", "1e9"),
+    "TORCHENV_NVML_LIBRARY": _values("/nonexistent/libnvidia-ml.so.1", "/", "/dev/null",
+                                     "/etc/passwd"),
+    "TORCHENV_NVIDIA_SMI": _values("/nonexistent/nvidia-smi", "/", "/bin/true", "/bin/false",
+                                   "/dev/null"),
 }
 
 _JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
@@ -132,8 +140,11 @@ _OVERLAY = st.one_of(
 
 @st.composite
 def _invocation(draw: st.DrawFn) -> tuple[list[str], dict[str, str], str | None, str | None]:
-    command = draw(st.sampled_from(["resolve", "detect", "matrix show", "matrix ci"]))
+    command = draw(st.sampled_from(["resolve", "detect", "env", "matrix show", "matrix ci"]))
     args = command.split()
+    if command == "env":
+        args += ["--format", draw(_values("environment.yml", "requirements", "pyproject",
+                                          "pixi", "toml"))]
     if command == "matrix show":
         flags = {"--torch": _TARGET["--torch"],
                  "--release": _values("2.7.1", "2.15.0", "9.9.9", "[/a]")}
@@ -141,7 +152,7 @@ def _invocation(draw: st.DrawFn) -> tuple[list[str], dict[str, str], str | None,
         flags = _CI
     elif command == "detect":
         flags = {k: _TARGET[k] for k in _HOST_ONLY}
-    else:
+    else:  # resolve and env describe a target the same way
         flags = _TARGET
     for flag in draw(st.lists(st.sampled_from(sorted(flags)), max_size=4, unique=True)):
         value = draw(flags[flag])
@@ -149,7 +160,8 @@ def _invocation(draw: st.DrawFn) -> tuple[list[str], dict[str, str], str | None,
         args += [f"{flag}={value}"] if draw(st.booleans()) else [flag, value]
     if command != "matrix show" and draw(st.booleans()):
         args.append("--no-gpu")
-    host = draw(st.one_of(st.none(), _HOST_FILE)) if command in ("resolve", "detect") else None
+    host = (draw(st.one_of(st.none(), _HOST_FILE)) if command in ("resolve", "detect", "env")
+            else None)
     if draw(st.booleans()):
         args.append("--json")
     env = {name: draw(_ENV[name])
@@ -172,8 +184,22 @@ def test_any_input_keeps_the_cli_contract(
         if overlay is not None:
             (Path(tmp) / "overlay.yaml").write_text(overlay, encoding="utf-8")
             env = {**env, "TORCHENV_MATRIX_OVERLAY": str(Path(tmp) / "overlay.yaml")}
-        r = run_limited(args, env=env, cwd=tmp, timeout=30)
+        leftovers: list[int] = []
+        r = run_limited(args, env=env, cwd=tmp, timeout=30, leftovers=leftovers)
         assert_clean_exit(r, as_json="--json" in args)
+        assert leftovers == [], f"processes left running: {leftovers}"
         assert sorted(p.name for p in Path(tmp).iterdir()) == sorted(
             name for name, given in (("host.json", host), ("overlay.yaml", overlay))
             if given is not None)
+
+
+def test_the_leftover_check_finds_a_process_its_child_left_behind() -> None:
+    with subprocess.Popen(["sh", "-c", "sleep 30 & exit 0"], start_new_session=True) as child:
+        child.wait(timeout=10)
+    left = session_processes(child.pid)
+    try:
+        assert len(left) == 1 and Path(f"/proc/{left[0]}/cmdline").read_bytes().startswith(
+            b"sleep")
+    finally:
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
