@@ -108,6 +108,9 @@ class ProcessResult:
     seconds: float
     timed_out: bool = False
     error: str | None = None
+    started: bool = True
+    """False when the program could not be started at all (missing, not executable, not a
+    program: ``error`` says which)."""
 
     @property
     def ok(self) -> bool:
@@ -171,6 +174,7 @@ def run_process(
             "",
             time.monotonic() - start,
             error=f"cannot run {argv[0]}: {exc}",
+            started=False,
         )
     _register(proc)
     readers = [_Reader(proc, name, stream, max_output, on_output)

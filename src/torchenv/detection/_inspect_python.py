@@ -11,6 +11,7 @@ and torchenv.doctor.gather.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -19,6 +20,38 @@ if TYPE_CHECKING:
     from typing import Any, Optional
 
 PACKAGES = ("torch", "torchvision", "torchaudio")
+TEXT_CAP = 1 << 20
+"""Bytes read of any one file: METADATA headers, INSTALLER, pyvenv.cfg, torch/version.py."""
+RECORD_CAP = 32 << 20
+"""Bytes read of one conda-meta record (it lists every file of the package)."""
+
+
+def read_capped(path: str, cap: int = TEXT_CAP) -> Optional[str]:
+    """The first ``cap`` bytes of the regular file ``path`` as text; None for anything else.
+
+    The open does not wait (``O_NONBLOCK``: a FIFO without a writer would block it), and only
+    a regular file is read: a FIFO, a device (a link to /dev/zero) or a folder gives None, like
+    a file that is not there.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, left = [], cap
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _env_kind(prefix: str, base_prefix: str, environ: Mapping[str, str]) -> tuple[str, str]:
@@ -30,11 +63,8 @@ def _env_kind(prefix: str, base_prefix: str, environ: Mapping[str, str]) -> tupl
         return "conda", os.path.join(prefix, "conda-meta")
     cfg = os.path.join(prefix, "pyvenv.cfg")
     if os.path.isfile(cfg):
-        try:
-            with open(cfg, encoding="utf-8", errors="replace") as f:
-                keys = [line.split("=", 1)[0].strip().lower() for line in f if "=" in line]
-        except OSError:
-            keys = []
+        keys = [line.split("=", 1)[0].strip().lower()
+                for line in (read_capped(cfg) or "").splitlines() if "=" in line]
         if "uv" in keys:
             return "uv", cfg + " (uv key)"
         return "venv", cfg
@@ -48,16 +78,17 @@ def _env_kind(prefix: str, base_prefix: str, environ: Mapping[str, str]) -> tupl
 
 def _read_version(meta_dir: str) -> Optional[str]:
     for fname in ("METADATA", "PKG-INFO"):
-        try:
-            with open(os.path.join(meta_dir, fname), encoding="utf-8", errors="replace") as f:
-                for line in f:
-                    if line.startswith("Version:"):
-                        return line.split(":", 1)[1].strip()
-                    if not line.strip():
-                        break  # end of the headers
-        except OSError:
-            continue
+        text = read_capped(os.path.join(meta_dir, fname))
+        for line in (text or "").splitlines():
+            if line.startswith("Version:"):
+                return line.split(":", 1)[1].strip()
+            if not line.strip():
+                break  # end of the headers
     return None
+
+
+def _installer(meta_dir: str) -> Optional[str]:
+    return (read_capped(os.path.join(meta_dir, "INSTALLER")) or "").strip() or None
 
 
 def _packages(names: tuple[str, ...]) -> dict[str, Optional[dict[str, Any]]]:
@@ -99,14 +130,8 @@ def _package_in(folder: str, children: list[str], name: str) -> Optional[dict[st
         version = _read_version(meta_dir)
         if version is None:
             continue
-        installer = None
-        try:
-            with open(os.path.join(meta_dir, "INSTALLER"), encoding="utf-8") as f:
-                installer = f.read().strip() or None
-        except OSError:
-            pass
         return {"version": version, "location": os.path.abspath(folder),
-                "installer": installer}
+                "installer": _installer(meta_dir)}
     return None
 
 
@@ -117,11 +142,9 @@ def _torch_version_py(location: Optional[str]) -> tuple[Optional[str], Optional[
     dirs += [p for p in sys.path if p and p != location and os.path.abspath(p) != cwd]
     for d in dirs:
         path = os.path.join(d, "torch", "version.py")
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                return path, f.read(8192)
-        except OSError:
-            continue
+        text = read_capped(path, 8192)
+        if text is not None:
+            return path, text
     return None, None
 
 
@@ -194,13 +217,8 @@ def inventory(environ: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
                 continue
             seen.add(real)
             version = _read_version(meta) or [*base.split("-", 1), ""][1]
-            installer = None
-            path = os.path.join(meta, "INSTALLER")
-            if os.path.isfile(path):
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    installer = f.read().strip() or None
             dists.append({"name": name, "version": version, "location": entry,
-                          "installer": installer})
+                          "installer": _installer(meta)})
     conda: list[dict[str, str]] = []
     prefixes: list[str] = []
     for prefix in (sys.prefix, env.get("CONDA_PREFIX")):
@@ -211,9 +229,10 @@ def inventory(environ: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
             if not os.path.basename(path).startswith(("pytorch", "torch")):
                 continue
             try:
-                with open(path, encoding="utf-8") as f:
-                    rec = json.load(f)
-            except (OSError, ValueError):
+                rec = json.loads(read_capped(path, RECORD_CAP) or "")
+            except (ValueError, RecursionError):
+                continue
+            if not isinstance(rec, dict):
                 continue
             conda.append({"name": rec.get("name", ""), "version": rec.get("version", ""),
                           "channel": rec.get("channel", ""), "build": rec.get("build", ""),

@@ -168,16 +168,27 @@ def parse_smi_error(text: str) -> Optional[str]:
     return None
 
 
+_SMI_HINT = ("set TORCHENV_NVIDIA_SMI to the path of an nvidia-smi executable, or to 'off' to "
+             "run none, or unset it to search PATH")
+
+
 def find_nvidia_smi(environ: Mapping[str, str], *, wsl: bool = False) -> Optional[str]:
     """The nvidia-smi to run: the first on ``PATH``; on WSL2 also the driver's own folder.
 
-    ``TORCHENV_NVIDIA_SMI`` overrides the search: ``off`` runs none, a path runs that one.
+    ``TORCHENV_NVIDIA_SMI`` overrides the search: ``off`` runs none, a path runs that one (a
+    path that is not an executable file is bad input: BadInput).
     """
     setting = environ.get("TORCHENV_NVIDIA_SMI", "").strip()
     if setting.lower() == "off":
         return None
     if setting:
-        return setting if os.path.isfile(setting) and os.access(setting, os.X_OK) else None
+        if os.path.isfile(setting) and os.access(setting, os.X_OK):
+            return setting
+        from torchenv.errors import BadInput
+
+        why = ("does not exist" if not os.path.exists(setting) else
+               "is not a file" if not os.path.isfile(setting) else "is not executable")
+        raise BadInput(f"TORCHENV_NVIDIA_SMI: {setting} {why}", hint=_SMI_HINT, value=setting)
     dirs = [d for d in environ.get("PATH", "").split(os.pathsep) if d]
     if wsl:
         dirs.append("/usr/lib/wsl/lib")
@@ -218,14 +229,17 @@ def drivers_own(exe: str) -> bool:
 
 def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
                      env: Optional[Mapping[str, str]] = None,
-                     kernel_driver: Optional[DriverVersion] = None) -> SmiResult:
+                     kernel_driver: Optional[DriverVersion] = None,
+                     named: bool = False) -> SmiResult:
     """Ask ``exe`` for the GPUs and the driver version in one call; all calls share ``timeout``
     seconds.
 
     The call asks for ``compute_cap`` too, unless ``kernel_driver`` (the loaded module's
     version, given only when ``exe`` is that driver's own nvidia-smi: :func:`drivers_own`) is
     of a branch whose nvidia-smi lacks that field (:func:`lacks_compute_cap`); an nvidia-smi
-    that turns out not to know it is asked once more without it.
+    that turns out not to know it is asked once more without it. ``named``: the user named
+    ``exe`` (``TORCHENV_NVIDIA_SMI``), so one that cannot be started is bad input (BadInput),
+    not a failed driver.
     """
     from torchenv._subprocess import run_process
 
@@ -259,6 +273,11 @@ def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
             if res.ok:
                 warnings.append(f"{exe} is too old to report compute capability (no "
                                 f"'compute_cap' field); {unknown}")
+    if named and not res.started:
+        from torchenv.errors import BadInput
+
+        raise BadInput(f"TORCHENV_NVIDIA_SMI: {exe} does not run ({res.error})", hint=_SMI_HINT,
+                       value=exe)
     if res.timed_out:
         warnings.append(f"{exe} did not answer within {timeout:g} s (a hung GPU or driver?); "
                         "GPU details are unknown — give them with --driver/--gpu")

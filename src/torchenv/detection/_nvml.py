@@ -137,12 +137,7 @@ def probe_nvml_bounded(*, wsl: bool = False, timeout: float = 5.0,
     if setting is not None and setting.lower() == "off":
         return NvmlResult(ok=False)
     if setting is not None:
-        if not os.path.isfile(setting):
-            return NvmlResult(ok=False, warnings=(
-                f"TORCHENV_NVML_LIBRARY: {setting} does not exist; NVML not used",))
-        loaded = _load_explicit(setting)
-        if loaded is not None:
-            return NvmlResult(ok=False, warnings=(loaded,))
+        _use_named_library(setting)
     elif not _library_available(wsl):
         return NvmlResult(ok=False)  # no driver library: nothing can hang, no thread needed
     done, result = call_bounded(_query_nvml, timeout, name="torchenv-nvml")
@@ -180,18 +175,48 @@ def call_bounded(fn: Callable[[], T], timeout: float, *, name: str
     return (True, box[0]) if box else (False, None)
 
 
+_NVML_HINT = ("set TORCHENV_NVML_LIBRARY to the path of libnvidia-ml.so.1, or to 'off' to "
+              "leave NVML out, or unset it to let the loader find the driver's own")
+
+
+def _use_named_library(path: str) -> None:
+    """Make nvidia-ml-py use the library ``TORCHENV_NVML_LIBRARY`` names.
+
+    The user named it: a path that is no file, or a file that does not load, is bad input
+    (BadInput), not a sign of a driver.
+    """
+    from torchenv.errors import BadInput
+
+    why = ("does not exist" if not os.path.exists(path) else
+           "is not a file" if not os.path.isfile(path) else _open_library(path))
+    if why is not None:
+        raise BadInput(f"TORCHENV_NVML_LIBRARY: {path} {why}", hint=_NVML_HINT, value=path)
+
+
 def _load_explicit(path: str) -> Optional[str]:
     """Make nvidia-ml-py use the library at ``path``; a warning when it does not load."""
+    why = _open_library(path)
+    if why is None:
+        return None
+    if "nvidia-ml-py" in why:
+        return "NVML: the nvidia-ml-py package is missing; reinstall torchenv"
+    return f"TORCHENV_NVML_LIBRARY: {path} {why}; NVML not used"
+
+
+def _open_library(path: str) -> Optional[str]:
+    """Make nvidia-ml-py use the library at ``path``; why it cannot, or None."""
     import ctypes
 
     try:
         import pynvml
     except ImportError:
-        return "NVML: the nvidia-ml-py package is missing; reinstall torchenv"
+        return "cannot be used: the nvidia-ml-py package is missing; reinstall torchenv"
     try:
         lib = ctypes.CDLL(os.path.abspath(path))
     except OSError as exc:
-        return f"TORCHENV_NVML_LIBRARY: {path} does not load ({exc}); NVML not used"
+        return f"does not load ({exc})"
+    if not hasattr(lib, "nvmlInit_v2"):  # every NVML has it; nvidia-ml-py starts with it
+        return "is not an NVML library (it has no nvmlInit_v2)"
     pynvml.nvmlLib = lib  # nvidia-ml-py loads its library only while this is None
     return None
 

@@ -171,7 +171,8 @@ def detect(
             background=needs_tools(base, env))
     py_job: Optional[_Job] = None
     if python is not None and python_facts is None:  # a child process, waited for in parallel
-        py_job = _Job("Python", lambda w, s: _probe_python(python, env, w, s), background=True)
+        py_job = _Job("Python", lambda w, s: _probe_python(python, env, w, s, timeout=limit),
+                      background=True)
     nv_job: Optional[_Job] = None
     if probe_gpus and not overrides.nvidia_given and facts.os != "darwin":
         if facts.os == "linux":
@@ -193,7 +194,9 @@ def detect(
     rocm = rocm_job.join(deadline, warnings, sources) if rocm_job else None
     if py_job is not None:
         got = py_job.join(deadline, warnings, sources)
-        py_info, torch = got if got is not None else (_current_python_fallback(), None)
+        if got is None:  # its child is bounded by ``limit``: never, but never another's facts
+            raise _no_answer(str(python), limit)
+        py_info, torch = got
     profile = HostProfile(
         platform=facts.platform,
         python=py_info,
@@ -332,7 +335,8 @@ def _probe_nvidia(root: str, env: Mapping[str, str], limit: float, wsl: bool,
             # the module's version speaks for this nvidia-smi only when both are this system's
             same = root == "/" and kernel is not None and drivers_own(exe)
             smi = probe_nvidia_smi(exe, timeout=limit, env=dict(env),
-                                   kernel_driver=kernel if same else None)
+                                   kernel_driver=kernel if same else None,
+                                   named=bool(env.get("TORCHENV_NVIDIA_SMI", "").strip()))
             warnings.extend(smi.warnings)
             if not smi.ok:
                 evidence.append(f"{exe} exists but failed: "
@@ -408,14 +412,21 @@ def _probe_xpu(root: str, env: Mapping[str, str], sources: dict[str, str],
     return XpuInfo(devices=facts.devices, level_zero=facts.level_zero, source="sysfs")
 
 
+def _no_answer(python: str, limit: float) -> BadInput:
+    return BadInput(f"interpreter {python} did not answer within {limit:g} s",
+                    hint="give the path of a Python 3.8 or newer interpreter that starts "
+                    "(TORCHENV_PROBE_TIMEOUT sets how long it may take, at most 5 s)",
+                    field="python", value=python)
+
+
 def _probe_python(python: Optional[str], env: Mapping[str, str], warnings: list[str],
-                  sources: dict[str, str], *, facts: Mapping[str, Any] | None = None
-                  ) -> tuple[PythonInfo, Optional[TorchInfo]]:
+                  sources: dict[str, str], *, facts: Mapping[str, Any] | None = None,
+                  timeout: float = DEFAULT_TIMEOUT) -> tuple[PythonInfo, Optional[TorchInfo]]:
     from torchenv.detection import _python_env
 
     if python is not None:
         if facts is None:
-            facts = _python_env.inspect_interpreter(python, environ=env)
+            facts = _python_env.inspect_interpreter(python, environ=env, timeout=timeout)
         origin = f"child process: {python} -I -c"
     else:
         got = _guard("Python", warnings, lambda: _python_env.inspect_current(env))
