@@ -47,8 +47,10 @@ def make_exe(folder: Path, name: str, script: str) -> Path:
 
 def fake_smi(folder: Path, *, query: str = "", version: str = "", rc: int = 0,
              error: str = "", hang: bool = False, no_compute_cap: bool = False,
-             marker: Optional[Path] = None) -> Path:
-    """A fake ``nvidia-smi``: prints ``query`` for --query-gpu, ``version`` for --version."""
+             marker: Optional[Path] = None, table: str = "", table_end: str = "exit 0"
+             ) -> Path:
+    """A fake ``nvidia-smi``: prints ``query`` for --query-gpu, ``version`` for --version and
+    ``table`` (then runs the shell words ``table_end``) when called without arguments."""
     lines = []
     if marker is not None:
         lines.append(f'echo "$@" >> "{marker}"')
@@ -61,6 +63,10 @@ def fake_smi(folder: Path, *, query: str = "", version: str = "", rc: int = 0,
     (folder / "smi_query.txt").parent.mkdir(parents=True, exist_ok=True)
     (folder / "smi_query.txt").write_text(query, encoding="utf-8")
     (folder / "smi_version.txt").write_text(version, encoding="utf-8")
+    (folder / "smi_table.txt").write_text(table, encoding="utf-8")
+    lines.append('if [ "$#" = 0 ]; then')
+    lines.append(f'  cat "{folder / "smi_table.txt"}"; {table_end}')
+    lines.append("fi")
     lines.append('case "$1" in')
     lines.append(f'  --version) cat "{folder / "smi_version.txt"}"; exit 0;;')
     if no_compute_cap:

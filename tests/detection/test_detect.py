@@ -45,9 +45,11 @@ def test_proc_then_nvidia_smi(tmp_path: Path) -> None:
                                              "CUDA_VISIBLE_DEVICES": "1"})
     nv = profile.nvidia
     assert nv is not None
-    # the CUDA version is not asked of nvidia-smi: the driver version decides
-    assert (str(nv.driver_version), nv.source, nv.cuda_driver_version) == (
-        "580.173.02", "proc", None)
+    # this nvidia-smi's table names no CUDA version: the driver table's answer, said so
+    assert (str(nv.driver_version), nv.source, str(nv.cuda_driver_version),
+            nv.cuda_driver_version_source) == ("580.173.02", "proc", "13.0", "derived")
+    assert profile.sources["nvidia.cuda_driver_version"].startswith(
+        "derived: driver 580.173.02 meets CUDA 13.0's toolkit driver floor (Linux ≥ 580.65.06)")
     assert [str(g.compute_capability) for g in nv.visible_gpus()] == ["8.6"]
     assert profile.sources["nvidia"] == "/proc/driver/nvidia/version"
     assert profile.sources["nvidia.gpus"] == "nvidia-smi --query-gpu"
@@ -69,10 +71,12 @@ def test_a_loaded_driver_of_another_root_does_not_speak_for_the_nvidia_smi_that_
     assert nv is not None
     assert (str(nv.driver_version), [g.name for g in nv.gpus]) == (
         "384.98", ["GeForce GTX 1080"])
-    assert nv.gpus[0].compute_capability is None  # unknown, and said so
-    assert any("compute capability unknown" in w for w in profile.warnings)
-    calls = marker.read_text().splitlines()
-    assert len(calls) == 2 and "compute_cap" in calls[0] and "compute_cap" not in calls[1]
+    # this nvidia-smi cannot say; the GPU catalog knows the name
+    assert (str(nv.gpus[0].compute_capability), nv.gpus[0].compute_capability_source) == (
+        "6.1", "catalog")
+    assert not any("compute capability unknown" in w for w in profile.warnings)
+    calls = marker.read_text().splitlines()  # the two queries, then the table
+    assert len(calls) == 3 and "compute_cap" in calls[0] and "compute_cap" not in calls[1]
 
 
 @pytest.mark.usefixtures("no_nvml")
@@ -80,12 +84,14 @@ def test_proc_only_warns_about_unknown_capability(tmp_path: Path) -> None:
     proc_tree(tmp_path)
     info = tmp_path / "proc/driver/nvidia/gpus/0000:01:00.0"
     info.mkdir(parents=True)
-    (info / "information").write_text("Model: \t\t NVIDIA H200\nDevice Minor: \t 0\n")
+    (info / "information").write_text("Model: \t\t NVIDIA Z9000\nDevice Minor: \t 0\n")
     profile = detect(root=tmp_path, environ={"PATH": ""})
     assert profile.nvidia is not None
     assert str(profile.nvidia.driver_version) == "580.173.02"
-    assert [g.name for g in profile.nvidia.gpus] == ["NVIDIA H200"]
-    assert any("compute capability unknown for GPU 0" in w for w in profile.warnings)
+    assert [g.name for g in profile.nvidia.gpus] == ["NVIDIA Z9000"]
+    assert profile.nvidia.gpus[0].compute_capability is None  # no catalog entry has that name
+    assert any("compute capability unknown for GPU 0 (NVIDIA Z9000)" in w
+               for w in profile.warnings)
 
 
 @pytest.mark.usefixtures("no_nvml")

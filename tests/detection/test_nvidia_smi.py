@@ -104,19 +104,38 @@ def test_errors_from_captures() -> None:
     assert parse_smi_error("something else") is None
 
 
-def test_probe_single_is_one_call(tmp_path: Path) -> None:
-    """One nvidia-smi process: GPUs and driver version. The CUDA version is not asked for (the
-    resolver judges the driver version against the driver table), so --version never runs."""
+def test_probe_asks_the_query_then_the_table_for_the_cuda_version(tmp_path: Path) -> None:
+    """Two nvidia-smi processes: the query (GPUs, driver version), then the plain table, whose
+    header is the only place that names the CUDA version the driver supports."""
     marker = tmp_path / "calls.txt"
-    exe = fake_smi(tmp_path, query=SINGLE, version=data("version_610.57.04_kmd.txt"),
-                   marker=marker)
+    query = ("0, NVIDIA GeForce RTX 4080 SUPER, 8.9, 16376, "
+             "GPU-00000000-0000-0000-0000-000000000000, 595.71.05\n")
+    exe = fake_smi(tmp_path, query=query, marker=marker,
+                   table=data("table_single_rtx4080super_595.71.05_fedora44.txt"))
     res = probe_nvidia_smi(str(exe))
     assert res.ok
     assert res.warnings == ()
-    assert (res.driver_version, res.cuda_driver_version) == (DriverVersion("580.82.07"), None)
-    assert [g.name for g in res.gpus] == ["NVIDIA H200"]
-    assert len(res.calls) == 1
-    assert len(marker.read_text().splitlines()) == 1
+    assert (res.driver_version, res.cuda_driver_version) == (DriverVersion("595.71.05"),
+                                                             CudaVersion("13.2"))
+    assert [g.name for g in res.gpus] == ["NVIDIA GeForce RTX 4080 SUPER"]
+    assert len(res.calls) == 2
+    assert marker.read_text().splitlines() == [res.calls[0], ""]  # the table: no arguments
+
+
+@pytest.mark.parametrize(
+    ("table", "end", "cuda"),
+    [("table_kmd_umd_header_rtx2080super_610.57.04.txt", "exit 0", "13.3"),
+     # WSL2's nvidia-smi printed its header, then died: the header is still its own reading
+     ("table_wsl2_segfault_smi555.42.03_driver555.85.txt", "kill -SEGV $$", "12.5"),
+     ("error_couldnt_communicate_with_driver.txt", "exit 9", None)],
+    ids=["kmd-umd-header", "segfault-after-header", "no-header"],
+)
+def test_the_cuda_version_is_what_the_table_header_says(tmp_path: Path, table: str, end: str,
+                                                        cuda: str | None) -> None:
+    exe = fake_smi(tmp_path, query=SINGLE, table=data(table), table_end=end)
+    res = probe_nvidia_smi(str(exe))
+    assert res.ok  # the query answered; the table only adds the CUDA version
+    assert res.cuda_driver_version == (CudaVersion(cuda) if cuda else None)
 
 
 def test_probe_multi(tmp_path: Path) -> None:
@@ -132,7 +151,8 @@ def test_probe_old_smi_without_compute_cap(tmp_path: Path) -> None:
     exe = fake_smi(tmp_path, query=query, no_compute_cap=True)
     res = probe_nvidia_smi(str(exe))
     assert res.ok
-    assert len(res.calls) == 2  # the query, then the query without compute_cap
+    # the query, the query without compute_cap, the table
+    assert len(res.calls) == 3
     assert res.gpus[0].compute_capability is None
     assert res.gpus[0].memory_mib == 8192
     assert any("compute_cap" in w for w in res.warnings)
@@ -161,13 +181,16 @@ def test_an_old_kernel_driver_spares_the_query_its_nvidia_smi_would_refuse(
         tmp_path: Path) -> None:
     query = "0, GeForce RTX 2070, 7973, GPU-00000000-0000-0000-0000-000000000000, 440.100\n"
     marker = tmp_path / "calls.txt"
-    exe = fake_smi(tmp_path, query=query, no_compute_cap=True, marker=marker)
+    exe = fake_smi(tmp_path, query=query, no_compute_cap=True, marker=marker,
+                   table=data("table_old_440.100_rtx2070_laptop.txt"))
     res = probe_nvidia_smi(str(exe), kernel_driver=DriverVersion("440.100"))
     assert res.ok
-    assert len(marker.read_text().splitlines()) == 1  # one nvidia-smi, without compute_cap
+    # one query, without compute_cap, then the table
+    assert len(marker.read_text().splitlines()) == 2
     assert "compute_cap" not in res.calls[0]
     assert (res.driver_version, res.gpus[0].compute_capability) == (DriverVersion("440.100"),
                                                                     None)
+    assert res.cuda_driver_version == CudaVersion("10.2")
     assert any("driver 440.100" in w and "compute_cap" in w for w in res.warnings)
 
 
@@ -180,7 +203,7 @@ def test_a_newer_kernel_driver_than_its_nvidia_smi_still_falls_back(tmp_path: Pa
     exe = fake_smi(tmp_path, query=query, no_compute_cap=True, marker=marker)
     res = probe_nvidia_smi(str(exe), kernel_driver=DriverVersion("580.95.05"))
     assert res.ok
-    assert len(marker.read_text().splitlines()) == 2
+    assert len(marker.read_text().splitlines()) == 3  # two queries and the table
     assert "compute_cap" in res.calls[0] and "compute_cap" not in res.calls[1]
 
 

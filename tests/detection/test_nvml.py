@@ -47,8 +47,9 @@ def test_h200_on_580(fake_nvml: Callable[..., Path]) -> None:
     nv = doc["nvidia"]
     assert (nv["driver_version"], nv["cuda_driver_version"], nv["source"]) == (
         "580.82.07", "13.0", "nvml")
+    assert nv["cuda_driver_version_source"] == "nvml"
     assert nv["gpus"] == [{"index": 0, "name": "NVIDIA H200", "compute_capability": "9.0",
-                           "memory_mib": 143771,
+                           "compute_capability_source": "driver", "memory_mib": 143771,
                            "uuid": "GPU-00000000-0000-0000-0000-000000000000",
                            "mig_mode": False}]
     assert doc["sources"]["nvidia"] == "nvml"

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from torchenv.cli._common import console
+from torchenv.detection.catalog import CATALOG, DERIVED
 from torchenv.detection.profile import HostProfile
+
+if TYPE_CHECKING:
+    from typing import Optional
+
+    from torchenv.values import CudaVersion
 
 __all__ = ["render_profile"]
 
@@ -11,7 +19,6 @@ __all__ = ["render_profile"]
 def render_profile(profile: HostProfile) -> None:
     from rich.markup import escape
     from rich.table import Table
-
 
     out = console()
 
@@ -37,7 +44,7 @@ def render_profile(profile: HostProfile) -> None:
         out.print("[bold]NVIDIA[/bold]    no driver found")
     else:
         out.print(f"[bold]NVIDIA[/bold]    driver {e(nv.driver_version or 'unknown')}"
-                  + (f", CUDA {e(nv.cuda_driver_version)}" if nv.cuda_driver_version else "")
+                  + _cuda(nv.cuda_driver_version, nv.cuda_driver_version_source)
                   + f"  (from {e(nv.source)})")
         if nv.gpus:
             t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
@@ -45,7 +52,9 @@ def render_profile(profile: HostProfile) -> None:
                 t.add_column(col)
             visible = {g.index for g in nv.visible_gpus()}
             for g in nv.gpus:
-                t.add_row(e(g.index), e(g.name or "?"), e(g.compute_capability or "?"),
+                capability = e(g.compute_capability or "?") + (
+                    " (GPU catalog)" if g.compute_capability_source == CATALOG else "")
+                t.add_row(e(g.index), e(g.name or "?"), capability,
                           f"{e(g.memory_mib)} MiB" if g.memory_mib else "?",
                           "yes" if g.index in visible else "no")
             out.print(t)
@@ -70,3 +79,11 @@ def render_profile(profile: HostProfile) -> None:
                   + (f", torchaudio {e(torch.torchaudio)}" if torch.torchaudio else ""))
     for w in profile.warnings:
         out.print(f"[yellow]warning:[/yellow] {e(w)}", soft_wrap=True)
+
+
+def _cuda(version: Optional[CudaVersion], source: Optional[str]) -> str:
+    if version is None:
+        return ""
+    if source == DERIVED:  # no tool said it: a lower bound from the driver table
+        return f", CUDA ≥ {version} (by the driver table)"
+    return f", CUDA {version}"

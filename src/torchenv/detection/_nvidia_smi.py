@@ -231,8 +231,8 @@ def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
                      env: Optional[Mapping[str, str]] = None,
                      kernel_driver: Optional[DriverVersion] = None,
                      named: bool = False) -> SmiResult:
-    """Ask ``exe`` for the GPUs and the driver version in one call; all calls share ``timeout``
-    seconds.
+    """Ask ``exe`` for the GPUs and the driver version in one query, then for its table, whose
+    header holds the CUDA version the driver supports; all calls share ``timeout`` seconds.
 
     The call asks for ``compute_cap`` too, unless ``kernel_driver`` (the loaded module's
     version, given only when ``exe`` is that driver's own nvidia-smi: :func:`drivers_own`) is
@@ -255,7 +255,7 @@ def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
         calls.append(" ".join(argv[1:]))
         return run_process(argv, timeout=left(), env=env)
 
-    unknown = "GPU architectures are unknown — give them with --gpu"
+    by_name = "the GPU catalog is asked instead, by each GPU's name"
     fields: tuple[str, ...] = QUERY_FIELDS
     if lacks_compute_cap(kernel_driver):
         fields = QUERY_FIELDS_NO_CC
@@ -264,7 +264,7 @@ def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
             warnings.append(f"{exe} was not asked for compute capability: the loaded driver "
                             f"{kernel_driver} is of the {LAST_BRANCH_WITHOUT_COMPUTE_CAP} "
                             "branch or older, whose nvidia-smi has no 'compute_cap' field; "
-                            + unknown)
+                            + by_name)
     else:
         res = query(fields)
         if not res.ok and not res.timed_out and "not a valid field" in (res.stdout + res.stderr):
@@ -272,7 +272,7 @@ def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
             res = query(fields)
             if res.ok:
                 warnings.append(f"{exe} is too old to report compute capability (no "
-                                f"'compute_cap' field); {unknown}")
+                                f"'compute_cap' field); {by_name}")
     if named and not res.started:
         from torchenv.errors import BadInput
 
@@ -295,7 +295,12 @@ def probe_nvidia_smi(exe: str, *, timeout: float = 5.0,
         # some builds print their failure (driver not reachable, ...) and still exit 0
         warnings.append(parse_smi_error(res.stdout + "\n" + res.stderr) or f"{exe}: {exc}")
         return SmiResult(warnings=tuple(warnings), calls=tuple(calls))
-    # one call: the CUDA version the driver supports is not asked for (it would take a second
-    # nvidia-smi); the resolver judges the driver by its version against the driver table
-    return SmiResult(gpus=gpus, driver_version=driver, warnings=tuple(warnings), ok=True,
-                     calls=tuple(calls))
+    # no query field holds the CUDA version the driver supports; the table's header does, on
+    # every nvidia-smi since 410 ("CUDA Version: 13.2", from 610 "CUDA UMD Version: 13.3").
+    # Its header is read even when the call then fails (WSL2's nvidia-smi 555.42.03 prints it
+    # and dies of SIGSEGV): those lines were printed by the tool, from the driver.
+    calls.append("(the table)")
+    table = run_process([exe], timeout=left(), env=env)
+    cuda = parse_smi_versions(table.stdout)[1]
+    return SmiResult(gpus=gpus, driver_version=driver, cuda_driver_version=cuda,
+                     warnings=tuple(warnings), ok=True, calls=tuple(calls))

@@ -11,8 +11,11 @@ by an override is not run at all. The order, and where each fact comes from:
    b. ``/proc/driver/nvidia/version``, then ``/sys/module/nvidia/version``: the loaded driver;
       ``/proc/driver/nvidia/gpus/*/information``: GPU names and UUIDs.
    c. ``nvidia-smi --query-gpu=...`` (only when on PATH; timeout ≤ 5 s): one call for GPUs with
-      compute capability and the driver version. The CUDA version is not asked for: the
-      resolver judges the driver by its version against the matrix's driver table.
+      compute capability and the driver version, then the plain table, whose header names the
+      CUDA version the driver supports.
+   What no probe said is completed from the matrix, with its source: the CUDA version from the
+   driver table (``derived``: the newest CUDA whose toolkit floor the driver meets), a GPU's
+   compute capability from the GPU catalog by its name or PCI id (``catalog``).
    ``CUDA_VISIBLE_DEVICES`` then picks the GPUs torch will see.
 3. AMD ROCm: KFD topology in sysfs, else ``rocm_agent_enumerator``/``rocminfo``; the version from
    ``/opt/rocm/.info/version``.
@@ -21,7 +24,10 @@ by an override is not run at all. The order, and where each fact comes from:
 6. Python and torch: the current interpreter in-process, or ``python`` through one child process;
    torch is never imported.
 
-A probe that fails or times out adds a warning and leaves the rest of the profile intact.
+A probe that fails or times out adds a warning and leaves the rest of the profile intact, with
+two exceptions that are the user's own input and so exit 2 (BadInput): an interpreter named to
+be inspected that does not answer (never replaced by this one), and a driver path named in
+``TORCHENV_NVML_LIBRARY`` or ``TORCHENV_NVIDIA_SMI`` that cannot be used.
 The probes that wait on child processes or on the driver (NVIDIA, ROCm, another interpreter)
 run at the same time, each in its own thread with its own warnings, and are merged in the order
 above, so the profile does not depend on which finished first; all of them end within one
@@ -34,6 +40,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from torchenv.detection._platform import current_platform, probe_platform
@@ -56,6 +63,7 @@ if TYPE_CHECKING:
     from typing import Any, Optional, TypeVar, Union
 
     from torchenv._files import StrPath
+    from torchenv.matrix.model import Matrix
 
     T = TypeVar("T")
 
@@ -117,13 +125,16 @@ def detect(
     root: Union[StrPath, None] = None,
     timeout: float | None = None,
     python_facts: Mapping[str, Any] | None = None,
+    matrix: Matrix | None = None,
 ) -> HostProfile:
     """Probe this machine (skipping what ``overrides`` supplies) and return its HostProfile.
 
     ``python`` names another interpreter to inspect (``python_facts``: what it already reported,
     so that no second child is started for it); ``environ`` replaces ``os.environ`` and
     ``root`` (or ``TORCHENV_PROBE_ROOT``) replaces ``/`` for every file the probes read: sysfs,
-    /proc, /dev, /opt/rocm (a mounted system image, or the fake trees of tests).
+    /proc, /dev, /opt/rocm (a mounted system image, or the fake trees of tests). ``matrix``
+    completes what the driver did not report (a GPU's compute capability from the GPU
+    catalog, the CUDA version from the driver table); loaded only when needed if not given.
     """
     overrides = overrides or Overrides()
     env: Mapping[str, str] = os.environ if environ is None else environ
@@ -149,6 +160,7 @@ def detect(
     foreign = overrides.platform is not None and overrides.platform != facts.platform
     probe_gpus = not foreign and not overrides.no_gpu
 
+    matrices = _MatrixOnce(matrix)
     pci: tuple[PciDevice, ...] = ()
     evidence: list[str] = []
     if probe_gpus and facts.os == "linux":
@@ -179,7 +191,8 @@ def detect(
             evidence.extend(_nvidia_device_files(base))
         nv_evidence: list[str] = []
         nv_job = _Job("NVIDIA", lambda w, s: _guard(
-            "NVIDIA", w, lambda: _probe_nvidia(base, env, limit, facts.wsl, w, s, nv_evidence),
+            "NVIDIA", w, lambda: _probe_nvidia(base, env, limit, facts.wsl, w, s, nv_evidence,
+                                               windows=facts.os == "win", matrix=matrices),
             nv_evidence), evidence=nv_evidence, background=False)
     deadline = time.monotonic() + 2 * limit + 1.0  # every probe's children are bounded by limit
     xpu: Optional[XpuInfo] = None
@@ -216,7 +229,39 @@ def detect(
         pci=pci,
         nvidia_evidence=tuple(dict.fromkeys(evidence)),
     )
+    if nvidia is not None and not all(g.compute_capability for g in nvidia.gpus):
+        profile = _complete_capabilities(profile, matrices())
     return apply_overrides(profile, overrides)
+
+
+class _MatrixOnce:
+    """The matrix, loaded the first time a probe needs it (most detections never do)."""
+
+    def __init__(self, matrix: Optional[Matrix]) -> None:
+        self._matrix = matrix
+
+    def __call__(self) -> Matrix:
+        if self._matrix is None:
+            from torchenv.matrix.loader import load_matrix
+
+            self._matrix = load_matrix()
+        return self._matrix
+
+
+def _complete_capabilities(profile: HostProfile, matrix: Matrix) -> HostProfile:
+    """``profile`` with the GPU catalog's compute capability for each GPU the driver did not
+    report one for, and a warning naming the GPUs still unknown."""
+    from torchenv.detection.catalog import complete_capabilities
+
+    profile = complete_capabilities(profile, matrix)
+    assert profile.nvidia is not None
+    unknown = [g for g in profile.nvidia.gpus if g.compute_capability is None]
+    if not unknown:
+        return profile
+    named = ", ".join(f"{g.index}" + (f" ({g.name})" if g.name else "") for g in unknown)
+    return profile.with_changes(warnings=(*profile.warnings, (
+        f"compute capability unknown for GPU {named}: no NVML, no nvidia-smi that reports it, "
+        "and not in the GPU catalog; give it with --gpu, e.g. --gpu 8.6")))
 
 
 class _Job:
@@ -297,7 +342,8 @@ def _nvidia_device_files(root: str) -> list[str]:
 
 def _probe_nvidia(root: str, env: Mapping[str, str], limit: float, wsl: bool,
                   warnings: list[str], sources: dict[str, str],
-                  evidence: list[str]) -> Optional[NvidiaInfo]:
+                  evidence: list[str], *, windows: bool,
+                  matrix: Callable[[], Matrix]) -> Optional[NvidiaInfo]:
     from torchenv.detection._cuda_visible import parse_cuda_visible_devices
     from torchenv.detection._nvidia_proc import read_kernel_driver_version, read_proc_gpus
     from torchenv.detection._nvml import probe_nvml_bounded
@@ -354,17 +400,26 @@ def _probe_nvidia(root: str, env: Mapping[str, str], limit: float, wsl: bool,
         return None
     if wsl:
         sources["nvidia.wsl"] = "driver on the Windows side (/usr/lib/wsl/lib)"
-    unknown = [g.index for g in gpus if g.compute_capability is None]
-    if unknown:
-        warnings.append("compute capability unknown for GPU " + ", ".join(map(str, unknown))
-                        + " (no NVML and no usable nvidia-smi); give it with --gpu, e.g. --gpu 8.6")
+    cuda_source = sources.get("nvidia.cuda_driver_version")
+    if cuda is None and driver is not None:
+        from torchenv.detection.catalog import DERIVED, cuda_from_driver
+
+        derived = cuda_from_driver(driver, matrix(), windows=windows or wsl)
+        if derived is not None:
+            cuda, sources["nvidia.cuda_driver_version"] = derived
+            cuda_source = DERIVED
+    from torchenv.detection.catalog import DRIVER
+
+    gpus = tuple(replace(g, compute_capability_source=DRIVER) if g.compute_capability else g
+                 for g in gpus)
     cvd = env.get("CUDA_VISIBLE_DEVICES")
     visible, notes = parse_cuda_visible_devices(cvd, gpus, env)
     warnings.extend(notes)
     if cvd is not None:
         sources["nvidia.visible"] = "CUDA_VISIBLE_DEVICES"
     return NvidiaInfo(driver_version=driver, cuda_driver_version=cuda, source=source, gpus=gpus,
-                      cuda_visible_devices=cvd, visible=visible)
+                      cuda_visible_devices=cvd, visible=visible,
+                      cuda_driver_version_source=cuda_source if cuda else None)
 
 
 def _merge_gpus(base: tuple[Gpu, ...], better: tuple[Gpu, ...]) -> tuple[Gpu, ...]:
@@ -486,7 +541,8 @@ def apply_overrides(profile: HostProfile, overrides: Overrides) -> HostProfile:
             base = profile.nvidia
             gpus: tuple[Gpu, ...]
             if overrides.gpus is not None:
-                gpus = tuple(Gpu(index=i, compute_capability=cc)
+                gpus = tuple(Gpu(index=i, compute_capability=cc,
+                                 compute_capability_source="override")
                              for i, cc in enumerate(overrides.gpus))
             else:
                 gpus = base.gpus if base else ()
@@ -499,6 +555,8 @@ def apply_overrides(profile: HostProfile, overrides: Overrides) -> HostProfile:
                     driver_version=driver,
                     cuda_driver_version=None if overrides.driver else
                     (base.cuda_driver_version if base else None),
+                    cuda_driver_version_source=None if overrides.driver else
+                    (base.cuda_driver_version_source if base else None),
                     # one supplied value is merged with what the probes found for the other
                     source="override" if (overrides.driver and overrides.gpus is not None)
                     or base is None else f"override+{base.source}",

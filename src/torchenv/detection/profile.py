@@ -30,7 +30,12 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Gpu:
-    """One NVIDIA GPU. ``compute_capability`` is 8.6; None when no probe could tell."""
+    """One NVIDIA GPU. ``compute_capability`` is 8.6; None when no probe could tell.
+
+    ``compute_capability_source`` says where it came from: ``driver`` (NVML or nvidia-smi
+    reported it), ``catalog`` (the GPU catalog, by the GPU's name or PCI id: the sources cite
+    the entry), ``override`` (``--gpu``); None with no compute capability.
+    """
 
     index: int
     name: Optional[str] = None
@@ -38,12 +43,14 @@ class Gpu:
     memory_mib: Optional[int] = None
     uuid: Optional[str] = None
     mig_mode: Optional[bool] = None
+    compute_capability_source: Optional[str] = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "index": self.index,
             "name": self.name,
             "compute_capability": optional_text(self.compute_capability),
+            "compute_capability_source": self.compute_capability_source,
             "memory_mib": self.memory_mib,
             "uuid": self.uuid,
             "mig_mode": self.mig_mode,
@@ -59,6 +66,7 @@ class Gpu:
             memory_mib=d.get("memory_mib"),
             uuid=d.get("uuid"),
             mig_mode=d.get("mig_mode"),
+            compute_capability_source=d.get("compute_capability_source"),
         )
 
 
@@ -69,6 +77,9 @@ class NvidiaInfo:
     ``source`` names the probe that found the driver (``nvml``, ``proc``, ``sysfs``, ``nvidia-smi``,
     ``override``). ``gpus`` holds every GPU the driver has; ``visible`` holds the indices torch will
     see after ``CUDA_VISIBLE_DEVICES`` (None when that variable is unset: all are visible).
+    ``cuda_driver_version_source`` says where the CUDA version came from: ``nvml``,
+    ``nvidia-smi`` (a tool reported it), or ``derived`` (no tool did: the newest CUDA whose
+    toolkit driver floor the driver meets, a lower bound); None with no CUDA version.
     """
 
     driver_version: Optional[DriverVersion]
@@ -77,6 +88,7 @@ class NvidiaInfo:
     gpus: tuple[Gpu, ...] = ()
     cuda_visible_devices: Optional[str] = None
     visible: Optional[tuple[int, ...]] = None
+    cuda_driver_version_source: Optional[str] = None
 
     def visible_gpus(self) -> tuple[Gpu, ...]:
         if self.visible is None:
@@ -87,6 +99,7 @@ class NvidiaInfo:
         return {
             "driver_version": optional_text(self.driver_version),
             "cuda_driver_version": optional_text(self.cuda_driver_version),
+            "cuda_driver_version_source": self.cuda_driver_version_source,
             "source": self.source,
             "gpus": [g.to_json() for g in self.gpus],
             "cuda_visible_devices": self.cuda_visible_devices,
@@ -105,6 +118,7 @@ class NvidiaInfo:
             gpus=tuple(Gpu.from_json(g) for g in d.get("gpus") or []),
             cuda_visible_devices=d.get("cuda_visible_devices"),
             visible=tuple(int(i) for i in vis) if vis is not None else None,
+            cuda_driver_version_source=d.get("cuda_driver_version_source"),
         )
 
 
@@ -388,8 +402,9 @@ class _ListOf:
 # The type of every key a host document may hold, as ``detect --json`` writes them: "str",
 # "int", "bool", "str?" (or null), "[str]" (a list of them), "{str}" (an object of them), or a
 # nested _Object / _ListOf. Keys not listed are not checked, so newer documents still load.
-_GPU_KEYS = {"index": "int", "name": "str?", "compute_capability": "str?", "memory_mib": "int?",
-             "uuid": "str?", "mig_mode": "bool?"}
+_GPU_KEYS = {"index": "int", "name": "str?", "compute_capability": "str?",
+             "compute_capability_source": "str?", "memory_mib": "int?", "uuid": "str?",
+             "mig_mode": "bool?"}
 _HOST_KEYS = {
     "platform": "str", "python": "str", "glibc": "str?", "os": "str", "machine": "str",
     "musl": "str?", "wsl": "bool", "container": "str?", "mps": "bool", "warnings": "[str]",
@@ -397,8 +412,9 @@ _HOST_KEYS = {
     "interpreter": _Object({"version": "str", "implementation": "str", "free_threaded": "bool",
                             "executable": "str?", "full_version": "str?", "env_kind": "str"}),
     "nvidia": _Object({"driver_version": "str?", "cuda_driver_version": "str?",
-                       "source": "str", "gpus": _ListOf(_Object(_GPU_KEYS)),
-                       "cuda_visible_devices": "str?", "visible": "[int]?"}),
+                       "cuda_driver_version_source": "str?", "source": "str",
+                       "gpus": _ListOf(_Object(_GPU_KEYS)), "cuda_visible_devices": "str?",
+                       "visible": "[int]?"}),
     "rocm": _Object({"version": "str?", "gfx_targets": "[str]", "source": "str"}),
     "xpu": _Object({"devices": "[str]", "level_zero": "bool", "source": "str"}),
     "torch": _Object({"version": "str", "variant": "str?", "cuda_version": "str?",
