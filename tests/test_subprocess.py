@@ -187,9 +187,21 @@ def test_an_exited_child_whose_descendant_holds_the_pipe_is_not_waited_for(
 
 def test_a_missing_program_is_an_error_naming_it(tmp_path: Path) -> None:
     result = run_process(["no-such-program-here"], timeout=5, env={"PATH": str(tmp_path)})
-    assert result.returncode is None and not result.ok
+    assert result.returncode is None and not result.ok and not result.started
     assert result.error == ("cannot run no-such-program-here: [Errno 2] No such file or "
                             "directory: 'no-such-program-here'")
+
+
+def test_a_program_that_started_says_so_whatever_its_end(tmp_path: Path) -> None:
+    """``started`` tells "could not be run at all" from every way a run can end: a failure, a
+    timeout, a flood of output (each of which also sets no returncode or an error)."""
+    text = tmp_path / "not-a-program"
+    text.write_text("plain text\n")
+    text.chmod(0o755)
+    assert not run_process([str(text)], timeout=5).started  # exec refuses it
+    assert run_process(["/bin/sh", "-c", "exit 3"], timeout=5).started
+    assert run_process(["/bin/sh", "-c", "sleep 5"], timeout=0.2).started
+    assert run_process(["/bin/sh", "-c", "yes"], timeout=5, max_output=1024).started
 
 
 def test_the_program_is_found_on_the_childs_path(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from torchenv.detection.profile import HostProfile
-from torchenv.matrix.model import Matrix, python_sort_key
+from torchenv.matrix.model import Matrix, glibc_sort_key, python_sort_key
 from torchenv.resolver.candidate import Candidate, evaluate, offered
 from torchenv.resolver.gpu_facts import gpu_kinds
 from torchenv.resolver.plan import Change, EvidenceAlternative, Fix, NoMatch, Rejection
@@ -44,7 +44,7 @@ def gpu_facts_gap(host: HostProfile, matrix: Matrix) -> tuple[str, list[Fix]] | 
                 "of its GPUs could not be read", [
                     Fix(("pass the GPUs' compute capabilities: ", _gpus(host, matrix),
                          " (repeat for each)")),
-                    _CPU_KNOWINGLY])
+                    *_or_cpu(host, matrix)])
     unknown = [g for g in nv.visible_gpus() if not g.compute_capability]
     if unknown:
         names = ", ".join(f"GPU {g.index}" + (f" ({g.name})" if g.name else "")
@@ -53,7 +53,7 @@ def gpu_facts_gap(host: HostProfile, matrix: Matrix) -> tuple[str, list[Fix]] | 
                 "does not know it", [
                     Fix(("pass it: ", {"gpus": ("CC",)}, " (e.g. ", {"gpus": ("8.6",)},
                          "; repeat for each GPU)")),
-                    _CPU_KNOWINGLY])
+                    *_or_cpu(host, matrix)])
     return None
 
 
@@ -72,13 +72,25 @@ def _driver_gap(host: HostProfile, matrix: Matrix) -> tuple[str, list[Fix]] | No
                 "/dev/nvidia* device: the GPU is not passed in", [
                     Fix(("run the container with the GPU (docker run --gpus all …, or the "
                          "NVIDIA Container Toolkit's runtime), then run this again",)),
-                    describe, _CPU_KNOWINGLY])
+                    describe, *_or_cpu(host, matrix)])
     seen = evidence[0] if evidence else f"{len(nv.gpus) if nv else 0} GPU(s) listed"
     return (f"an NVIDIA GPU is present{what} but its driver version could not be read "
             f"(evidence: {seen})", [
                 Fix(("load or repair the NVIDIA driver (nvidia-smi must answer), then run this "
                      "again",)),
-                describe, _CPU_KNOWINGLY])
+                describe, *_or_cpu(host, matrix)])
+
+
+def _or_cpu(host: HostProfile, matrix: Matrix) -> list[Fix]:
+    """The CPU build as the last way out, when one fits this machine; on musl, where none does,
+    what would."""
+    if _cpu_fits(Request(), host, matrix):
+        return [_CPU_KNOWINGLY]
+    if host.musl and not host.glibc:
+        return [Fix((f"PyTorch publishes no wheels for musl libc ({host.musl}), CPU builds "
+                     "included: run this on a glibc-based Linux (a Debian, Ubuntu or "
+                     "RHEL-family host or container image)",))]
+    return []
 
 
 def _gpus(host: HostProfile, matrix: Matrix) -> Change:
@@ -152,7 +164,8 @@ def no_match(request: Request, host: HostProfile, matrix: Matrix,
             else Fix(("a release outside ", {"torch": None}, " may support this GPU: drop the "
                       "constraint to see"))
         )
-    if request.variant != _CPU and kinds:
+    fixes += _libc_fixes(request, host, matrix, rejected)
+    if request.variant != _CPU and kinds and _cpu_fits(request, host, matrix):
         fixes.append(Fix(({"variant": "cpu"}, " installs the CPU build explicitly")))
     fixes += _python_fixes(host, matrix, rejected)
     what = "GPU build" if kinds & {"cuda", "rocm"} and request.variant != _CPU else "build"
@@ -163,6 +176,44 @@ def no_match(request: Request, host: HostProfile, matrix: Matrix,
                f"Python {host.python.version}{driver})")
     return NoMatch(message, tuple(rejected), tuple(fixes), matrix.matrix_version,
                    host.python.version, str(host.platform), host.warnings)
+
+
+def _cpu_fits(request: Request, host: HostProfile, matrix: Matrix) -> bool:
+    """Whether ``--variant cpu`` added to ``request`` resolves on ``host``: a fix is offered
+    only when it works (on musl, or with a torch no CPU wheel matches, it does not)."""
+    cpu = replace(request, variant=_CPU, cuda=None)
+    return bool(evaluate(cpu, host, matrix)[0])
+
+
+def _libc_fixes(request: Request, host: HostProfile, matrix: Matrix,
+                rejected: list[Rejection]) -> list[Fix]:
+    """The glibc that would give a build, when the C library is what refused every candidate
+    the platform and the interpreter allow: musl (no PyTorch wheel is built for it) or a glibc
+    older than every wheel's manylinux floor.
+
+    The floor named is the one of the build a glibc host would get, and the fix is offered
+    only when resolving with it (``--glibc FLOOR``, which answers for such a host) succeeds.
+    """
+    if not any(r.category == "glibc" for r in rejected):
+        return []
+    floors = {f for r in matrix.releases
+              if (f := r.manylinux.get(host.platform)) is not None}
+    if not floors:
+        return []
+    newest = max(floors, key=glibc_sort_key)
+    best = ranked(request, host.with_changes(glibc=newest), matrix)[0]
+    if not best:
+        return []
+    floor = best[0].release.manylinux.get(host.platform, newest)
+    if not ranked(request, host.with_changes(glibc=floor), matrix)[0]:
+        return []  # never: the same build passes at its own floor
+    where = (f"PyTorch publishes no wheels for musl libc ({host.musl}): run this on a "
+             f"glibc-based Linux with glibc ≥ {floor} (a Debian, Ubuntu or RHEL-family host "
+             "or container image, e.g. python:3-slim)" if host.musl and not host.glibc else
+             f"this glibc ({host.glibc}) is older than every matching wheel needs: run this "
+             f"on a Linux with glibc ≥ {floor}")
+    return [Fix((where, "; ", {"glibc": floor}, " shows what it would install "
+                 f"(torch {best[0].release.torch} {best[0].variant.name})"))]
 
 
 def _best_without_constraints(request: Request, host: HostProfile,
@@ -252,7 +303,8 @@ def _with_driver(host: HostProfile, driver: DriverVersion) -> HostProfile:
     """``host`` with ``driver`` in place of its NVIDIA driver."""
     assert host.nvidia is not None
     return host.with_changes(nvidia=replace(host.nvidia, driver_version=driver,
-                                            cuda_driver_version=None))
+                                            cuda_driver_version=None,
+                                            cuda_driver_version_source=None))
 
 
 def _best_cuda_build(request: Request, host: HostProfile, matrix: Matrix,
