@@ -5,6 +5,7 @@ capability (the GPU catalog, by name)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,28 @@ def test_a_host_file_with_a_source_of_the_wrong_type_is_bad_input() -> None:
                                 "compute_capability_source": 7}]}}
     with pytest.raises(BadInput, match=r"compute_capability_source: expected a string"):
         HostProfile.from_json(json.loads(json.dumps(doc)), origin="host.json")
+
+
+def test_nvml_without_a_cuda_version_or_a_capability_is_completed_too(
+        fake_nvml: Callable[..., Path]) -> None:
+    """An old libnvidia-ml that lacks nvmlDeviceGetCudaComputeCapability, and reports no CUDA
+    version (0): the same completions, with the same sources, on the NVML path."""
+    lib = fake_nvml("nvmlDeviceGetCudaComputeCapability")
+    doc = detect_json(clean_env(TORCHENV_NVML_LIBRARY=str(lib / "libnvidia-ml.so.1"),
+                                FAKE_NVML_GPUS="NVIDIA H200:9.0:143771:0",
+                                FAKE_NVML_DRIVER="580.82.07", FAKE_NVML_CUDA="0"))
+    nv = doc["nvidia"]
+    assert (nv["source"], nv["cuda_driver_version"], nv["cuda_driver_version_source"]) == (
+        "nvml", "13.0", "derived")
+    assert [(g["compute_capability"], g["compute_capability_source"]) for g in nv["gpus"]] == [
+        ("9.0", "catalog")]
+
+
+def test_a_named_nvidia_smi_that_is_not_there_is_bad_input_even_when_nvml_answers(
+        fake_nvml: Callable[..., Path], tmp_path: Path) -> None:
+    env = clean_env(TORCHENV_NVML_LIBRARY=str(fake_nvml() / "libnvidia-ml.so.1"),
+                    FAKE_NVML_GPUS="NVIDIA H200:9.0:143771:0",
+                    TORCHENV_NVIDIA_SMI=str(tmp_path / "nvidia-smi"))
+    res = run_cli(["detect"], env)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"TORCHENV_NVIDIA_SMI: {tmp_path / 'nvidia-smi'} does not exist" in res.stderr

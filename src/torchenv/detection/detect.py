@@ -346,8 +346,12 @@ def _probe_nvidia(root: str, env: Mapping[str, str], limit: float, wsl: bool,
                   matrix: Callable[[], Matrix]) -> Optional[NvidiaInfo]:
     from torchenv.detection._cuda_visible import parse_cuda_visible_devices
     from torchenv.detection._nvidia_proc import read_kernel_driver_version, read_proc_gpus
+    from torchenv.detection._nvidia_smi import drivers_own, find_nvidia_smi, probe_nvidia_smi
     from torchenv.detection._nvml import probe_nvml_bounded
 
+    named_smi = bool(env.get("TORCHENV_NVIDIA_SMI", "").strip())
+    if named_smi:
+        find_nvidia_smi(env, wsl=wsl)  # a path the user named is checked even when NVML answers
     nvml = probe_nvml_bounded(wsl=wsl, timeout=limit, environ=env)
     warnings.extend(nvml.warnings)
     if not nvml.ok and nvml.warnings:
@@ -374,15 +378,13 @@ def _probe_nvidia(root: str, env: Mapping[str, str], limit: float, wsl: bool,
         if proc_gpus:
             gpus = proc_gpus
             sources["nvidia.gpus"] = "/proc/driver/nvidia/gpus"
-        from torchenv.detection._nvidia_smi import drivers_own, find_nvidia_smi, probe_nvidia_smi
-
         exe = find_nvidia_smi(env, wsl=wsl)
         if exe is not None:
             # the module's version speaks for this nvidia-smi only when both are this system's
             same = root == "/" and kernel is not None and drivers_own(exe)
             smi = probe_nvidia_smi(exe, timeout=limit, env=dict(env),
                                    kernel_driver=kernel if same else None,
-                                   named=bool(env.get("TORCHENV_NVIDIA_SMI", "").strip()))
+                                   named=named_smi)
             warnings.extend(smi.warnings)
             if not smi.ok:
                 evidence.append(f"{exe} exists but failed: "
