@@ -54,7 +54,12 @@ def register(sub: Subcommands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchenv.validation.runner import Interrupted, ValidationOptions, validate
+    from torchenv.validation.runner import (
+        Interrupted,
+        ValidationOptions,
+        interpreter_path,
+        validate,
+    )
 
     if args.timeout is not None and not (0 < args.timeout <= _MAX_TIMEOUT):
         raise BadInput(f"--timeout: must be a number of seconds above 0 and at most "
@@ -68,12 +73,25 @@ def run(args: argparse.Namespace) -> int:
                        hint=f"give 0 to {args.nnodes - 1}")
     if args.rdzv_endpoint is not None:
         _check_endpoint(args.rdzv_endpoint)
-    host = _gpu_host()
+    python = interpreter_path(args.python or sys.executable)
+    only = _only(args.only)
+    try:
+        host = _gpu_host()  # detection: seconds, or a probe's whole timeout on a hung driver
+    except Exception:
+        raise
+    except BaseException:  # interrupted before any check: still one document, with no checks
+        if args.json:
+            from torchenv.cli._common import emit_json
+            from torchenv.validation.report import Report
+
+            emit_json(Report(python=python, torch=None, level=args.level, checks=(),
+                             interrupted=True).to_json())
+        raise
     _check_nproc(args.nproc_per_node, host)
     options = ValidationOptions(
-        python=args.python or sys.executable, level=args.level, timeout=args.timeout,
+        python=python, level=args.level, timeout=args.timeout,
         nnodes=args.nnodes, node_rank=args.node_rank, rdzv_endpoint=args.rdzv_endpoint,
-        nproc_per_node=args.nproc_per_node, host=host, only=_only(args.only),
+        nproc_per_node=args.nproc_per_node, host=host, only=only,
         peak_lookup=_catalog_peak if args.level == "full" else None)
     with _Progress(options.python) as progress:
         try:

@@ -11,6 +11,7 @@ the end; only the C++ extension build cache persists (``TORCHENV_CACHE_DIR`` or
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -54,6 +55,7 @@ __all__ = [
     "Level",
     "ProgressEvent",
     "ValidationOptions",
+    "interpreter_path",
     "validate",
 ]
 
@@ -104,6 +106,17 @@ class _ChildGone(Exception):
     """The child closed its protocol stream (it exited or crashed)."""
 
 
+class _Flooded(_ChildGone):
+    """The child wrote more to its protocol stream than the protocol ever needs (an
+    interpreter printing without end, ``cat /dev/zero``); the message says what came."""
+
+
+LINE_CAP = 1 << 20
+"""Bytes one protocol message may take; the hello with its check list takes a few KiB."""
+STRAY_CAP = 256 << 10
+"""Bytes of other output (a wrapper's banner) the stream may carry before it is a flood."""
+
+
 class _Child:
     """The probe process and a reader thread that turns its stdout into JSON messages."""
 
@@ -114,19 +127,37 @@ class _Child:
         self.proc = start_process([python, "-u", str(PROBE)], env=env, cwd=workdir,
                                   stderr_path=stderr_path)
         self.messages: queue.Queue[Optional[dict[str, Any]]] = queue.Queue()
+        self.flooded: Optional[str] = None
         assert self.proc.stdout is not None
         self._reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True)
         self._reader.start()
 
     def _read(self, stream: IO[bytes]) -> None:
+        """Queue each JSON object the child writes; stop reading (and say why in ``flooded``)
+        at a line longer than LINE_CAP or once STRAY_CAP bytes of anything else came. The
+        caller then kills the child, which blocks on the full pipe until it does."""
+        stray = 0
         try:
-            for raw in stream:
-                try:
-                    doc = json.loads(raw)
-                except ValueError:
-                    continue
+            while True:
+                raw = stream.readline(LINE_CAP + 1)
+                if not raw:
+                    break
+                if len(raw) > LINE_CAP:
+                    self.flooded = f"a line longer than {LINE_CAP >> 20} MiB"
+                    break
+                doc = None
+                # not JSON, or nested past the stack: other output
+                if raw.lstrip().startswith(b"{"):
+                    with contextlib.suppress(ValueError, RecursionError):
+                        doc = json.loads(raw)
                 if isinstance(doc, dict):
                     self.messages.put(doc)
+                if not isinstance(doc, dict) or "event" not in doc:
+                    stray += len(raw)
+                    if stray > STRAY_CAP:
+                        self.flooded = (f"more than {STRAY_CAP >> 10} KiB that is not the "
+                                        "validation protocol")
+                        break
         except (OSError, ValueError):
             pass
         self.messages.put(None)
@@ -142,6 +173,8 @@ class _Child:
             raise TimeoutError from None
         if doc is None:
             self.messages.put(None)
+            if self.flooded is not None:
+                raise _Flooded(self.flooded)
             raise _ChildGone
         return doc
 
@@ -252,7 +285,7 @@ def validate(options: ValidationOptions,
         if progress is not None:
             progress(event)
 
-    options = replace(options, python=_interpreter_path(options.python))
+    options = replace(options, python=interpreter_path(options.python))
     scratch = Path(tempfile.mkdtemp(prefix="torchenv-validate-"))
     token = uuid.uuid4().hex
     extensions = _cache_root({**os.environ, **options.env}) / "torch_extensions"
@@ -338,7 +371,7 @@ def _torch_of(results: Sequence[CheckResult]) -> Optional[str]:
     return None
 
 
-def _interpreter_path(python: str) -> str:
+def interpreter_path(python: str) -> str:
     """An absolute path (the children run in another directory); symlinks are kept (venvs)."""
     if os.sep in python or (os.altsep and os.altsep in python):
         return os.path.abspath(python)
@@ -382,6 +415,9 @@ def _start(options: ValidationOptions, env: Mapping[str, str], scratch: Path,
         hello = child.receive(deadline)
         while hello.get("event") != "hello":  # JSON someone else printed first (a wrapper)
             hello = child.receive(deadline)
+    except _Flooded:
+        child.stop(kill=True)
+        raise
     except _ChildGone as exc:
         how = child.exit_description()  # e.g. killed by SIGABRT while importing torch
         child.stop(kill=True)
@@ -420,6 +456,14 @@ def _run_probe(options: ValidationOptions, env: Mapping[str, str], scratch: Path
 
         raise BadInput(f"--python: cannot run {options.python}: {exc.strerror or exc}",
                        hint="pass the path of a Python interpreter") from exc
+    except _Flooded as exc:
+        from torchenv.errors import BadInput
+
+        raise BadInput(f"{options.python} wrote {exc} on its standard output instead of "
+                       "running the validation probe; it was stopped",
+                       hint="pass the path of a Python interpreter; a wrapper script must "
+                            "exec it and print nothing of its own on standard output",
+                       field="python", value=options.python) from exc
     except (TimeoutError, _ChildGone) as exc:
         tail = ""
         err_file = scratch / "probe-0.stderr"
@@ -546,6 +590,14 @@ def _run_entry(child: _Child, entry: Mapping[str, Any], timeout: Optional[float]
             error=f"did not finish within {budget:g} s (timed out; the child was restarted)",
             hint="it hangs or is very slow here; raise --timeout to give it longer",
             log=child.stderr_since(offset) or None, **common), None
+    except _Flooded as exc:
+        child.stop(kill=True)
+        return CheckResult(
+            status="fail", seconds=time.monotonic() - began,
+            error=f"the child wrote {exc} on its protocol stream during this check (stopped; "
+                  "restarted for the remaining checks)",
+            hint="something in this check writes to the probe's private stream; run "
+                 "'torchenv doctor'", log=child.stderr_since(offset) or None, **common), None
     except _ChildGone:
         how = child.exit_description()
         child.stop(kill=True)

@@ -1,0 +1,144 @@
+"""``validate`` at its edges, before any torch child runs: an interpreter that floods its output
+is stopped at the cap, and an interrupt during detection still gives the ``--json`` document.
+Real CLI processes, real floods, real signals; nothing here imports torch."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from tests.validation.helpers import check_contract
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="reads /proc/PID/environ")
+
+MARK = "TORCHENV_TEST_MARK"
+
+
+def _marked(mark: str) -> list[int]:
+    """Live processes whose environment carries ``MARK=mark`` (every descendant inherits it)."""
+    needle = f"{MARK}={mark}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0") \
+                    and "State:\tZ" not in (entry / "status").read_text():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _env(tmp_path: Path, mark: str, **extra: str) -> dict[str, str]:
+    from hermetic import hermetic
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHENV_")}
+    env.update({MARK: mark, "TORCHENV_NO_OVERLAY": "1", "TORCHENV_NVIDIA_SMI": "off",
+                "TORCHENV_CACHE_DIR": str(tmp_path / "cache")})
+    env.update(extra)
+    hermetic(env)
+    return env
+
+
+def _script(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / name
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    ("exec cat /dev/zero", "a line longer than 1 MiB"),
+    ("exec yes", "KiB that is not the validation protocol"),
+    ("echo '{\"event\": \"note\"}'\nexec yes '{}'", "KiB that is not the validation protocol"),
+], ids=["dev-zero", "yes", "json-objects"])
+def test_an_interpreter_that_floods_is_stopped_at_the_cap(tmp_path: Path, body: str,
+                                                          says: str) -> None:
+    mark = uuid.uuid4().hex
+    python = _script(tmp_path, "python", body)
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "torchenv", "validate", "--python", str(python),
+                           "--json"], capture_output=True, text=True, timeout=60,
+                          env=_env(tmp_path, mark), check=False)
+    took = time.monotonic() - began
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["exit_code"] == 2
+    assert doc["error"].startswith(f"--python: {python} wrote ") and says in doc["error"], doc
+    assert "stopped" in doc["error"]
+    # the command as a whole (start-up, detection, the flood) in seconds, not the 120 s of
+    # the probe's hello timeout
+    assert took < 15, took
+    assert _marked(mark) == [], "the flooding interpreter is still running"
+
+
+def _json_after_signal(tmp_path: Path, signum: int) -> tuple[int, str, str, str]:
+    """``validate --json`` with an nvidia-smi that hangs, signalled once detection reaches it;
+    (exit status, stdout, stderr, mark)."""
+    mark = uuid.uuid4().hex
+    started = tmp_path / "started"
+    smi = _script(tmp_path, "nvidia-smi", f"touch {started}\nexec sleep 600")
+    env = _env(tmp_path, mark, TORCHENV_NVIDIA_SMI=str(smi), TORCHENV_PROBE_TIMEOUT="5")
+    proc = subprocess.Popen([sys.executable, "-m", "torchenv", "validate", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        end = time.monotonic() + 60
+        while not started.exists():
+            assert proc.poll() is None and time.monotonic() < end, "detection never ran smi"
+            time.sleep(0.05)
+        os.kill(proc.pid, signum)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, out, err, mark
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_an_interrupt_during_detection_still_prints_the_json_report(tmp_path: Path,
+                                                                    signum: int) -> None:
+    code, out, err, mark = _json_after_signal(tmp_path, signum)
+    assert code == 128 + signum, err
+    assert "interrupted" in err and "Traceback" not in err
+    doc = json.loads(out)
+    check_contract(doc)
+    assert doc["interrupted"] is True and doc["ok"] is False
+    assert doc["checks"] == [] and doc["torch"] is None
+    assert doc["python"] == sys.executable or os.path.samefile(doc["python"], sys.executable)
+    deadline = time.monotonic() + 10
+    while _marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _marked(mark) == [], "the hung nvidia-smi outlived the command"
+
+
+def test_json_nested_past_the_stack_is_other_output_not_a_hang(tmp_path: Path) -> None:
+    """One line of objects nested 40,000 deep (under the line cap) makes ``json.loads`` raise
+    RecursionError; the reader takes it for other output, sees the interpreter end, and the run
+    ends with one clear failure instead of waiting out the probe's 120 s."""
+    mark = uuid.uuid4().hex
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"a":' * 40_000 + "1" + "}" * 40_000 + "\n")
+    python = _script(tmp_path, "python", f"cat {deep}")
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "torchenv", "validate", "--python", str(python),
+                           "--json"], capture_output=True, text=True, timeout=60,
+                          env=_env(tmp_path, mark), check=False)
+    assert time.monotonic() - began < 15
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    doc = json.loads(proc.stdout)
+    check_contract(doc)
+    [only] = doc["checks"]
+    assert only["name"] == "import_torch" and only["status"] == "fail", only
+    assert "exited with status 0 while importing torch" in only["error"], only
