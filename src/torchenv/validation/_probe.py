@@ -344,12 +344,9 @@ def check_build(ctx: Ctx) -> str:
         facts.append(f"CUDA {cuda}")
         cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
         facts.append(f"cuDNN {cudnn}" if cudnn else "no cuDNN")
-        try:
-            nccl = torch.cuda.nccl.version()
-            facts.append("NCCL " + ".".join(str(p) for p in nccl)
-                         if isinstance(nccl, tuple) else f"NCCL {nccl}")
-        except Exception:
-            facts.append("no NCCL")
+        nccl, broken = nccl_version(torch)
+        facts.append(f"NCCL {dotted(nccl)}" if nccl else
+                     f"NCCL unreadable ({broken})" if broken else "no NCCL")
         facts.append("arch " + " ".join(torch.cuda.get_arch_list()))
     elif hip:
         facts.append(f"ROCm {hip}")
@@ -389,22 +386,29 @@ def library_mismatch(name: str, loaded: tuple[int, ...], wanted: tuple[int, ...]
     return f"{name} {shown[0]} is loaded, but {wanted_from} is {shown[1]}"
 
 
-def _installed(prefix: str) -> Optional[tuple[str, str]]:
-    """(distribution name, version) of the first installed distribution named ``prefix*``."""
+def _installed(prefix: str, major: Optional[int] = None) -> Optional[tuple[str, str]]:
+    """(distribution name, version) of an installed distribution named ``prefix*``: with
+    ``major``, the one whose version starts with it when there is one (an environment may hold
+    ``nvidia-cublas-cu11`` and ``nvidia-cublas-cu12``), else the first."""
     import importlib.metadata
 
+    found = []
     for dist in importlib.metadata.distributions():
         name = str(dist.metadata["Name"] or "").lower()
         if name.startswith(prefix):
-            return name, str(dist.version)
-    return None
+            found.append((name, str(dist.version)))
+    for name, version in found:
+        if major is not None and version_tuple(version)[:1] == (major,):
+            return name, version
+    return found[0] if found else None
 
 
 @check("cuda_libraries")
 def check_cuda_libraries(ctx: Ctx) -> str:
     """The CUDA libraries loaded are the ones torch was built with and pip installed: another
-    libcudnn or libnccl earlier on the library path (LD_LIBRARY_PATH, a system CUDA) breaks
-    convolutions and collectives in ways the version numbers show first."""
+    libcudnn, libnccl, libcudart or libcublas earlier on the library path (LD_LIBRARY_PATH, a
+    system CUDA) breaks convolutions, collectives and matmuls in ways the version numbers show
+    first."""
     torch = ctx.torch
     if not torch.version.cuda:
         raise Skip("not a CUDA build")
@@ -423,25 +427,170 @@ def check_cuda_libraries(ctx: Ctx) -> str:
             problem = library_mismatch("cuDNN", runtime, version_tuple(wheel[1]),
                                        f"pip's {wheel[0]}")
             problems += [problem] if problem else []
-    try:
-        nccl = torch.cuda.nccl.version()
-    except Exception:
-        nccl = None
-    if isinstance(nccl, tuple):
-        found.append("NCCL " + ".".join(map(str, nccl)))
+    nccl, broken = nccl_version(torch)
+    if broken:
+        problems.append(f"NCCL is built in but cannot say its version: {broken}")
+    if nccl:
+        found.append(f"NCCL {dotted(nccl)}")
         wheel = _installed("nvidia-nccl-cu")
         if wheel:
-            problem = library_mismatch("NCCL", tuple(nccl), version_tuple(wheel[1]),
+            problem = library_mismatch("NCCL", nccl, version_tuple(wheel[1]),
                                        f"pip's {wheel[0]}")
             problems += [problem] if problem else []
+    runtime_found, notes, runtime_problems = cuda_runtime_libraries(torch, ctx)
+    found += runtime_found
+    problems += runtime_problems
     if problems:
         raise Fail("; ".join(problems),
                    hint="another copy of the library comes first on the library path: check "
                         "LD_LIBRARY_PATH and a system CUDA's libraries ('torchenv doctor' names "
                         "them), or reinstall the matching wheel")
     if not found:
-        raise Skip("this CUDA build reports neither its cuDNN nor its NCCL")
-    return "; ".join(found)
+        raise Skip("this CUDA build reports none of its libraries (cuDNN, NCCL, the CUDA "
+                   "runtime, cuBLAS)" + "".join(f"; {n}" for n in notes))
+    return "; ".join(found + notes)
+
+
+_MAPPED = {"cudart": re.compile(r"/libcudart\.so(?:\.[0-9]+)*$"),
+           "cublas": re.compile(r"/libcublas\.so(?:\.[0-9]+)*$")}
+
+
+def mapped_libraries(maps: str) -> dict[str, str]:
+    """The file of each CUDA library mapped into a process, from its ``/proc/PID/maps``::
+
+        7f3a1c000000-7f3a1c0b2000 r--p 00000000 103:02 393  /v/nvidia/cu12/lib/libcudart.so.12
+
+    gives ``{"cudart": "/v/nvidia/cu12/lib/libcudart.so.12"}``; ``cublas`` likewise (never
+    ``libcublasLt``).
+    """
+    found: dict[str, str] = {}
+    for line in maps.splitlines():
+        fields = line.split(None, 5)
+        if len(fields) < 6:
+            continue
+        path = fields[5].strip()
+        for name, pattern in _MAPPED.items():
+            if name not in found and pattern.search(path):
+                found[name] = path
+    return found
+
+
+def cudart_version(path: str) -> tuple[int, int]:
+    """``cudaRuntimeGetVersion`` of the loaded library at ``path`` (12080 → (12, 8)); loading
+    a library already in the process hands back the same copy. Raises OSError when it cannot
+    answer, AttributeError when ``path`` has no such function."""
+    import ctypes
+
+    value = ctypes.c_int()
+    status = ctypes.CDLL(path).cudaRuntimeGetVersion(ctypes.byref(value))
+    if status != 0:
+        raise OSError(f"cudaRuntimeGetVersion returned error {status}")
+    return value.value // 1000, value.value % 1000 // 10
+
+
+def cublas_version(path: str) -> tuple[int, int, int]:
+    """``cublasGetProperty`` MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL (needs no device)."""
+    import ctypes
+
+    lib = ctypes.CDLL(path)
+    numbers = []
+    for prop in (0, 1, 2):  # libraryPropertyType: MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
+        value = ctypes.c_int()
+        status = lib.cublasGetProperty(prop, ctypes.byref(value))
+        if status != 0:
+            raise OSError(f"cublasGetProperty returned error {status}")
+        numbers.append(value.value)
+    return numbers[0], numbers[1], numbers[2]
+
+
+def runtime_mismatch(compiled: tuple[int, ...], runtime: tuple[int, ...], path: str
+                     ) -> Optional[str]:
+    """The CUDA runtime must be of the build's major version and not older than the build (a
+    newer minor of the same major serves a build, by CUDA's minor-version compatibility)."""
+    if runtime[:1] == compiled[:1] and runtime[:2] >= compiled[:2]:
+        return None
+    return (f"the CUDA runtime {dotted(runtime)} is loaded ({path}), but torch was built with "
+            f"CUDA {dotted(compiled)}")
+
+
+def cublas_mismatch(compiled: tuple[int, ...], cublas: tuple[int, ...], path: str
+                    ) -> Optional[str]:
+    """cuBLAS ships with each CUDA release and carries its major version (cuBLAS 12.x with
+    CUDA 12): another major is another toolkit's cuBLAS."""
+    if cublas[:1] == compiled[:1]:
+        return None
+    return (f"cuBLAS {dotted(cublas)} is loaded ({path}), but torch was built with CUDA "
+            f"{dotted(compiled)}")
+
+
+def cuda_runtime_libraries(torch: Any, ctx: Ctx) -> tuple[list[str], list[str], list[str]]:
+    """(facts judged, notes on what was not judged, problems) for the CUDA runtime and cuBLAS
+    this process loaded, each against
+    the CUDA torch was built with and against pip's wheel of it, as PyTorch's release smoke
+    test compares cuDNN and NCCL. The libraries are found in ``/proc/self/maps`` (Linux)."""
+    compiled = version_tuple(str(torch.version.cuda))
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            maps = f.read()
+    except OSError:
+        return [], ["CUDA runtime and cuBLAS not judged (no /proc/self/maps here)"], []
+    if ctx.cuda:  # cuBLAS may load with the first matmul
+        torch.ones(2, 2, device=ctx.device) @ torch.ones(2, 2, device=ctx.device)
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            maps = f.read()
+    mapped = mapped_libraries(maps)
+    found: list[str] = []
+    notes: list[str] = []
+    problems: list[str] = []
+    ctx.metrics["cuda"] = dotted(compiled)
+    for name, label, read, judge, wheel_prefix in (
+            ("cudart", "CUDA runtime", cudart_version, runtime_mismatch, "nvidia-cuda-runtime"),
+            ("cublas", "cuBLAS", cublas_version, cublas_mismatch, "nvidia-cublas")):
+        path = mapped.get(name)
+        if path is None:
+            notes.append(f"no separate {label} library is loaded (not judged)")
+            continue
+        try:
+            loaded: tuple[int, ...] = read(path)
+        except (OSError, AttributeError) as exc:
+            problems.append(f"the loaded {label} ({path}) cannot say its version: {exc}")
+            continue
+        ctx.metrics[name] = dotted(loaded)
+        found.append(f"{label} {dotted(loaded)} (built with CUDA {dotted(compiled)})")
+        problem = judge(compiled, loaded, path)
+        problems += [problem] if problem else []
+        wheel = _installed(wheel_prefix, loaded[0])
+        if wheel:
+            problem = library_mismatch(label, loaded[:2], version_tuple(wheel[1]),
+                                       f"pip's {wheel[0]}")
+            problems += [f"{problem} ({path} comes first)"] if problem else []
+    return found, notes, problems
+
+
+def dotted(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))
+
+
+def nccl_version(torch: Any) -> tuple[Optional[tuple[int, ...]], Optional[str]]:
+    """(NCCL's version, None), (None, None) for a build without NCCL, or (None, the error) for
+    an NCCL that is built in but cannot answer: a broken NCCL is never taken for an absent one.
+
+    A build has NCCL when ``torch._C`` has ``_nccl_version`` (CPU, macOS and Windows builds do
+    not). ``torch.cuda.nccl.version()`` gives (2, 21, 5), with a suffix string on some builds
+    ((2, 27, 3, 'a')); releases before 1.10 gave one int.
+    """
+    if not hasattr(torch._C, "_nccl_version"):
+        return None, None
+    try:
+        answer = torch.cuda.nccl.version()
+    except (RuntimeError, OSError) as exc:  # the library the build links cannot be used
+        return None, f"{type(exc).__name__}: {exc}".strip()
+    if isinstance(answer, int):
+        return (answer,), None
+    numbers = tuple(int(p) for p in answer if isinstance(p, int))
+    if not numbers:
+        return None, f"torch.cuda.nccl.version() answered {answer!r}"
+    return numbers, None
 
 
 @check("cuda_arch", scope="gpu")
@@ -935,40 +1084,138 @@ torch::Tensor add_one(torch::Tensor x) { return x + 1; }
 """
 
 
+def build_inline(torch: Any, name: str, **sources: Any) -> tuple[Any, float, str]:
+    """Build (or load, when a build is cached) the inline extension ``name`` with
+    ``torch.utils.cpp_extension.load_inline(**sources)``; returns (module, seconds, folder).
+
+    The build runs in this child, so its ninja and compilers are the run's: they carry the
+    run's token and end with it. A persistent cache (per torch, Python and extension) keeps
+    later runs warm; torch's own lock there is cleared when a killed build left it, under
+    torchenv's advisory lock. Without that lock the build goes to the run's private folder.
+    """
+    cpp_extension: Any = importlib.import_module("torch.utils.cpp_extension")
+    tag = f"{torch.__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
+    tag += "" if name == _CPP_EXT_NAME else f"-{name}"  # the C++ build's folder predates others
+    private = os.path.join(os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(
+        os.environ.get("TMPDIR") or ".", "torch_extensions"), name)
+    cache = os.environ.get("TORCHENV_EXTENSIONS_CACHE")
+    build_dir = os.path.join(cache, tag) if cache else private
+    os.makedirs(build_dir, exist_ok=True)
+    held = clear_stale_lock(build_dir) if cache else None
+    if cache and held is None:  # no advisory lock here: a private directory is always safe
+        build_dir = private
+        os.makedirs(build_dir, exist_ok=True)
+    start = time.monotonic()
+    try:
+        ext = cpp_extension.load_inline(name=name, build_directory=build_dir, verbose=False,
+                                        **sources)
+    finally:
+        if held is not None:
+            held.close()
+    return ext, time.monotonic() - start, build_dir
+
+
+_CPP_EXT_NAME = "torchenv_probe_ext"
+_EXT_SOURCE = """
+torch::Tensor add_one(torch::Tensor x) { return x + 1; }
+"""
+
+
 @check("cpp_extension", level="full", timeout=600.0)
 def check_cpp_extension(ctx: Ctx) -> str:
     if not _compiler():
         raise Skip("no C++ compiler (install g++ or set CXX)")
     torch = ctx.torch
     cpp_extension: Any = importlib.import_module("torch.utils.cpp_extension")
-
     if not cpp_extension.is_ninja_available():
         raise Skip("ninja is not installed (pip install ninja)")
-    # a persistent cache (per torch and Python) keeps later runs warm; else the private temp dir
-    cache = os.environ.get("TORCHENV_EXTENSIONS_CACHE")
-    build_dir = (os.path.join(cache, f"{torch.__version__}-py{sys.version_info[0]}"
-                              f"{sys.version_info[1]}") if cache
-                 else os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(
-                     os.environ.get("TMPDIR") or ".", "torch_extensions"))
-    os.makedirs(build_dir, exist_ok=True)
-    held = clear_stale_lock(build_dir) if cache else None
-    if cache and held is None:  # no advisory lock here: a private directory is always safe
-        build_dir = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(
-            os.environ.get("TMPDIR") or ".", "torch_extensions")
-        os.makedirs(build_dir, exist_ok=True)
-    start = time.monotonic()
-    try:
-        ext = cpp_extension.load_inline(name="torchenv_probe_ext", cpp_sources=[_EXT_SOURCE],
-                                        functions=["add_one"], build_directory=build_dir,
-                                        verbose=False)
-    finally:
-        if held is not None:
-            held.close()
-    built = time.monotonic() - start
+    ext, built, build_dir = build_inline(torch, _CPP_EXT_NAME, cpp_sources=[_EXT_SOURCE],
+                                         functions=["add_one"])
     x = torch.arange(4.0)
     if not torch.equal(ext.add_one(x), x + 1):
         raise Fail("the compiled extension returned a wrong result")
     return f"load_inline built/loaded in {built:.1f} s ({build_dir})"
+
+
+_CUDA_EXT_NAME = "torchenv_probe_cuda_ext"
+_CUDA_EXT_DECLARATION = "torch::Tensor scale_add(torch::Tensor x, double a, double b);"
+_CUDA_EXT_SOURCE = """
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+
+__global__ void scale_add_kernel(const float* x, float* y, float a, float b, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + b;
+}
+
+torch::Tensor scale_add(torch::Tensor x, double a, double b) {
+  TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat && x.is_contiguous(),
+              "scale_add takes a contiguous float32 CUDA tensor");
+  auto y = torch::empty_like(x);
+  int64_t n = x.numel();
+  int threads = 256;
+  int64_t blocks = (n + threads - 1) / threads;
+  scale_add_kernel<<<blocks, threads, 0, at::cuda::getCurrentCUDAStream()>>>(
+      x.data_ptr<float>(), y.data_ptr<float>(), (float)a, (float)b, n);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return y;
+}
+"""
+
+
+def cuda_extension_unmet(torch: Any, device: str, cuda_home: Optional[str]) -> Optional[str]:
+    """Why a CUDA extension cannot be built and run here; None when it can. ``cuda_home`` is
+    the toolkit torch's extension builder found (``torch.utils.cpp_extension.CUDA_HOME``)."""
+    if getattr(torch.version, "hip", None):
+        return "a ROCm build: its extensions go through hipify, not nvcc (not judged)"
+    if not torch.version.cuda:
+        return "a CPU-only build of torch cannot build CUDA extensions"
+    if not device.startswith("cuda"):
+        return f"{NO_CUDA}: the compiled kernel has nowhere to run"
+    nvcc = os.path.join(cuda_home, "bin", "nvcc") if cuda_home else None
+    if nvcc is None or not (os.path.exists(nvcc) or os.path.exists(nvcc + ".exe")):
+        return ("no CUDA toolkit with nvcc (torch looks in CUDA_HOME, CUDA_PATH, PATH and "
+                "/usr/local/cuda); install the toolkit matching torch's CUDA "
+                f"{torch.version.cuda} to build CUDA extensions")
+    if not _compiler():
+        return "no C++ compiler for nvcc's host code (install g++ or set CXX)"
+    return None
+
+
+@check("cuda_extension", level="full", required=False, timeout=600.0)
+def check_cuda_extension(ctx: Ctx) -> str:
+    """A CUDA kernel built with nvcc through torch's extension builder runs on the device and
+    agrees with the CPU. Optional: nvcc is the host's toolkit, not part of the install."""
+    torch = ctx.torch
+    cpp_extension: Any = importlib.import_module("torch.utils.cpp_extension")
+    unmet = cuda_extension_unmet(torch, ctx.device,
+                                 getattr(cpp_extension, "CUDA_HOME", None))
+    if unmet:
+        raise Skip(unmet)
+    if not cpp_extension.is_ninja_available():
+        raise Skip("ninja is not installed (pip install ninja)")
+    try:
+        ext, built, build_dir = build_inline(
+            torch, _CUDA_EXT_NAME, cpp_sources=[_CUDA_EXT_DECLARATION],
+            cuda_sources=[_CUDA_EXT_SOURCE], functions=["scale_add"])
+    except RuntimeError as exc:  # torch refuses a toolkit of another CUDA major, or nvcc fails
+        raise Fail(f"building a CUDA extension failed: {str(exc).strip()[:600]}",
+                   hint=f"the usual causes: nvcc at {cpp_extension.CUDA_HOME} is of another "
+                        f"CUDA major version than torch's {torch.version.cuda} (set CUDA_HOME "
+                        "to a matching toolkit), or a host compiler this nvcc does not "
+                        "support") from exc
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn((1 << 20) + 3, generator=g)  # not a whole number of blocks
+    with torch.cuda.device(_cuda_index(ctx)):
+        got = ext.scale_add(x.to(ctx.device), 1.5, -2.0)
+        torch.cuda.synchronize(ctx.device)
+    want = x * 1.5 - 2.0
+    bad = int((got.cpu() - want).abs().gt(1e-5 + 1e-6 * want.abs()).sum())
+    if bad:
+        raise Fail(f"the CUDA kernel built by nvcc gave {bad} wrong element(s) of {x.numel()} "
+                   f"on {ctx.device}", hint="nvcc, the driver or the GPU; run 'torchenv doctor'")
+    return (f"nvcc ({cpp_extension.CUDA_HOME}) built a kernel in {built:.1f} s ({build_dir}); "
+            f"{x.numel()} elements on {ctx.device} agree with the CPU")
 
 
 @check("torchvision_ops", level="full")
