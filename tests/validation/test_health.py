@@ -478,3 +478,79 @@ def test_what_a_driver_cannot_watch_around_the_workload_is_a_skip(stand_in: Buil
     links = checks["health_link_errors[gpu0]"]
     assert links["status"] == "skip" and "not supported" in links["reason"], links
     assert checks["health_clocks_under_load[gpu0]"]["status"] == "pass"
+
+
+@pytest.fixture(scope="module")
+def stand_in_with_events(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The stand-in with NVML's event sets (``fake_nvml_events.c``: FAKE_NVML_XIDS)."""
+    from tests.detection.detection_helpers import FAKE_NVML_SOURCE
+
+    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if compiler is None or not sys.platform.startswith("linux"):
+        pytest.skip("the stand-in NVML library is a Linux shared object built with a C compiler")
+    out = tmp_path_factory.mktemp("health-nvml-events") / "libnvidia-ml.so.1"
+    subprocess.run([compiler, "-shared", "-fPIC", "-O1", "-I", str(FAKE_NVML_SOURCE.parent),
+                    "-o", str(out), str(Path(__file__).parent / "fake_nvml_events.c")],
+                   check=True, capture_output=True, timeout=60)
+    return out
+
+
+_XID_RUN = """
+import json, os, sys, time
+from torchenv.validation.health import XidWatch, judge_xid, read_gpus
+gpus = read_gpus()[0]
+xid = XidWatch(os.environ, settle=float(sys.argv[1]))
+began = time.monotonic()
+xid.start()
+started = time.monotonic() - began
+time.sleep(float(sys.argv[2]))  # the workload
+xid.collect()
+print(json.dumps({"started": started, "before": xid.before, "events": xid.events,
+                  "checks": [judge_xid(g, xid).to_json() for g in gpus]}))
+"""
+
+
+def _xid_run(library: Path, xids: str, *, settle: float = 0.5, workload: float = 1.5
+             ) -> dict[str, Any]:
+    env = clean_env(TORCHENV_NVML_LIBRARY=str(library), FAKE_NVML_GPUS=f"{H200};{H200}",
+                    FAKE_NVML_XIDS=xids)
+    proc = subprocess.run([sys.executable, "-c", _XID_RUN, str(settle), str(workload)],
+                          env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    doc: dict[str, Any] = json.loads(proc.stdout)
+    return doc
+
+
+def test_xids_waiting_at_the_start_are_told_apart_from_those_during_the_run(
+        stand_in_with_events: Path) -> None:
+    """GPU 0 has Xid 79 waiting when the watch begins and Xid 48 a second into the workload;
+    GPU 1 has Xid 94 only during the run. The real nvidia-ml-py reads the stand-in's set."""
+    doc = _xid_run(stand_in_with_events, "0:79@0,0:48@1000,1:94@1200")
+    assert doc["before"] == [[0, 79]]
+    assert sorted(map(tuple, doc["events"])) == [(0, 48), (1, 94)]
+    gpu0, gpu1 = doc["checks"]
+    assert gpu0["status"] == "fail" and gpu0["required"] is True, gpu0
+    assert "Xid 79 already raised when validation began, before its workload" in gpu0["error"]
+    assert "Xid 48 during the run" in gpu0["error"]
+    assert gpu0["metrics"]["xid_before"] == [79] and gpu0["metrics"]["xid_events"] == [48]
+    assert gpu1["status"] == "fail" and "already raised" not in gpu1["error"], gpu1
+    assert "Xid 94 during the run" in gpu1["error"]
+    assert gpu1["metrics"]["xid_before"] == [] and gpu1["metrics"]["xid_events"] == [94]
+
+
+def test_an_xid_only_before_the_run_still_fails_and_the_wait_for_it_is_bounded(
+        stand_in_with_events: Path) -> None:
+    doc = _xid_run(stand_in_with_events, "1:79@0", settle=0.3, workload=0.1)
+    assert doc["started"] < 5, doc["started"]
+    gpu0, gpu1 = doc["checks"]
+    assert gpu0["status"] == "pass", gpu0
+    assert gpu1["status"] == "fail", gpu1
+    assert gpu1["error"].endswith("Xid 79 already raised when validation began, before its "
+                                  "workload"), gpu1
+
+
+def test_without_events_the_start_waits_only_its_settle_time(stand_in_with_events: Path) -> None:
+    doc = _xid_run(stand_in_with_events, "", settle=0.4, workload=0.1)
+    assert 0.35 < doc["started"] < 5, doc["started"]
+    assert [c["status"] for c in doc["checks"]] == ["pass", "pass"]
+    assert doc["checks"][0]["detail"].endswith("no Xid event before or during the run")

@@ -978,16 +978,24 @@ NVML_ERROR_TIMEOUT = 10  # nvml.h: what nvmlEventSetWait answers when no event i
 
 class XidWatch:
     """The Xid events (critical errors the driver logs for a GPU, e.g. 79: fallen off the bus)
-    that happen while the run's workload runs, through an NVML event set.
+    that happen around the run's workload, through an NVML event set.
 
-    :meth:`start` registers every GPU before the workload, :meth:`collect` drains the events
-    after it; each NVML call runs bounded (a hung driver abandons the watch, and ``problem``
-    says so). ``events`` holds (NVML index, Xid); ``watched`` the GPUs registered.
+    :meth:`start` registers every GPU before the workload, then waits up to ``settle`` seconds
+    for events already waiting: those go to ``before`` (the GPU was raising errors before
+    validation's workload touched it). :meth:`collect` drains the events that came after into
+    ``events``. Each NVML call runs bounded (a hung driver abandons the watch, and ``problem``
+    says so); ``watched`` holds the GPUs registered. Events are (NVML index, Xid).
+
+    NVML hands over only what happens once a set is registered; an Xid logged earlier (since
+    boot) is in the kernel log (``dmesg``), not here.
     """
 
-    def __init__(self, environ: Mapping[str, str], timeout: float = 10.0) -> None:
+    def __init__(self, environ: Mapping[str, str], timeout: float = 10.0,
+                 settle: float = 0.5) -> None:
         self.environ = environ
         self.timeout = timeout
+        self.settle = settle
+        self.before: list[tuple[int, int]] = []
         self.events: list[tuple[int, int]] = []
         self.watched: set[int] = set()
         self.problem: Optional[str] = None
@@ -997,8 +1005,17 @@ class XidWatch:
         done, outcome = call_bounded(self._register, self.timeout, name="torchenv-xid")
         if not done:
             self.problem = f"unknown: NVML did not register for events within {self.timeout:g} s"
-        elif outcome:
+            return
+        if outcome:
             self.problem = outcome
+        if self._set is None:
+            return
+        limit = self.timeout + self.settle
+        done, _ = call_bounded(lambda: self._take(self.before, int(self.settle * 1000)), limit,
+                               name="torchenv-xid")
+        if not done:
+            self.problem = (f"unknown: NVML did not hand over the events waiting at the start "
+                            f"within {limit:g} s")
 
     def _register(self) -> Optional[str]:
         setting = nvml_library_setting(self.environ)
@@ -1031,8 +1048,25 @@ class XidWatch:
             return None
         return "; ".join(reasons) or "NVML lists no GPU"
 
+    def _take(self, into: list[tuple[int, int]], first_wait_ms: int) -> None:
+        """Append the events waiting to ``into``: the first wait up to ``first_wait_ms``, the
+        rest none. Bounded: a GPU logging without end is reported, not drained."""
+        import pynvml
+
+        wait_ms = first_wait_ms
+        for _ in range(1000):
+            try:
+                data = pynvml.nvmlEventSetWait_v2(self._set, wait_ms)
+            except pynvml.NVMLError as exc:
+                if int(getattr(exc, "value", -1)) != NVML_ERROR_TIMEOUT:
+                    self.problem = f"unknown: nvmlEventSetWait_v2: {exc}"
+                return
+            into.append((int(pynvml.nvmlDeviceGetIndex(data.device)), int(data.eventData)))
+            wait_ms = 0
+
     def collect(self) -> None:
-        """Drain the events that arrived; then release the event set and NVML."""
+        """Drain the events that arrived since :meth:`start`; then release the event set and
+        NVML."""
         if self._set is None:
             return
         done, _ = call_bounded(self._drain, self.timeout, name="torchenv-xid")
@@ -1044,15 +1078,7 @@ class XidWatch:
         import pynvml
 
         try:
-            for _ in range(1000):  # bounded: a GPU logging without end is reported, not drained
-                try:
-                    data = pynvml.nvmlEventSetWait_v2(self._set, 0)
-                except pynvml.NVMLError as exc:
-                    if int(getattr(exc, "value", -1)) != NVML_ERROR_TIMEOUT:
-                        self.problem = f"unknown: nvmlEventSetWait_v2: {exc}"
-                    break
-                self.events.append((int(pynvml.nvmlDeviceGetIndex(data.device)),
-                                    int(data.eventData)))
+            self._take(self.events, 0)
         finally:
             with contextlib.suppress(pynvml.NVMLError):
                 pynvml.nvmlEventSetFree(self._set)
@@ -1062,22 +1088,32 @@ class XidWatch:
 
 
 def judge_xid(gpu: GpuHealth, watch: XidWatch) -> CheckResult:
-    """``health_xid[gpuN]``: any Xid the driver raised for this GPU while validation's own
-    workload ran fails (required): the workload is known-good, so the GPU or driver is not."""
+    """``health_xid[gpuN]``: any Xid the driver raised for this GPU fails (required). Those
+    already waiting when the watch began (``metrics.xid_before``) are reported apart from those
+    that came during the run (``metrics.xid_events``): the first were there before validation's
+    workload; the second came while it ran, and the workload is known-good, so the GPU or the
+    driver is not."""
     common: dict[str, Any] = {"name": f"health_xid[gpu{gpu.index}]", "device": f"gpu{gpu.index}",
                               "level": "full", "required": True, "metrics": dict(gpu.identity)}
     if gpu.index not in watch.watched:
         return CheckResult(status="skip", reason=f"{gpu.label}: Xid events not watched: "
                            + (watch.problem or "unknown"), **common)
-    xids = [xid for index, xid in watch.events if index == gpu.index]
-    common["metrics"]["xid_events"] = xids
-    if watch.problem and not xids:
+    before = [xid for index, xid in watch.before if index == gpu.index]
+    during = [xid for index, xid in watch.events if index == gpu.index]
+    common["metrics"]["xid_before"] = before
+    common["metrics"]["xid_events"] = during
+    if watch.problem and not before and not during:
         return CheckResult(status="skip", reason=f"{gpu.label}: {watch.problem}", **common)
-    if not xids:
-        return CheckResult(status="pass", detail=f"{gpu.label}: no Xid event during the run",
-                           **common)
-    shown = ", ".join(str(x) for x in dict.fromkeys(xids))
-    return CheckResult(status="fail", error=f"{gpu.label}: Xid {shown} during the run",
+    if not before and not during:
+        return CheckResult(status="pass", detail=f"{gpu.label}: no Xid event before or during "
+                           "the run", **common)
+    said = []
+    if before:
+        said.append(f"Xid {', '.join(str(x) for x in dict.fromkeys(before))} already raised "
+                    "when validation began, before its workload")
+    if during:
+        said.append(f"Xid {', '.join(str(x) for x in dict.fromkeys(during))} during the run")
+    return CheckResult(status="fail", error=f"{gpu.label}: " + "; ".join(said),
                        hint="look the Xid up in NVIDIA's Xid catalogue (docs.nvidia.com/deploy/"
                             "xid-errors) and dmesg; drain the node: 79 means the GPU fell off "
                             "the bus, 48/63/64/94/95 memory errors, 74 an NVLink error",
