@@ -81,6 +81,8 @@ unset TORCHENV_GPU_TEST_FULL_REPORT
 # --- planted faults: each must end in a clear verdict, within its limit
 step fault-hung-collective 1 90 env TORCHENV_VALIDATE_EXTRA_CHECKS="$here/tests/validation/_planted_collectives.py" "$py" -m torchenv validate --level full --only planted_hang,gloo_allreduce --timeout 15 --json
 step fault-nproc-above-gpus 2 20 "$py" -m torchenv validate --level full --nproc-per-node 100000 --json
+printf '#!/bin/sh\nexec cat /dev/zero\n' > "$out/flooding-python" && chmod +x "$out/flooding-python"
+step fault-flooding-python 2 20 "$py" -m torchenv validate --python "$out/flooding-python" --json
 
 # --- the summary: one JSON file, and a verdict
 "$py" - "$out" "$token" "$budget" "$SECONDS" <<'EOF'

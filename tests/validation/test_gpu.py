@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -48,7 +49,8 @@ print(json.dumps({"torch": torch.__version__, "cuda": torch.version.cuda,
                   "devices": devices, "arch_list": torch.cuda.get_arch_list(),
                   "cudnn_runtime": cudnn.version() if cudnn.is_available() else None,
                   "cudnn_compiled": getattr(torch._C, "_cudnn", None)
-                  and torch._C._cudnn.getCompileVersion()}))
+                  and torch._C._cudnn.getCompileVersion(),
+                  "nccl_built_in": hasattr(torch._C, "_nccl_version")}))
 """
 
 
@@ -247,3 +249,57 @@ def test_hidden_gpus_fail_build_with_the_reason() -> None:
     assert build["status"] == "fail"
     assert "is_available() is False" in build["error"]
     assert "CUDA_VISIBLE_DEVICES" in build["hint"] or "doctor" in build["hint"]
+
+
+def test_the_nccl_torch_is_built_with_answers(full: dict[str, Any],
+                                              facts: dict[str, Any]) -> None:
+    """A build with NCCL names its version; a broken one is 'unreadable', never 'no NCCL'."""
+    build = by_name(full)["build"]
+    assert build["status"] == "pass", build
+    if not facts["nccl_built_in"]:
+        assert "no NCCL" in build["detail"], build["detail"]
+        pytest.skip("this torch is built without NCCL")
+    assert re.search(r"NCCL [0-9]+\.[0-9]+\.[0-9]+", build["detail"]), build["detail"]
+
+
+def test_the_cuda_runtime_and_cublas_loaded_serve_the_build(full: dict[str, Any],
+                                                            facts: dict[str, Any]) -> None:
+    """The libcudart and libcublas mapped into the probe are of torch's CUDA major version,
+    and the runtime is not older than the build."""
+    libs = by_name(full)["cuda_libraries"]
+    assert libs["status"] == "pass", libs
+    metrics = libs.get("metrics", {})
+    compiled = tuple(int(p) for p in facts["cuda"].split(".")[:2])
+    assert metrics.get("cuda") == ".".join(map(str, compiled)), metrics
+    judged = 0
+    if "cudart" in metrics:
+        runtime = tuple(int(p) for p in metrics["cudart"].split("."))
+        assert runtime[0] == compiled[0] and runtime >= compiled, (runtime, compiled)
+        judged += 1
+    if "cublas" in metrics:
+        assert int(metrics["cublas"].split(".")[0]) == compiled[0], metrics
+        judged += 1
+    if not judged:
+        pytest.skip("no separate libcudart or libcublas is loaded: " + libs["detail"])
+
+
+def test_a_cuda_extension_built_by_nvcc_runs_on_the_gpu(full: dict[str, Any]) -> None:
+    ext = by_name(full)["cuda_extension"]
+    if ext["status"] == "skip" and ext["reason"].startswith(("no CUDA toolkit", "ninja")):
+        pytest.skip(ext["reason"])
+    assert ext["status"] == "pass", ext
+    assert "agree with the CPU" in ext["detail"] and "cuda:0" in ext["detail"], ext
+
+
+def test_xids_are_watched_before_and_during_the_run(full: dict[str, Any],
+                                                    nvml: list[dict[str, Any]]) -> None:
+    """Every GPU NVML lists has its Xid check; where events could be registered, both the
+    events waiting at the start and those during the run were read, and there were none."""
+    xid = _named(full, "health_xid")
+    assert len(xid) == len(nvml), [c["name"] for c in xid]
+    watched = [c for c in xid if c["status"] != "skip"]
+    if not watched:
+        pytest.skip("the driver registers no Xid events here: " + xid[0]["reason"])
+    for c in watched:
+        assert c["status"] == "pass", c
+        assert c["metrics"]["xid_before"] == [] and c["metrics"]["xid_events"] == [], c

@@ -1140,9 +1140,6 @@ def check_cpp_extension(ctx: Ctx) -> str:
 _CUDA_EXT_NAME = "torchenv_probe_cuda_ext"
 _CUDA_EXT_DECLARATION = "torch::Tensor scale_add(torch::Tensor x, double a, double b);"
 _CUDA_EXT_SOURCE = """
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
-
 __global__ void scale_add_kernel(const float* x, float* y, float a, float b, int64_t n) {
   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i < n) y[i] = a * x[i] + b;
@@ -1155,9 +1152,11 @@ torch::Tensor scale_add(torch::Tensor x, double a, double b) {
   int64_t n = x.numel();
   int threads = 256;
   int64_t blocks = (n + threads - 1) / threads;
-  scale_add_kernel<<<blocks, threads, 0, at::cuda::getCurrentCUDAStream()>>>(
-      x.data_ptr<float>(), y.data_ptr<float>(), (float)a, (float)b, n);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  // the legacy default stream, which waits for torch's: no CUDAContext.h to compile
+  scale_add_kernel<<<blocks, threads>>>(x.data_ptr<float>(), y.data_ptr<float>(), (float)a,
+                                        (float)b, n);
+  cudaError_t launched = cudaGetLastError();
+  TORCH_CHECK(launched == cudaSuccess, "kernel launch failed: ", cudaGetErrorString(launched));
   return y;
 }
 """
