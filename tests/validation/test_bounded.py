@@ -267,3 +267,24 @@ def test_sigterm_during_the_extension_build_prints_the_partial_report_and_leaves
     assert _settle(mark, 5) == [], "a compiler of the interrupted build is still running"
     assert _locks(tmp_path / "cache") == []
     assert listing(tmp_path / "tmp") == []
+
+
+def test_a_check_flooding_the_protocol_stream_is_stopped_and_the_suite_goes_on(
+        tmp_path: Path) -> None:
+    mark = uuid.uuid4().hex
+    env = _env(tmp_path, mark, TORCHENV_VALIDATE_EXTRA_CHECKS=str(HERE / "_planted_flood.py"))
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "torchenv", "validate", "--json", "--only",
+                           "planted_flood,planted_after"], capture_output=True, text=True,
+                          env=env, timeout=240, check=False)
+    doc = load(proc.stdout)
+    checks = by_name(doc)
+    flood = checks["planted_flood"]
+    assert flood["status"] == "fail", flood
+    assert "a line longer than 1 MiB on its protocol stream during this check" in flood["error"]
+    assert flood["seconds"] < 10, flood
+    assert checks["planted_after"]["status"] == "pass", checks["planted_after"]
+    assert proc.returncode == 1
+    assert time.monotonic() - began < 200
+    assert _settle(mark) == [], "the flooding child is still running"
+    assert listing(tmp_path / "tmp") == []
