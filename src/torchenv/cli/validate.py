@@ -77,32 +77,29 @@ def run(args: argparse.Namespace) -> int:
     only = _only(args.only)
     try:
         host = _gpu_host()  # detection: seconds, or a probe's whole timeout on a hung driver
+        _check_nproc(args.nproc_per_node, host)
+        options = ValidationOptions(
+            python=python, level=args.level, timeout=args.timeout,
+            nnodes=args.nnodes, node_rank=args.node_rank, rdzv_endpoint=args.rdzv_endpoint,
+            nproc_per_node=args.nproc_per_node, host=host, only=only,
+            peak_lookup=_catalog_peak if args.level == "full" else None)
+        with _Progress(options.python) as progress:
+            report = validate(options, progress=progress.update)
     except Exception:
         raise
-    except BaseException:  # interrupted before any check: still one document, with no checks
+    except BaseException as exc:  # Ctrl-C, SIGTERM: every process of the run has ended
+        # what finished is still worth a document; before any check (during detection) it
+        # holds no checks
         if args.json:
             from torchenv.cli._common import emit_json
             from torchenv.validation.report import Report
 
-            emit_json(Report(python=python, torch=None, level=args.level, checks=(),
-                             interrupted=True).to_json())
+            partial = exc.report if isinstance(exc, Interrupted) else Report(
+                python=python, torch=None, level=args.level, checks=(), interrupted=True)
+            emit_json(partial.to_json())
+        if isinstance(exc, Interrupted):
+            raise exc.cause from None
         raise
-    _check_nproc(args.nproc_per_node, host)
-    options = ValidationOptions(
-        python=python, level=args.level, timeout=args.timeout,
-        nnodes=args.nnodes, node_rank=args.node_rank, rdzv_endpoint=args.rdzv_endpoint,
-        nproc_per_node=args.nproc_per_node, host=host, only=only,
-        peak_lookup=_catalog_peak if args.level == "full" else None)
-    with _Progress(options.python) as progress:
-        try:
-            report = validate(options, progress=progress.update)
-        except Interrupted as stopped:
-            # every process of the run has ended; what finished is still worth a document
-            if args.json:
-                from torchenv.cli._common import emit_json
-
-                emit_json(stopped.report.to_json())
-            raise stopped.cause from None
     if args.junit:
         from torchenv.validation.report import write_junit
 
