@@ -240,3 +240,21 @@ def test_a_toolkit_with_nvcc_and_a_compiler_can_build(tmp_path: Path) -> None:
     nvcc.parent.mkdir(parents=True)
     nvcc.write_text("#!/bin/sh\n")
     assert _probe.cuda_extension_unmet(_cuda_torch(), "cuda:0", str(tmp_path / "cuda")) is None
+
+
+def test_a_torch_distributed_that_cannot_be_imported_is_not_taken_for_no_nccl(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hello then leaves nccl_available out (the runner takes it as available), so the NCCL
+    checks run and fail with the error rather than skip as 'no NCCL'."""
+    from torchenv.validation.collectives import nccl_unavailable
+
+    pytest.importorskip("torch")
+    monkeypatch.setitem(sys.modules, "torch.distributed", None)
+    facts = _probe.nccl_facts()
+    assert "nccl_available" not in facts, facts
+    assert facts["distributed_error"].startswith("ModuleNotFoundError: import of "
+                                                 "torch.distributed halted"), facts
+    available = bool(facts.get("nccl_available", True))  # as the runner reads the hello
+    assert nccl_unavailable(cuda_devices=2, nccl_available=available) is None
+    monkeypatch.undo()
+    assert set(_probe.nccl_facts()) == {"nccl_available"}

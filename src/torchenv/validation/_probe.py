@@ -1473,6 +1473,18 @@ def gpu_identity(torch: Any, index: int) -> dict[str, Any]:
     return ident
 
 
+def nccl_facts() -> dict[str, Any]:
+    """The hello's word on NCCL: ``nccl_available`` (the build has torch.distributed and NCCL),
+    or ``distributed_error`` when torch.distributed cannot even be imported. That is a broken
+    build, not one without NCCL: the hello then leaves ``nccl_available`` out, so the NCCL
+    checks run and fail with the error instead of being skipped as absent."""
+    try:
+        dist: Any = importlib.import_module("torch.distributed")
+    except Exception as exc:
+        return {"distributed_error": f"{type(exc).__name__}: {exc}"}
+    return {"nccl_available": bool(dist.is_available() and dist.is_nccl_available())}
+
+
 def main() -> int:
     global CUDA_INIT_ERROR
     sys.dont_write_bytecode = True
@@ -1502,11 +1514,7 @@ def main() -> int:
     n_cuda, CUDA_INIT_ERROR = cuda_init(torch)
     hello["cuda_init_seconds"] = round(time.monotonic() - start, 3)
     hello["cuda_init_error"] = CUDA_INIT_ERROR
-    try:
-        dist: Any = importlib.import_module("torch.distributed")
-        hello["nccl_available"] = bool(dist.is_available() and dist.is_nccl_available())
-    except Exception:
-        hello["nccl_available"] = False
+    hello.update(nccl_facts())
     try:
         load_extra_checks()
     except Exception as exc:

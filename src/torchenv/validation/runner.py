@@ -512,7 +512,9 @@ def _run_probe(options: ValidationOptions, env: Mapping[str, str], scratch: Path
                f"in {hello.get('import_seconds')} s",
         metrics={"torch": torch_version, "cuda_devices": int(hello.get("cuda_devices") or 0),
                  "cuda_device_names": [str(n) for n in hello.get("cuda_device_names") or ()],
-                 "nccl_available": bool(hello.get("nccl_available", True))})]
+                 "nccl_available": bool(hello.get("nccl_available", True)),
+                 **({"distributed_error": str(hello["distributed_error"])}
+                    if hello.get("distributed_error") else {})})]
     if options.host is not None:
         status, text = device_count_result(options.host, int(hello.get("cuda_devices") or 0))
         results.append(CheckResult(
