@@ -60,6 +60,7 @@ step nvidia-smi-topo any 10 nvidia-smi topo -m
 step nvidia-smi-query any 10 nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,driver_version,compute_cap,memory.total,clocks.max.sm,persistence_mode,mig.mode.current --format=csv
 step driver-version any 5 cat /proc/driver/nvidia/version
 step env any 5 sh -c 'env | grep -E "^(CUDA|NCCL|NVIDIA|TORCH|LD_LIBRARY_PATH|PATH|PYTHON)" | sort'
+# shellcheck disable=SC2016  # the single quotes are meant: the inner sh expands \$c
 step compilers any 10 sh -c 'for c in cc gcc g++ clang nvcc ninja; do printf "%s: " $c; command -v $c && $c --version 2>&1 | head -1; done'
 step python-torch 0 60 "$py" -c 'import sys, torch; print(sys.version); print(torch.__version__, torch.version.cuda, torch.cuda.is_available(), torch.cuda.device_count()); print(torch.cuda.get_arch_list())'
 step shm any 5 df -h /dev/shm
