@@ -111,9 +111,16 @@ def _fact(matrix: Matrix, torch: str, variant: str, platform: str) -> ArchFact:
 
 
 @pytest.mark.parametrize(("torch", "variant", "platform", "classes", "rule", "arch"), [
-    # 2.7.1 (wheel) and 2.9 (RELEASE.md table, SASS only) confirm the same SASS list
-    ("2.8.0", "cu126", "linux-x86_64", ("inferred", "unknown"), "adjacent-releases-agree",
+    # 2.7.1 (wheel) and 2.9 (RELEASE.md table, SASS only) confirm the same SASS list; the
+    # nearest lists with a confirmed PTX entry, 2.7.1 and 2.11.0 (wheels), both have none
+    ("2.8.0", "cu126", "linux-x86_64", ("inferred", "inferred"),
+     "adjacent-releases-agree + unchanged-between-releases",
      ("5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0")),
+    # 2.9 (release-branch script) and 2.12.0 (RELEASE.md table) confirm 8.0;9.0 on aarch64
+    ("2.10.0", "cu126", "linux-aarch64", ("inferred", "inferred"),
+     "unchanged-between-releases", ("8.0", "9.0")),
+    ("2.11.0", "cu126", "linux-aarch64", ("inferred", "inferred"),
+     "unchanged-between-releases", ("8.0", "9.0")),
     ("2.15.0", "cu130", "linux-aarch64", ("inferred", "inferred"),
      "runtime-table-in-sync + release-ptx-policy", ("8.0", "9.0", "10.0", "11.0", "12.0")),
     ("2.15.0", "cu134", "linux-x86_64", ("inferred", "inferred"),

@@ -360,7 +360,7 @@ def test_coverage_counts_every_fact_once(matrix: Matrix) -> None:
     assert report["totals"]["sass"]["inferred"] >= 5
     assert report["totals"]["ptx"]["inferred"] >= 10
     assert "2.8.0 cu129 linux-x86_64: arch list" in report["open"]
-    assert "2.9.0 cu126 linux-x86_64: PTX entry" in report["open"]
+    assert "2.9.0 cu130 linux-x86_64: PTX entry" in report["open"]
 
 
 def test_an_overlay_merge_keeps_the_order_of_last_mention() -> None:

@@ -152,10 +152,10 @@ TABLE: list[tuple[str, Any, dict[str, Any], Any, str]] = [
      ("2.14.1", "cu126", "full", "confirmed"), "arch"),
     ("volta 7.0 580", {"driver": "580.65.06", "gpus": ["7.0"]}, {},
      ("2.14.1", "cu126", "full", "confirmed"), "arch"),
-    # no confirmed list holds sm_35 (cu118 has SASS 3.7, PTX 3.7 on Windows only): the newest
-    # build whose list is unknown and whose toolkit still compiles for 3.5, said plainly
-    ("kepler 3.5 580", {"driver": "580.65.06", "gpus": ["3.5"]}, {},
-     ("2.7.1", "cu118", "compat", "unknown"), "evidence"),
+    # no confirmed list holds sm_35 (cu118 has SASS 3.7, PTX 3.7 on Windows only), and the
+    # unknown 2.6/2.7 cu118 lists come after confirmed cu118 lists that all start above it (rule
+    # excluded-by-family): exit 3 with the reason, not an unknown build with a soft warning
+    ("kepler 3.5 580", {"driver": "580.65.06", "gpus": ["3.5"]}, {}, None, "arch"),
     ("driver 390 pascal", {"driver": "390.116", "gpus": ["6.1"]}, {}, None, "driver"),
     ("free-threaded 3.13t h100 580", {"python": "3.13t", "driver": "580.65.06", "gpus": ["9.0"]},
      {}, ("2.12.0", "cu130", "full", "confirmed"), "python"),
@@ -446,13 +446,16 @@ def test_the_cvd_warning_and_json_keys_of_an_unknown_pick(matrix: Matrix) -> Non
     doc = plan.to_json()
     assert {"evidence", "evidence_alternative", "newer_unverified", "host_warnings",
             "confirmed_alternative", "alternatives"} <= set(doc)
-    # the 2.8 Windows lists are unknown; 2.14's Windows cu126 list is confirmed
+    # the 2.8 aarch64 cu129 list is unknown (the confirmed 2.13 one has sm_90: the pick says
+    # which rule put it first); the 2.15 cu130 list is inferred from the runtime table
     unknown = resolve(Request.from_text(torch="==2.8.*"),
-                      _host("580.88", "6.1", platform="win-amd64"),
+                      _host("580.65.06", "9.0", platform="linux-aarch64"),
                       matrix).to_json()
     assert unknown["evidence"]["arch"] == "unknown"
-    assert unknown["evidence_alternative"] == {"torch": "2.14.1", "variant": "cu126",
-                                               "evidence": "confirmed", "rule": None}
+    assert unknown["evidence"]["arch_rule"] == "neighbours-include"
+    assert unknown["evidence_alternative"] == {
+        "torch": "2.15.0", "variant": "cu130", "evidence": "inferred",
+        "rule": "runtime-table-in-sync + release-ptx-policy"}
     assert unknown["alternatives"] and all(a["evidence"] for a in unknown["alternatives"])
 
 

@@ -15,11 +15,14 @@ Rules:
     release's runtime-table row for its CUDA version and host arch. A row says nothing of whether
     the variant exists (that is the index entry's evidence) nor of PTX (the table has none).
 
-``adjacent-releases-agree``
+``adjacent-releases-agree`` and ``unchanged-between-releases``
     :func:`infer_from_adjacent_releases`: a variant's unknown arch list on a platform takes the
-    list of the same variant on the same platform when the releases on both sides of it (the
-    nearest older and nearest newer release that build that variant there) have confirmed,
-    identical lists. SASS and PTX are judged apart.
+    list of the same variant on the same platform when the nearest older and the nearest newer
+    release that confirm that variant's list there confirm identical lists: a list unchanged
+    between two releases is the list of every release between them. The rule is called
+    ``adjacent-releases-agree`` when those two releases are the direct neighbours, and
+    ``unchanged-between-releases`` when unknown lists lie between them too. SASS and PTX are
+    judged apart: an unknown PTX entry of a list whose SASS is known is inferred the same way.
 
 ``release-ptx-policy``
     :func:`infer_ptx_from_policy`: where a confirmed release-wheel policy says the release wheels of
@@ -30,6 +33,27 @@ Rules:
     :func:`toolkit_excludes`: whatever an unknown list holds, a CUDA toolkit cannot emit code for
     an architecture newer than the newest it knows, and no build carries SASS for one older than
     the oldest it still compiles for (PTX never runs on an older GPU), so such a GPU is out.
+
+Two rules answer for one GPU at a time, when the resolver meets an unknown list (they cannot be
+written as a list):
+
+``windows-covers-linux``
+    :func:`windows_covers_linux`: in every release and variant whose Windows and Linux x86_64
+    lists are both confirmed, the Windows list runs every GPU the Linux list runs natively (the
+    maintainers' support tables from 2.9 on state one row for "Linux x86 and Windows builds").
+    So an unknown Windows list runs a GPU natively when the same release and variant's known Linux
+    x86_64 list does. It never rejects: Windows lists have held targets Linux lists lacked.
+
+``excluded-by-family``
+    :func:`excluded_by_family`: an unknown list leaves a GPU out when the confirmed lists of the
+    same variant on the same platform around it all do: the nearest confirmed older and nearest
+    confirmed newer lists both leave it out, or, when no newer list is confirmed, the GPU is older
+    than every entry of every confirmed older list (a target a variant has dropped, or never had,
+    does not come back in a later release of it). It only rejects.
+
+The premise of every rule is replayed against the confirmed facts of the embedded data in
+``tests/matrix/test_inference_replay.py``: each confirmed list is hidden in turn, and no rule may
+predict anything of it that it does not hold.
 """
 
 from __future__ import annotations
@@ -53,13 +77,25 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RULES",
+    "FamilyFact",
     "PtxPolicy",
     "RuntimeTable",
     "apply_inference",
+    "chains",
+    "entry_runs",
+    "excluded_by_family",
+    "family",
+    "family_includes",
     "infer_from_adjacent_releases",
     "infer_from_runtime_table",
+    "infer_in_chain",
+    "infer_ptx_between",
     "infer_ptx_from_policy",
+    "infer_ptx_in_chain",
+    "list_excludes",
+    "list_includes",
     "toolkit_excludes",
+    "windows_covers_linux",
 ]
 
 RULES: Mapping[str, str] = {
@@ -68,6 +104,21 @@ RULES: Mapping[str, str] = {
     ),
     "adjacent-releases-agree": (
         "the same variant has the same confirmed list in the releases before and after"
+    ),
+    "unchanged-between-releases": (
+        "the nearest older and newer releases that confirm the variant's list confirm the same "
+        "list, so the releases between them keep it"
+    ),
+    "windows-covers-linux": (
+        "every confirmed Windows list runs what the same release's Linux x86_64 list runs "
+        "natively"
+    ),
+    "excluded-by-family": (
+        "the confirmed lists of the same variant around this release all leave the GPU out"
+    ),
+    "neighbours-include": (
+        "a ranking hint, not evidence: every confirmed list of the same variant in the other "
+        "releases runs the GPU"
     ),
     "release-ptx-policy": "the release wheels of this release carry no PTX (release policy)",
     "toolkit-bounds": (
@@ -123,13 +174,14 @@ def _ptx(arch: Sequence[ArchEntry]) -> tuple[ArchEntry, ...]:
 
 
 def infer_from_adjacent_releases(
-    older: ArchFact | None, newer: ArchFact | None
+    older: ArchFact | None, newer: ArchFact | None, rule: str = "adjacent-releases-agree"
 ) -> ArchFact | None:
-    """Rule ``adjacent-releases-agree`` for one unknown fact between ``older`` and ``newer``.
+    """Rule ``adjacent-releases-agree`` (or ``unchanged-between-releases``, named by ``rule``) for
+    one unknown fact between ``older`` and ``newer``, the nearest releases that confirm the list.
 
-    Both neighbours must have a confirmed SASS list and the same SASS entries; the PTX entry is
-    inferred only when both neighbours' PTX is confirmed and the same, else it stays unknown.
-    Returns None when the rule does not apply.
+    Both must have a confirmed SASS list and the same SASS entries; the PTX entry is inferred only
+    when both PTX entries are confirmed and the same, else it stays unknown. Returns None when the
+    rule does not apply.
     """
     if older is None or newer is None:
         return None
@@ -139,18 +191,42 @@ def infer_from_adjacent_releases(
         return None
     if _sass(older.arch_list) != _sass(newer.arch_list):
         return None
-    ptx_agrees = (
-        older.ptx == "confirmed"
-        and newer.ptx == "confirmed"
-        and _ptx(older.arch_list) == _ptx(newer.arch_list)
-    )
+    ptx_agrees = _ptx_agrees(older, newer)
     arch = older.arch_list if ptx_agrees else _sass(older.arch_list)
     return ArchFact(
         arch,
         sass="inferred",
         ptx="inferred" if ptx_agrees else "unknown",
-        rule="adjacent-releases-agree",
+        rule=rule,
         sources=tuple(dict.fromkeys((*older.sources, *newer.sources))),
+    )
+
+
+def _ptx_agrees(older: ArchFact, newer: ArchFact) -> bool:
+    assert older.arch_list is not None
+    assert newer.arch_list is not None
+    return (older.ptx == "confirmed" and newer.ptx == "confirmed"
+            and _ptx(older.arch_list) == _ptx(newer.arch_list))
+
+
+def infer_ptx_between(fact: ArchFact, older: ArchFact | None, newer: ArchFact | None,
+                      rule: str) -> ArchFact | None:
+    """The PTX half of ``rule`` for a list whose SASS is known and PTX is not: the nearest older
+    and newer lists with confirmed PTX agree on it. None when the rule does not apply."""
+    if fact.arch_list is None or fact.ptx != "unknown" or older is None or newer is None:
+        return None
+    if older.arch_list is None or newer.arch_list is None or not _ptx_agrees(older, newer):
+        return None
+    ptx = {a.without_ptx() for a in _ptx(older.arch_list)}
+    sass = _sass(fact.arch_list)
+    if not ptx <= set(sass):  # a PTX entry of a target this list does not build: no rule
+        return None
+    return replace(
+        fact,
+        arch_list=tuple(ArchEntry(f"{a}+PTX") if a in ptx else a for a in sass),
+        ptx="inferred",
+        rule=f"{fact.rule} + {rule}" if fact.rule and fact.rule != rule else rule,
+        sources=tuple(dict.fromkeys((*fact.sources, *older.sources, *newer.sources))),
     )
 
 
@@ -222,11 +298,13 @@ def apply_inference(
         updates.setdefault(id(v), {})[plat] = fact
         originals[id(v)] = v
 
-    _infer_from_neighbours(releases, update)
+    by_variant = chains(releases)
+    _infer_from_neighbours(by_variant, update)
     if tables:
         _infer_from_tables(releases, tables, updates, update)
     if policies:
         _infer_from_policies(releases, policies, updates, update)
+    _infer_ptx_from_neighbours(by_variant, updates, update)
     if not updates:
         return tuple(releases)
     rebuilt: dict[int, Variant] = {
@@ -241,27 +319,95 @@ def apply_inference(
     return tuple(out)
 
 
-def _infer_from_neighbours(releases: Sequence[Release],
-                           update: Callable[[Variant, Platform, ArchFact], None]) -> None:
-    """Rule ``adjacent-releases-agree`` over every unknown fact."""
-    # (variant name, platform) -> [(release index, variant)] oldest first, one per distinct entry
-    chains: dict[tuple[VariantName, Platform], list[tuple[int, Variant]]] = {}
+def chains(releases: Sequence[Release]
+           ) -> dict[tuple[VariantName, Platform], list[tuple[TorchVersion, Variant]]]:
+    """(variant name, platform) -> [(release, variant)] oldest first, one per distinct entry
+    (patches that share a variant entry share its facts), for every CUDA variant."""
+    out: dict[tuple[VariantName, Platform], list[tuple[TorchVersion, Variant]]] = {}
     for i in range(len(releases) - 1, -1, -1):
         for v in releases[i].variants:
             if v.kind != "cuda":
                 continue
             for plat in v.platforms:
-                chain = chains.setdefault((v.name, plat), [])
+                chain = out.setdefault((v.name, plat), [])
                 if not chain or chain[-1][1] is not v:
-                    chain.append((i, v))
-    for (_, plat), chain in chains.items():
+                    chain.append((releases[i].torch, v))
+    return out
+
+
+def _nearest(facts: Sequence[ArchFact | None], pos: int, step: int,
+             wanted: Callable[[ArchFact], bool]) -> tuple[int, ArchFact] | None:
+    i = pos + step
+    while 0 <= i < len(facts):
+        fact = facts[i]
+        if fact is not None and wanted(fact):
+            return i, fact
+        i += step
+    return None
+
+
+def _sass_confirmed(f: ArchFact) -> bool:
+    return f.sass == "confirmed" and f.arch_list is not None
+
+
+def _ptx_confirmed(f: ArchFact) -> bool:
+    return f.ptx == "confirmed" and f.arch_list is not None
+
+
+def infer_in_chain(facts: Sequence[ArchFact | None], pos: int) -> ArchFact | None:
+    """Rules ``adjacent-releases-agree`` / ``unchanged-between-releases`` for an unknown SASS
+    list at ``pos`` of one variant's facts on one platform, oldest first (None where a release
+    gives none); None when the rule does not apply."""
+    fact = facts[pos]
+    if fact is None or fact.known:
+        return None
+    older = _nearest(facts, pos, -1, _sass_confirmed)
+    newer = _nearest(facts, pos, 1, _sass_confirmed)
+    if older is None or newer is None:
+        return None
+    return infer_from_adjacent_releases(older[1], newer[1], _rule_name(pos, older[0], newer[0]))
+
+
+def infer_ptx_in_chain(facts: Sequence[ArchFact | None], pos: int) -> ArchFact | None:
+    """The PTX half of the same rules for a list at ``pos`` whose SASS is known and PTX is not:
+    the nearest lists with confirmed PTX on both sides agree on it."""
+    fact = facts[pos]
+    if fact is None or not fact.known or fact.ptx != "unknown":
+        return None
+    older = _nearest(facts, pos, -1, _ptx_confirmed)
+    newer = _nearest(facts, pos, 1, _ptx_confirmed)
+    if older is None or newer is None:
+        return None
+    return infer_ptx_between(fact, older[1], newer[1], _rule_name(pos, older[0], newer[0]))
+
+
+def _rule_name(pos: int, older: int, newer: int) -> str:
+    direct = older == pos - 1 and newer == pos + 1
+    return "adjacent-releases-agree" if direct else "unchanged-between-releases"
+
+
+_Chains = dict[tuple[VariantName, Platform], list[tuple[TorchVersion, Variant]]]
+
+
+def _infer_from_neighbours(by_variant: _Chains,
+                           update: Callable[[Variant, Platform, ArchFact], None]) -> None:
+    """Rules ``adjacent-releases-agree`` and ``unchanged-between-releases`` over every unknown
+    SASS list (``by_variant``: :func:`chains`)."""
+    for (_, plat), chain in by_variant.items():
+        facts = [v.arch_facts.get(plat) for _, v in chain]
         for pos, (_, v) in enumerate(chain):
-            fact = v.arch_facts.get(plat)
-            if fact is None or fact.known:
-                continue
-            older = chain[pos - 1][1].arch_facts.get(plat) if pos > 0 else None
-            newer = chain[pos + 1][1].arch_facts.get(plat) if pos + 1 < len(chain) else None
-            inferred = infer_from_adjacent_releases(older, newer)
+            inferred = infer_in_chain(facts, pos)
+            if inferred is not None:
+                update(v, plat, inferred)
+
+
+def _infer_ptx_from_neighbours(by_variant: _Chains, updates: _Updates,
+                               update: Callable[[Variant, Platform, ArchFact], None]) -> None:
+    """The PTX half of those rules over every list whose PTX the rules before left unknown."""
+    for (_, plat), chain in by_variant.items():
+        facts = [updates.get(id(v), {}).get(plat) or v.arch_facts.get(plat) for _, v in chain]
+        for pos, (_, v) in enumerate(chain):
+            inferred = infer_ptx_in_chain(facts, pos)
             if inferred is not None:
                 update(v, plat, inferred)
 
@@ -298,6 +444,110 @@ def _infer_from_policies(releases: Sequence[Release], policies: Sequence[PtxPoli
                 new = infer_ptx_from_policy(fact, policy)
                 if new is not fact:
                     update(v, plat, new)
+
+
+# --- rules for one GPU against an unknown list ----------------------------------------------
+
+
+def entry_runs(entry: ArchEntry, cc: ComputeCapability, *, jit_ok: bool) -> bool:
+    """Can code compiled for ``entry`` run on a device of compute capability ``cc``?
+
+    SASS runs on the same major with an equal or higher minor; ``a`` targets only on exactly that
+    arch; PTX on any device at or above it, but only through the driver's JIT (``jit_ok``). A
+    device is its capability's base: the suffix of ``cc`` does not matter.
+    """
+    major, minor = cc.major, cc.minor
+    if entry.suffix == "a":
+        if major == entry.major and minor == entry.minor:
+            return True
+    elif major == entry.major and minor >= entry.minor:
+        return True
+    return entry.ptx and jit_ok and (major, minor) >= (entry.major, entry.minor)
+
+
+def list_includes(fact: ArchFact, cc: ComputeCapability) -> bool:
+    """A known list carries SASS that runs ``cc`` natively."""
+    return fact.known and fact.arch_list is not None and any(
+        entry_runs(e, cc, jit_ok=False) for e in fact.arch_list)
+
+
+def list_excludes(fact: ArchFact, cc: ComputeCapability) -> bool:
+    """A known list cannot run ``cc`` at all: no SASS for it and no PTX that could reach it
+    (where the PTX entry is unknown, any target at or below ``cc`` might carry PTX)."""
+    if not fact.known or fact.arch_list is None or list_includes(fact, cc):
+        return False
+    below = [e for e in fact.arch_list if (e.major, e.minor) <= (cc.major, cc.minor)]
+    if fact.ptx == "unknown":
+        return not below
+    return not any(e.ptx for e in below)
+
+
+def _older_than_every_entry(fact: ArchFact, cc: ComputeCapability) -> bool:
+    assert fact.arch_list is not None
+    return all((cc.major, cc.minor) < (e.major, e.minor) for e in fact.arch_list)
+
+
+@dataclass(frozen=True)
+class FamilyFact:
+    """One release's arch fact of a variant on a platform: a member of the variant's family."""
+
+    torch: TorchVersion
+    fact: ArchFact
+
+
+def family(releases: Sequence[Release], name: VariantName,
+           platform: Platform) -> tuple[FamilyFact, ...]:
+    """Every release's fact of variant ``name`` on ``platform``, oldest first."""
+    out = []
+    for rel in reversed(releases):
+        v = rel.variant(name)
+        if v is not None and platform in v.platforms:
+            out.append(FamilyFact(rel.torch, v.arch_fact(platform)))
+    return tuple(out)
+
+
+def excluded_by_family(cc: ComputeCapability, torch: TorchVersion,
+                       members: Sequence[FamilyFact]) -> tuple[FamilyFact, ...] | None:
+    """Rule ``excluded-by-family`` for a GPU of capability ``cc`` and the unknown list of
+    ``torch``: the confirmed lists that leave it out, or None when the rule does not apply.
+
+    ``members``: the variant's family on the platform (:func:`family`). Applies when the nearest
+    confirmed older and newer lists both leave the GPU out, or, with no confirmed newer list, when
+    the GPU is older than every entry of every confirmed older list.
+    """
+    confirmed = [m for m in members if m.fact.sass == "confirmed" and m.fact.arch_list
+                 is not None and m.torch != torch]
+    older = [m for m in confirmed if m.torch < torch]
+    newer = [m for m in confirmed if m.torch > torch]
+    if older and newer:
+        pair = (older[-1], newer[0])
+        return pair if all(list_excludes(m.fact, cc) for m in pair) else None
+    if older and all(_older_than_every_entry(m.fact, cc) for m in older):
+        return tuple(older)
+    return None
+
+
+def family_includes(cc: ComputeCapability, torch: TorchVersion,
+                    members: Sequence[FamilyFact]) -> bool | None:
+    """What the confirmed lists of the other releases of the family say of ``cc`` (the ranking
+    hint ``neighbours-include``): True when all run it natively, False when all leave it out,
+    None when they differ or none is confirmed."""
+    confirmed = [m.fact for m in members if m.fact.sass == "confirmed" and m.torch != torch]
+    if confirmed and all(list_includes(f, cc) for f in confirmed):
+        return True
+    if confirmed and all(list_excludes(f, cc) for f in confirmed):
+        return False
+    return None
+
+
+WINDOWS = Platform("win-amd64")
+LINUX_X86_64 = Platform("linux-x86_64")
+
+
+def windows_covers_linux(cc: ComputeCapability, linux: ArchFact | None) -> bool:
+    """Rule ``windows-covers-linux``: the Windows build of a release and variant runs ``cc``
+    natively because its Linux x86_64 build, whose list is known, does."""
+    return linux is not None and list_includes(linux, cc)
 
 
 def describe(fact: ArchFact) -> dict[str, Any]:

@@ -51,6 +51,11 @@ class Candidate:
     arch_rule: str | None = None  # the inference rule behind an inferred arch list
     arch_sources: tuple[str, ...] = ()
     index: Evidence = Evidence.CONFIRMED  # how its entry on the PyTorch index is known
+    # rule 3: some GPU is reached only by PTX of an architecture more than one major older
+    ptx_jit_distant: bool = False
+    # an unknown list: do the variant's confirmed lists in other releases all run every GPU
+    # (True), all leave one out (False), or neither (None)
+    neighbours: bool | None = None
 
     @property
     def fully_compatible(self) -> bool:
@@ -164,4 +169,6 @@ def _assemble(release: Release, variant: Variant, from_pypi: bool, platform: Pla
         arch_rule=arch.rule if arch else None,
         arch_sources=arch.sources if arch else (),
         index=index,
+        ptx_jit_distant=arch.ptx_jit_distant if arch else False,
+        neighbours=arch.neighbours if arch else None,
     )

@@ -14,6 +14,7 @@ from torchenv.values import Platform, TorchVersion
 
 __all__ = [
     "companions",
+    "distant_ptx_reason",
     "evidence_warning",
     "host_warnings",
     "newer_unverified",
@@ -64,6 +65,14 @@ def _cuda_reasons(c: Candidate, host: HostProfile) -> list[str]:
     gpus = nv.visible_gpus()
     how = (f"inferred: {c.arch_rule}" if c.arch_evidence is Evidence.INFERRED
            else c.arch_evidence_name)
+    if c.arch_evidence is Evidence.INFERRED and not arch and c.arch_rule:
+        # an unknown list whose support a rule for one GPU at a time gives
+        out.append(f"its arch list on {host.platform} is not known, but every visible GPU "
+                   f"runs on it by rule {c.arch_rule}")
+    if c.arch_evidence is Evidence.UNKNOWN and c.neighbours:
+        out.append(f"the confirmed {v.name} lists of the other releases on {host.platform} all "
+                   "run every visible GPU (rule neighbours-include: a hint, not evidence), so "
+                   "it ranks above unknown builds without that hint")
     if arch and gpus and c.ptx_jit_only:
         out.append(f"its arch list {arch_range(arch)} ({how}) reaches every visible GPU, "
                    "some only through PTX JIT")
@@ -85,6 +94,18 @@ def evidence_warning(c: Candidate, alternative: EvidenceAlternative | None) -> s
     return (f"nothing proves torch {torch} {variant} runs on this GPU; the newest build whose "
             f"support is {alt.evidence} is torch {alt.torch} {alt.variant} "
             f"(--torch =={alt.torch} --variant {alt.variant})")
+
+
+def distant_ptx_reason(best: Candidate, ranked: list[Candidate]) -> str | None:
+    """Why a newer build that reaches a GPU only through PTX of a much older architecture was
+    passed over for ``best`` (rule ``ptx-jit-across-majors``), or None."""
+    newer = next((c for c in ranked if c.ptx_jit_distant
+                  and c.release.torch > best.release.torch), None)
+    if newer is None or best.ptx_jit_distant:
+        return None
+    return (f"torch {newer.release.torch} {newer.variant.name} reaches a visible GPU only by "
+            "JIT-compiling PTX of an architecture more than one major older (rule "
+            "ptx-jit-across-majors), so a build that runs it natively ranks first")
 
 
 def newer_unverified(best: Candidate, ranked: list[Candidate]) -> Candidate | None:

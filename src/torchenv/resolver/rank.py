@@ -22,7 +22,7 @@ __all__ = ["Level", "RankKey", "rank_key", "ranked"]
 
 
 class Level(IntEnum):
-    """Where a candidate stands within its release, best first (sentence 4)."""
+    """Where a candidate stands within its release, best first (sentence 6)."""
 
     PYPI = 0  # PyTorch's PyPI build, fully compatible: the simplest command
     FULL = 1  # another fully compatible variant
@@ -39,9 +39,15 @@ class RankKey:
     cpu_build_on_gpu_host: bool
     # 2. evidence before recency: support for every visible GPU confirmed or inferred first
     arch_support_unknown: bool
-    # 3. newest torch first (the release's version negated)
+    # 3. among known support, a GPU reached only by PTX of an architecture more than one major
+    #    older (a long JIT, kernels may be missing) after every build that runs it natively
+    ptx_jit_across_majors: bool
+    # 4. among unknown support: the variant's confirmed lists in other releases all run the
+    #    GPUs (0), say nothing clear (1), all leave one out (2)
+    neighbours: int
+    # 5. newest torch first (the release's version negated)
     older_torch: tuple[int, ...]
-    # 4. within a release: the level, then a confirmed index entry before one that is not
+    # 6. within a release: the level, then a confirmed index entry before one that is not
     level: Level
     index_unconfirmed: bool
     # within a level, newest CUDA (ROCm) first; at minor-version compatibility the CUDA closest
@@ -65,9 +71,13 @@ def rank_key(c: Candidate, gpu_host: bool) -> RankKey:
     """``c``'s place in the ranking; ``gpu_host``: the host has a GPU that steers the choice."""
     where = level(c)
     version = c.variant.name.version or (0,)  # cpu and xpu: (0,), as a CUDA 0
+    unknown = c.arch_evidence is Evidence.UNKNOWN
     return RankKey(
         cpu_build_on_gpu_host=gpu_host and not c.gpu_build,
-        arch_support_unknown=c.arch_evidence is Evidence.UNKNOWN,
+        arch_support_unknown=unknown,
+        ptx_jit_across_majors=c.ptx_jit_distant,
+        neighbours=(0 if not unknown or c.neighbours is True
+                    else 1 if c.neighbours is None else 2),
         older_torch=tuple(-x for x in c.release.torch.release),
         level=where,
         index_unconfirmed=c.index is not Evidence.CONFIRMED,

@@ -81,6 +81,9 @@ def _plan(request: Request, host: HostProfile, matrix: Matrix, compatible: list[
         newer = explain.newer_unverified(best, compatible)
         if newer is not None:
             reasons.append(explain.newer_unverified_reason(newer, host.platform))
+        distant = explain.distant_ptx_reason(best, compatible)
+        if distant is not None:
+            reasons.append(distant)
     warnings += explain.host_warnings(best, host, request)
     torchvision, torchaudio, missing = explain.companions(best.release, request)
     warnings += missing

@@ -21,7 +21,16 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from torchenv.detection.profile import Gpu, HostProfile
-from torchenv.matrix.inference import toolkit_excludes
+from torchenv.matrix.inference import (
+    LINUX_X86_64,
+    WINDOWS,
+    entry_runs,
+    excluded_by_family,
+    family,
+    family_includes,
+    toolkit_excludes,
+    windows_covers_linux,
+)
 from torchenv.matrix.model import ArchFact, Matrix, Release, Variant, glibc_sort_key
 from torchenv.resolver.plan import Rejection
 from torchenv.values import ArchEntry, ComputeCapability, CudaVersion, DriverVersion, Platform
@@ -77,13 +86,7 @@ def runs_on(entry: ArchEntry, cc: ComputeCapability, *, jit_ok: bool) -> bool:
     arch; PTX on any device at or above it, but only through the driver's JIT (``jit_ok``). A
     device is its capability's base: the suffix of ``cc`` does not matter.
     """
-    major, minor = cc.major, cc.minor
-    if entry.suffix == "a":
-        if major == entry.major and minor == entry.minor:
-            return True
-    elif major == entry.major and minor >= entry.minor:
-        return True
-    return entry.ptx and jit_ok and (major, minor) >= (entry.major, entry.minor)
+    return entry_runs(entry, cc, jit_ok=jit_ok)
 
 
 def arch_range(arch_list: Sequence[ArchEntry]) -> str:
@@ -285,8 +288,12 @@ class ArchVerdict:
     """Rule 3 for one candidate: does every visible GPU run it, and how do we know.
 
     ``evidence`` is the weakest class over the visible GPUs (None when no GPU decides);
-    ``ptx_jit_only`` when some GPU runs it only by JIT-compiling PTX; ``rule`` names the
-    inference rule behind an ``inferred`` verdict or a rejection by rule.
+    ``ptx_jit_only`` when some GPU runs it only by JIT-compiling PTX, ``ptx_jit_distant`` when
+    that PTX is of an architecture more than one major older than the GPU; ``rule`` names the
+    inference rule behind an ``inferred`` verdict or a rejection by rule, or, for an ``unknown``
+    list, the ranking hint ``neighbours-include``. ``neighbours`` (unknown lists only): True when
+    the confirmed lists of the same variant in the other releases all run every visible GPU,
+    False when they all leave one out, None otherwise.
     """
 
     reason: str | None
@@ -295,6 +302,8 @@ class ArchVerdict:
     warnings: tuple[str, ...] = ()
     rule: str | None = None
     sources: tuple[str, ...] = ()
+    ptx_jit_distant: bool = False
+    neighbours: bool | None = None
 
 
 _CC_UNKNOWN = "the compute capability of some GPU is unknown; architecture not checked for it"
@@ -328,7 +337,11 @@ def check_cuda_arch(host: HostProfile, matrix: Matrix, release: Release, variant
 
 def _unknown_list(matrix: Matrix, release: Release, variant: Variant, platform: Platform,
                   known: Sequence[tuple[Gpu, ComputeCapability]]) -> ArchVerdict:
-    """Rule 3 for a list nobody knows: only the toolkit's compile bounds can reject."""
+    """Rule 3 for a list nobody knows. Rejects a GPU the toolkit cannot compile for (rule
+    ``toolkit-bounds``) or that the confirmed lists of the variant around it leave out (rule
+    ``excluded-by-family``); on Windows, infers support the Linux x86_64 list of the same build
+    shows (rule ``windows-covers-linux``); otherwise the verdict is ``unknown``, with what the
+    variant's other releases say (``neighbours``)."""
     cuda = variant.cuda_version
     assert cuda is not None
     floor = matrix.toolkit_floor(cuda)
@@ -338,11 +351,36 @@ def _unknown_list(matrix: Matrix, release: Release, variant: Variant, platform: 
             return ArchVerdict(f"GPU {g.index} ({cc.base.sm}) {why}",
                                Evidence.INFERRED, rule="toolkit-bounds",
                                sources=floor.sources if floor else ())
+    members = family(matrix.releases, variant.name, platform)
+    for g, cc in known:
+        around = excluded_by_family(cc, release.torch, members)
+        if around is not None:
+            shown = ", ".join(f"{m.torch} {_list_text(m.fact.arch_list)}" for m in around)
+            return ArchVerdict(
+                f"GPU {g.index} ({cc.base.sm}) is left out by every confirmed {variant.name} "
+                f"list on {platform} around torch {release.torch} ({shown}), so this unknown "
+                "list is taken to leave it out too",
+                Evidence.INFERRED, rule="excluded-by-family",
+                sources=tuple(dict.fromkeys(s for m in around for s in m.fact.sources)))
+    if platform == WINDOWS and LINUX_X86_64 in variant.platforms:
+        linux = variant.arch_fact(LINUX_X86_64)
+        if all(windows_covers_linux(cc, linux) for _, cc in known):
+            return ArchVerdict(None, Evidence.INFERRED, rule=(
+                f"{linux.rule} + windows-covers-linux" if linux.rule
+                else "windows-covers-linux"), sources=linux.sources)
+    says = [family_includes(cc, release.torch, members) for _, cc in known]
+    neighbours = (True if all(s is True for s in says)
+                  else False if any(s is False for s in says) else None)
     labels = ", ".join(f"GPU {g.index} ({cc.sm}{', ' + g.name if g.name else ''})"
                        for g, cc in known)
     return ArchVerdict(None, Evidence.UNKNOWN, warnings=(
         f"the arch list of torch {release.torch} {variant.name} on {platform} is not "
-        f"known: it may not run on {labels}",))
+        f"known: it may not run on {labels}",),
+        rule="neighbours-include" if neighbours else None, neighbours=neighbours)
+
+
+def _list_text(arch: Sequence[ArchEntry] | None) -> str:
+    return arch_range(arch) if arch else "(none)"
 
 
 def _known_list(fact: ArchFact, arch: Sequence[ArchEntry], variant: Variant,
@@ -352,12 +390,15 @@ def _known_list(fact: ArchFact, arch: Sequence[ArchEntry], variant: Variant,
     sass, ptx = Evidence(fact.sass), Evidence(fact.ptx)
     classes: list[Evidence] = []
     jit: list[str] = []
+    distant = False
     for g, cc in known:
         if any(runs_on(e, cc, jit_ok=False) for e in arch):
             classes.append(sass)
         elif any(runs_on(e, cc, jit_ok=jit_ok) for e in arch):
             classes.append(max(sass, ptx))
             jit.append(f"GPU {g.index} ({cc.sm})")
+            nearest = max(e.major for e in arch if runs_on(e, cc, jit_ok=jit_ok))
+            distant = distant or cc.major - nearest > 1
         else:
             why = _not_in_list(g, cc, arch, jit_ok=jit_ok)
             if ptx is Evidence.UNKNOWN:
@@ -368,7 +409,7 @@ def _known_list(fact: ArchFact, arch: Sequence[ArchEntry], variant: Variant,
         warnings = (f"{', '.join(jit)} not compiled for in {variant.name}: runs only by "
                     "JIT-compiling PTX (slow first start, some kernels may be missing)",)
     return ArchVerdict(None, max(classes), ptx_jit_only=bool(jit), warnings=warnings,
-                       rule=fact.rule, sources=fact.sources)
+                       rule=fact.rule, sources=fact.sources, ptx_jit_distant=distant)
 
 
 def check_rocm(host: HostProfile, matrix: Matrix, release: Release,
