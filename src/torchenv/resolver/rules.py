@@ -355,11 +355,14 @@ def _unknown_list(matrix: Matrix, release: Release, variant: Variant, platform: 
     for g, cc in known:
         around = excluded_by_family(cc, release.torch, members)
         if around is not None:
-            shown = ", ".join(f"{m.torch} {_list_text(m.fact.arch_list)}" for m in around)
+            shown = (", ".join(f"{m.torch} {_list_text(m.fact.arch_list)}" for m in around)
+                     if len(around) <= 2 else
+                     f"{around[0].torch} to {around[-1].torch}, none below "
+                     f"{min(e for m in around for e in m.fact.arch_list or ()).sm}")
             return ArchVerdict(
-                f"GPU {g.index} ({cc.base.sm}) is left out by every confirmed {variant.name} "
-                f"list on {platform} around torch {release.torch} ({shown}), so this unknown "
-                "list is taken to leave it out too",
+                f"GPU {g.index} ({cc.base.sm}) is left out by the confirmed {variant.name} "
+                f"lists on {platform} around torch {release.torch} ({shown}), whose own list "
+                "is not known (rule excluded-by-family)",
                 Evidence.INFERRED, rule="excluded-by-family",
                 sources=tuple(dict.fromkeys(s for m in around for s in m.fact.sources)))
     if platform == WINDOWS and LINUX_X86_64 in variant.platforms:
