@@ -13,19 +13,18 @@ from dataclasses import replace
 from torchenv.matrix.inference import (
     LINUX_X86_64,
     WINDOWS,
-    FamilyFact,
     chains,
     excluded_by_family,
-    family,
     family_includes,
     infer_in_chain,
     infer_ptx_in_chain,
     list_excludes,
     list_includes,
+    neighbours_in_chain,
     windows_covers_linux,
 )
-from torchenv.matrix.model import ArchFact, Matrix
-from torchenv.values import ArchEntry, ComputeCapability
+from torchenv.matrix.model import ArchFact, Matrix, Neighbours
+from torchenv.values import ArchEntry, ComputeCapability, TorchVersion
 
 UNKNOWN = ArchFact(None, "unknown", "unknown")
 
@@ -107,27 +106,20 @@ def test_windows_runs_what_linux_runs_in_every_confirmed_pair(matrix: Matrix) ->
     assert predicted >= 300
 
 
-def _members_without(members: tuple[FamilyFact, ...], hidden: ArchFact
-                     ) -> tuple[FamilyFact, ...]:
-    """The family with one list (shared by patch releases) hidden and only confirmed facts."""
-    return tuple(FamilyFact(m.torch, UNKNOWN if m.fact is hidden
-                            else _confirmed_only(m.fact) or UNKNOWN) for m in members)
-
-
 def test_exclusion_by_family_replayed_on_every_confirmed_list(matrix: Matrix) -> None:
     """``excluded-by-family`` never leaves out a GPU that the hidden list runs, natively or
     through PTX (where its PTX entry is not confirmed, any entry at or below the GPU counts as
     possibly carrying PTX, and such a prediction is counted as unsettled, not as passed)."""
     predicted = unsettled = 0
     for (name, plat), chain in chains(matrix.releases).items():
-        members = family(matrix.releases, name, plat)
-        for torch, v in chain:
+        facts = [(torch, _confirmed_only(v.arch_facts.get(plat))) for torch, v in chain]
+        for pos, (torch, v) in enumerate(chain):
             fact = v.arch_facts.get(plat)
             if fact is None or fact.sass != "confirmed":
                 continue
-            others = _members_without(members, fact)
+            around = neighbours_in_chain(facts, pos)  # the list itself is not among them
             for cc in CAPABILITIES:
-                if excluded_by_family(cc, torch, others) is None:
+                if excluded_by_family(cc, around) is None:
                     continue
                 assert not list_includes(fact, cc), (
                     f"{torch} {name} {plat}: {cc.sm} excluded but in {fact.arch_list}")
@@ -140,28 +132,45 @@ def test_exclusion_by_family_replayed_on_every_confirmed_list(matrix: Matrix) ->
 
 
 def test_the_family_rules_on_a_made_up_family() -> None:
-    from torchenv.values import TorchVersion
-
-    def member(torch: str, *entries: str) -> FamilyFact:
-        return FamilyFact(TorchVersion(torch),
-                          ArchFact(tuple(map(ArchEntry, entries)), "confirmed", "confirmed"))
+    def member(torch: str, *entries: str) -> tuple[TorchVersion, ArchFact]:
+        return TorchVersion(torch), ArchFact(tuple(map(ArchEntry, entries)), "confirmed",
+                                             "confirmed")
 
     old, new = member("2.5.0", "3.7", "5.0"), member("2.9.0", "5.0", "6.0")
     volta = ComputeCapability("7.0")
     kepler = ComputeCapability("3.5")
-    between = TorchVersion("2.7.0")
     # both sides leave 7.0 out: so does the list between
-    assert excluded_by_family(volta, between, (old, new)) == (old, new)
+    assert excluded_by_family(volta, Neighbours((old,), (new,))) == (old, new)
     # one side only (no newer confirmed list): only a GPU older than every entry is left out
-    assert excluded_by_family(kepler, between, (old,)) == (old,)
-    assert excluded_by_family(volta, between, (old,)) is None
+    assert excluded_by_family(kepler, Neighbours((old,))) == (old,)
+    assert excluded_by_family(volta, Neighbours((old,))) is None
     # the newer side alone never excludes: a target can come back (Volta in 2.8 cu128)
-    assert excluded_by_family(kepler, between, (new,)) is None
+    assert excluded_by_family(kepler, Neighbours((), (new,))) is None
+    assert excluded_by_family(kepler, None) is None
     # PTX reaches newer GPUs: a list with 6.0+PTX does not leave 7.0 out
     ptx = member("2.9.0", "5.0", "6.0+PTX")
-    assert excluded_by_family(volta, between, (old, ptx)) is None
+    assert excluded_by_family(volta, Neighbours((old,), (ptx,))) is None
     # the ranking hint
-    assert family_includes(ComputeCapability("5.2"), between, (old, new)) is True
-    assert family_includes(volta, between, (old, new)) is False
-    assert family_includes(ComputeCapability("6.1"), between, (old, new)) is None
-    assert family_includes(volta, between, ()) is None
+    both = Neighbours((old,), (new,))
+    assert family_includes(ComputeCapability("5.2"), both) is True
+    assert family_includes(volta, both) is False
+    assert family_includes(ComputeCapability("6.1"), both) is None
+    assert family_includes(volta, Neighbours()) is None
+
+
+def test_every_unknown_list_keeps_its_neighbours(matrix: Matrix) -> None:
+    """The per-GPU rules read what the build of the matrix kept with each unknown list, so a
+    matrix cut down to some releases (the explorer's) answers as the whole one does."""
+    seen = 0
+    for rel in matrix.releases:
+        for v in rel.variants:
+            for plat, fact in v.arch_facts.items():
+                if fact.known:
+                    assert fact.neighbours is None
+                    continue
+                assert fact.neighbours is not None, f"{rel.torch} {v.name} {plat}"
+                seen += 1
+                for torch, f in (*fact.neighbours.older, *fact.neighbours.newer):
+                    assert f.sass == "confirmed"
+                    assert (torch < rel.torch) is ((torch, f) in fact.neighbours.older)
+    assert seen >= 20

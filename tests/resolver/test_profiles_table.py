@@ -187,7 +187,7 @@ _OTHER: list[Row] = [
      ("2.15.0", "cu130", "inferred"), "runtime-table-in-sync"),
     ("linux pascal+ampere 580 latest", {"driver": LINUX_DRIVER, "gpus": ["6.1", "8.6"]}, {},
      ("2.14.1", "cu126", "confirmed"), "confirmed"),
-    ("linux kepler 3.0 580", {"driver": LINUX_DRIVER, "gpus": ["3.0"]}, None, None, "arch"),
+    ("linux kepler 3.0 580", {"driver": LINUX_DRIVER, "gpus": ["3.0"]}, {}, None, "arch"),
     # aarch64: 2.9 and 2.12 confirm cu126 8.0;9.0, so 2.10 keeps it
     ("aarch64 hopper 9.0 ==2.10", {"platform": "linux-aarch64", "driver": LINUX_DRIVER,
                                    "gpus": ["9.0"]}, {"torch": "==2.10.*"},
@@ -230,10 +230,10 @@ def _check_runs(matrix: Matrix, host: HostProfile, torch: str, variant: str,
 
 @pytest.mark.parametrize(("spec", "request_args", "expected", "rule"),
                          [row[1:] for row in TABLE], ids=[row[0] for row in TABLE])
-def test_profile(matrix: Matrix, spec: dict[str, Any], request_args: dict[str, Any] | None,
+def test_profile(matrix: Matrix, spec: dict[str, Any], request_args: dict[str, Any],
                  expected: Any, rule: str) -> None:
     host = _host(spec)
-    request = Request.from_text(**(request_args or {}))
+    request = Request.from_text(**request_args)
     if expected is None:
         with pytest.raises(NoMatch) as info:
             resolve(request, host, matrix)

@@ -216,6 +216,14 @@ def facts_of(matrix: Matrix, platform: str,
                 lists.add(fact.arch_list)
             else:
                 unknown.add(variant.cuda_version)
+                # the lists the per-GPU inference rules read for an unknown one split the
+                # GPUs too (matrix.inference: excluded-by-family, windows-covers-linux)
+                around = fact.neighbours
+                if around is not None:
+                    lists.update(f.arch_list for _, f in (*around.older, *around.newer)
+                                 if f.arch_list is not None)
+                    if around.linux is not None and around.linux.arch_list is not None:
+                        lists.add(around.linux.arch_list)
         elif variant.kind == "rocm":
             targets = matrix.rocm_targets(name, torch_version)
             if targets is not None:

@@ -62,7 +62,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from torchenv.matrix.model import ArchFact, Release, ToolkitFloor, Variant
+from torchenv.matrix.model import ArchFact, Neighbours, Release, ToolkitFloor, Variant
 from torchenv.values import (
     ArchEntry,
     ComputeCapability,
@@ -76,15 +76,15 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
+    "LINUX_X86_64",
     "RULES",
-    "FamilyFact",
+    "WINDOWS",
     "PtxPolicy",
     "RuntimeTable",
     "apply_inference",
     "chains",
     "entry_runs",
     "excluded_by_family",
-    "family",
     "family_includes",
     "infer_from_adjacent_releases",
     "infer_from_runtime_table",
@@ -94,6 +94,7 @@ __all__ = [
     "infer_ptx_in_chain",
     "list_excludes",
     "list_includes",
+    "neighbours_in_chain",
     "toolkit_excludes",
     "windows_covers_linux",
 ]
@@ -305,6 +306,7 @@ def apply_inference(
     if policies:
         _infer_from_policies(releases, policies, updates, update)
     _infer_ptx_from_neighbours(by_variant, updates, update)
+    _attach_neighbours(by_variant, updates, update)
     if not updates:
         return tuple(releases)
     rebuilt: dict[int, Variant] = {
@@ -487,52 +489,45 @@ def _older_than_every_entry(fact: ArchFact, cc: ComputeCapability) -> bool:
     return all((cc.major, cc.minor) < (e.major, e.minor) for e in fact.arch_list)
 
 
-@dataclass(frozen=True)
-class FamilyFact:
-    """One release's arch fact of a variant on a platform: a member of the variant's family."""
+def neighbours_in_chain(chain: Sequence[tuple[TorchVersion, ArchFact | None]], pos: int,
+                        linux: ArchFact | None = None) -> Neighbours:
+    """The :class:`Neighbours` of the fact at ``pos`` of one variant's facts on one platform,
+    oldest first: the confirmed lists before and after it."""
+    def confirmed(part: Sequence[tuple[TorchVersion, ArchFact | None]]
+                  ) -> tuple[tuple[TorchVersion, ArchFact], ...]:
+        return tuple((t, f) for t, f in part
+                     if f is not None and f.sass == "confirmed" and f.arch_list is not None)
 
-    torch: TorchVersion
-    fact: ArchFact
-
-
-def family(releases: Sequence[Release], name: VariantName,
-           platform: Platform) -> tuple[FamilyFact, ...]:
-    """Every release's fact of variant ``name`` on ``platform``, oldest first."""
-    out = []
-    for rel in reversed(releases):
-        v = rel.variant(name)
-        if v is not None and platform in v.platforms:
-            out.append(FamilyFact(rel.torch, v.arch_fact(platform)))
-    return tuple(out)
+    return Neighbours(confirmed(chain[:pos]), confirmed(chain[pos + 1:]),
+                      linux if linux is not None and linux.known else None)
 
 
-def excluded_by_family(cc: ComputeCapability, torch: TorchVersion,
-                       members: Sequence[FamilyFact]) -> tuple[FamilyFact, ...] | None:
-    """Rule ``excluded-by-family`` for a GPU of capability ``cc`` and the unknown list of
-    ``torch``: the confirmed lists that leave it out, or None when the rule does not apply.
+def excluded_by_family(cc: ComputeCapability, around: Neighbours | None
+                       ) -> tuple[tuple[TorchVersion, ArchFact], ...] | None:
+    """Rule ``excluded-by-family`` for a GPU of capability ``cc`` and an unknown list whose
+    :class:`Neighbours` are ``around``: the confirmed lists that leave it out, or None when the
+    rule does not apply.
 
-    ``members``: the variant's family on the platform (:func:`family`). Applies when the nearest
-    confirmed older and newer lists both leave the GPU out, or, with no confirmed newer list, when
-    the GPU is older than every entry of every confirmed older list.
+    Applies when the nearest confirmed older and newer lists both leave the GPU out, or, with no
+    confirmed newer list, when the GPU is older than every entry of every confirmed older list.
     """
-    confirmed = [m for m in members if m.fact.sass == "confirmed" and m.fact.arch_list
-                 is not None and m.torch != torch]
-    older = [m for m in confirmed if m.torch < torch]
-    newer = [m for m in confirmed if m.torch > torch]
-    if older and newer:
-        pair = (older[-1], newer[0])
-        return pair if all(list_excludes(m.fact, cc) for m in pair) else None
-    if older and all(_older_than_every_entry(m.fact, cc) for m in older):
-        return tuple(older)
+    if around is None or not around.older:
+        return None
+    if around.newer:
+        pair = (around.older[-1], around.newer[0])
+        return pair if all(list_excludes(f, cc) for _, f in pair) else None
+    if all(_older_than_every_entry(f, cc) for _, f in around.older):
+        return around.older
     return None
 
 
-def family_includes(cc: ComputeCapability, torch: TorchVersion,
-                    members: Sequence[FamilyFact]) -> bool | None:
-    """What the confirmed lists of the other releases of the family say of ``cc`` (the ranking
+def family_includes(cc: ComputeCapability, around: Neighbours | None) -> bool | None:
+    """What the confirmed lists of the other releases of the variant say of ``cc`` (the ranking
     hint ``neighbours-include``): True when all run it natively, False when all leave it out,
     None when they differ or none is confirmed."""
-    confirmed = [m.fact for m in members if m.fact.sass == "confirmed" and m.torch != torch]
+    if around is None:
+        return None
+    confirmed = [f for _, f in (*around.older, *around.newer)]
     if confirmed and all(list_includes(f, cc) for f in confirmed):
         return True
     if confirmed and all(list_excludes(f, cc) for f in confirmed):
@@ -546,8 +541,26 @@ LINUX_X86_64 = Platform("linux-x86_64")
 
 def windows_covers_linux(cc: ComputeCapability, linux: ArchFact | None) -> bool:
     """Rule ``windows-covers-linux``: the Windows build of a release and variant runs ``cc``
-    natively because its Linux x86_64 build, whose list is known, does."""
+    natively because its Linux x86_64 build, whose list is known, does (``linux``: that list,
+    as :class:`Neighbours` keeps it)."""
     return linux is not None and list_includes(linux, cc)
+
+
+def _attach_neighbours(by_variant: _Chains, updates: _Updates,
+                       update: Callable[[Variant, Platform, ArchFact], None]) -> None:
+    """Every list still unknown after the rules keeps its :class:`Neighbours`."""
+    def current(v: Variant, plat: Platform) -> ArchFact | None:
+        return updates.get(id(v), {}).get(plat) or v.arch_facts.get(plat)
+
+    for (_, plat), chain in by_variant.items():
+        facts = [(torch, current(v, plat)) for torch, v in chain]
+        for pos, (_, v) in enumerate(chain):
+            fact = facts[pos][1]
+            if fact is None or fact.known:
+                continue
+            linux = (current(v, LINUX_X86_64)
+                     if plat == WINDOWS and LINUX_X86_64 in v.platforms else None)
+            update(v, plat, replace(fact, neighbours=neighbours_in_chain(facts, pos, linux)))
 
 
 def describe(fact: ArchFact) -> dict[str, Any]:

@@ -39,6 +39,7 @@ __all__ = [
     "CompatFloor",
     "CondaAvailability",
     "Matrix",
+    "Neighbours",
     "NvidiaGpu",
     "Release",
     "RocmTargets",
@@ -85,6 +86,19 @@ class Source:
 
 
 @dataclass(frozen=True)
+class Neighbours:
+    """What the per-GPU inference rules read of an unknown list, filled when the matrix is built:
+    the confirmed lists of the same variant on the same platform in the other releases, oldest
+    first, split at this release (``older``, ``newer``), and, for a Windows list, the known list
+    of the same build on Linux x86_64 (``linux``). Kept with the fact, so a matrix cut down to
+    some releases answers as the whole one does."""
+
+    older: tuple[tuple[TorchVersion, ArchFact], ...] = ()
+    newer: tuple[tuple[TorchVersion, ArchFact], ...] = ()
+    linux: Optional[ArchFact] = None
+
+
+@dataclass(frozen=True)
 class ArchFact:
     """What is known of one CUDA variant's compiled targets on one platform.
 
@@ -99,6 +113,7 @@ class ArchFact:
     rule: Optional[str] = None
     sources: tuple[str, ...] = ()
     note: Optional[str] = None
+    neighbours: Optional[Neighbours] = None  # an unknown list only: see :class:`Neighbours`
 
     @property
     def known(self) -> bool:

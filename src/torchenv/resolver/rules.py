@@ -22,11 +22,9 @@ from typing import TYPE_CHECKING
 
 from torchenv.detection.profile import Gpu, HostProfile
 from torchenv.matrix.inference import (
-    LINUX_X86_64,
     WINDOWS,
     entry_runs,
     excluded_by_family,
-    family,
     family_includes,
     toolkit_excludes,
     windows_covers_linux,
@@ -351,27 +349,27 @@ def _unknown_list(matrix: Matrix, release: Release, variant: Variant, platform: 
             return ArchVerdict(f"GPU {g.index} ({cc.base.sm}) {why}",
                                Evidence.INFERRED, rule="toolkit-bounds",
                                sources=floor.sources if floor else ())
-    members = family(matrix.releases, variant.name, platform)
+    around = variant.arch_fact(platform).neighbours
     for g, cc in known:
-        around = excluded_by_family(cc, release.torch, members)
-        if around is not None:
-            shown = (", ".join(f"{m.torch} {_list_text(m.fact.arch_list)}" for m in around)
-                     if len(around) <= 2 else
-                     f"{around[0].torch} to {around[-1].torch}, none below "
-                     f"{min(e for m in around for e in m.fact.arch_list or ()).sm}")
+        out = excluded_by_family(cc, around)
+        if out is not None:
+            shown = (", ".join(f"{t} {_list_text(f.arch_list)}" for t, f in out)
+                     if len(out) <= 2 else
+                     f"{out[0][0]} to {out[-1][0]}, none below "
+                     f"{min(e for _, f in out for e in f.arch_list or ()).sm}")
             return ArchVerdict(
                 f"GPU {g.index} ({cc.base.sm}) is left out by the confirmed {variant.name} "
                 f"lists on {platform} around torch {release.torch} ({shown}), whose own list "
                 "is not known (rule excluded-by-family)",
                 Evidence.INFERRED, rule="excluded-by-family",
-                sources=tuple(dict.fromkeys(s for m in around for s in m.fact.sources)))
-    if platform == WINDOWS and LINUX_X86_64 in variant.platforms:
-        linux = variant.arch_fact(LINUX_X86_64)
-        if all(windows_covers_linux(cc, linux) for _, cc in known):
-            return ArchVerdict(None, Evidence.INFERRED, rule=(
-                f"{linux.rule} + windows-covers-linux" if linux.rule
-                else "windows-covers-linux"), sources=linux.sources)
-    says = [family_includes(cc, release.torch, members) for _, cc in known]
+                sources=tuple(dict.fromkeys(s for _, f in out for s in f.sources)))
+    linux = around.linux if around is not None else None
+    if platform == WINDOWS and linux is not None and all(
+            windows_covers_linux(cc, linux) for _, cc in known):
+        return ArchVerdict(None, Evidence.INFERRED, rule=(
+            f"{linux.rule} + windows-covers-linux" if linux.rule
+            else "windows-covers-linux"), sources=linux.sources)
+    says = [family_includes(cc, around) for _, cc in known]
     neighbours = (True if all(s is True for s in says)
                   else False if any(s is False for s in says) else None)
     labels = ", ".join(f"GPU {g.index} ({cc.sm}{', ' + g.name if g.name else ''})"
