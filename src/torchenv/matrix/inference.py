@@ -440,8 +440,10 @@ def _infer_from_policies(releases: Sequence[Release], policies: Sequence[PtxPoli
         for v in rel.variants:
             for plat in v.platforms:
                 fact = updates.get(id(v), {}).get(plat) or v.arch_facts.get(plat)
+                if fact is None or fact.ptx != "unknown" or not fact.known:
+                    continue  # the rule has nothing to say: look no policy up
                 policy = _policy_for(policies, rel.torch, v.cuda_version, plat)
-                if fact is None or policy is None:
+                if policy is None:
                     continue
                 new = infer_ptx_from_policy(fact, policy)
                 if new is not fact:
