@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from torchenv.matrix.inference import (
     LINUX_X86_64,
     WINDOWS,
@@ -24,7 +26,7 @@ from torchenv.matrix.inference import (
     windows_covers_linux,
 )
 from torchenv.matrix.model import ArchFact, Matrix, Neighbours
-from torchenv.values import ArchEntry, ComputeCapability, TorchVersion
+from torchenv.values import ArchEntry, ComputeCapability, Platform, TorchVersion, VariantName
 
 UNKNOWN = ArchFact(None, "unknown", "unknown")
 
@@ -174,3 +176,26 @@ def test_every_unknown_list_keeps_its_neighbours(matrix: Matrix) -> None:
                     assert f.sass == "confirmed"
                     assert (torch < rel.torch) is ((torch, f) in fact.neighbours.older)
     assert seen >= 20
+
+
+@pytest.mark.parametrize(("variant", "platform"), [
+    ("cu129", "linux-x86_64"), ("cu129", "win-amd64"), ("cu128", "win-amd64")])
+def test_maintainers_partial_statements_about_unknown_lists_hold(
+        matrix: Matrix, variant: str, platform: str) -> None:
+    """What maintainers said of lists the data does not hold whole: 2.8 kept sm_70 in its CUDA
+    12.8 and 12.9 builds (pytorch/pytorch#160269), on Windows too (#158126). The cu129 lists of
+    2.12 and later lack sm_70, which is why ``excluded-by-family`` never reasons from newer
+    lists alone; these facts must stay unexcluded."""
+    rel = matrix.release(TorchVersion("2.8.0"))
+    assert rel is not None
+    v = rel.variant(VariantName(variant))
+    assert v is not None
+    fact = v.arch_fact(Platform(platform))
+    volta = ComputeCapability("7.0")
+    if fact.known:
+        assert list_includes(fact, volta)
+        return
+    assert excluded_by_family(volta, fact.neighbours) is None
+    assert fact.neighbours is not None
+    if fact.neighbours.linux is not None:
+        assert windows_covers_linux(volta, fact.neighbours.linux)
