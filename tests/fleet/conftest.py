@@ -28,8 +28,8 @@ def real_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """A one-node Slurm cluster on this machine, stopped (every daemon it started, by pid)
-    at the end of the session; skipped only when Slurm cannot be installed or started here."""
+    """A two-node Slurm cluster on this machine (two slurmd), stopped (every daemon it started,
+    by pid) at the end of the session; skipped only when Slurm cannot be started here."""
     root = tmp_path_factory.mktemp("slurm")
     try:
         cluster = start_cluster(root)

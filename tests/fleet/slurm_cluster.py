@@ -1,5 +1,8 @@
-"""A real one-node Slurm cluster on this machine: munged, slurmctld and slurmd under a temp dir.
+"""A real Slurm cluster on this machine: munged, slurmctld and a slurmd per node, under a temp dir.
 
+The nodes (``node-1``, ``node-2``, ...) are several ``slurmd -N NAME`` daemons on this one host,
+each with its own port, spool and log, all at address 127.0.0.1: two nodes to Slurm, srun and
+the fleet script, which reaches the rendezvous through the first node's ``NodeAddr``.
 Everything the daemons keep (key, sockets, state, spool, logs, pid files) lives under the folder
 given to :func:`start_cluster`, the ports are free ones picked now, and :meth:`Cluster.stop`
 ends exactly the daemons it started, by the pids they wrote. Clients find the cluster through
@@ -67,10 +70,15 @@ def parse_slurmd_c(output: str) -> NodeHardware:
 class Cluster:
     root: Path
     conf: Path
-    node: str
+    nodes: list[str]
     partition: str
     env: dict[str, str]
     pid_files: list[Path] = field(default_factory=list)
+
+    @property
+    def node(self) -> str:
+        """The first node (where a one-node job runs unless told otherwise)."""
+        return self.nodes[0]
 
     def run(self, *argv: str, timeout: float = 30, env: Mapping[str, str] | None = None
             ) -> subprocess.CompletedProcess[str]:
@@ -98,8 +106,9 @@ class Cluster:
             _end(pid_file)
 
 
-def start_cluster(root: Path) -> Cluster:
-    """Configure and start the cluster under ``root``; raises :class:`ClusterUnavailable`."""
+def start_cluster(root: Path, nodes: int = 2) -> Cluster:
+    """Configure and start a cluster of ``nodes`` nodes under ``root``; raises
+    :class:`ClusterUnavailable`."""
     missing = [p for p in _PROGRAMS if shutil.which(p) is None]
     if missing:
         raise ClusterUnavailable(f"{', '.join(missing)} not installed "
@@ -120,7 +129,8 @@ def start_cluster(root: Path) -> Cluster:
     key.write_bytes(os.urandom(1024))
     key.chmod(0o600)
     munge_socket = sockets / "munge.socket"
-    cluster = Cluster(root=root, conf=root / "slurm.conf", node=hardware.name, partition="fleet",
+    names = [f"node-{i}" for i in range(1, nodes + 1)]
+    cluster = Cluster(root=root, conf=root / "slurm.conf", nodes=names, partition="fleet",
                       env={k: v for k, v in os.environ.items() if not k.startswith("SLURM_")})
     cluster.env["SLURM_CONF"] = str(cluster.conf)
     try:
@@ -131,21 +141,26 @@ def start_cluster(root: Path) -> Cluster:
                 f"--seed-file={root / 'munge' / 'munged.seed'}"], "munged")
         if not _wait(munge_socket.exists, 10):
             raise ClusterUnavailable("munged did not create its socket")
-        ctld_port, slurmd_port = _free_ports(2)
+        ctld_port, *slurmd_ports = _free_ports(1 + nodes)
+        for name in names:
+            (root / "spool" / name).mkdir(exist_ok=True)
         cluster.conf.write_text(_slurm_conf(root, hardware, munge_socket, ctld_port,
-                                            slurmd_port, cluster.partition), "utf-8")
+                                            dict(zip(names, slurmd_ports)), cluster.partition),
+                                "utf-8")
         cluster.pid_files.append(root / "slurmctld.pid")
         _start(["slurmctld", "-f", str(cluster.conf)], "slurmctld", cluster.env)
-        cluster.pid_files.append(root / "slurmd.pid")
-        _start(["slurmd", "-f", str(cluster.conf)], "slurmd", cluster.env)
+        for name in names:
+            cluster.pid_files.append(root / f"slurmd-{name}.pid")
+            _start(["slurmd", "-f", str(cluster.conf), "-N", name], f"slurmd {name}",
+                   cluster.env)
 
         def idle() -> bool:
             out = cluster.run("sinfo", "-h", "-N", "-o", "%N %T", timeout=10).stdout.split()
-            return out[:2] == [hardware.name, "idle"]
+            return out == [word for name in names for word in (name, "idle")]
 
         if not _wait(idle, 60):
-            raise ClusterUnavailable(f"node {hardware.name} did not become idle within 60 s:\n"
-                                     + cluster.logs())
+            raise ClusterUnavailable(f"nodes {', '.join(names)} did not become idle within "
+                                     "60 s:\n" + cluster.logs())
     except BaseException:
         cluster.stop()
         raise
@@ -153,9 +168,15 @@ def start_cluster(root: Path) -> Cluster:
 
 
 def _slurm_conf(root: Path, hw: NodeHardware, munge_socket: Path, ctld_port: int,
-                slurmd_port: int, partition: str) -> str:
+                slurmd_ports: dict[str, int], partition: str) -> str:
+    node_lines = "\n".join(
+        f"NodeName={name} NodeHostname={hw.name} NodeAddr=127.0.0.1 Port={port} "
+        f"CPUs={hw.cpus} Sockets={hw.sockets} CoresPerSocket={hw.cores_per_socket} "
+        f"ThreadsPerCore={hw.threads_per_core} RealMemory={hw.real_memory_mb} State=UNKNOWN"
+        for name, port in slurmd_ports.items())
     return f"""\
-# A one-node test cluster: every path under {root}, its own ports, no cgroups, no accounting.
+# A test cluster of {len(slurmd_ports)} node(s), each a slurmd on this host: every path under
+# {root}, its own ports, no cgroups, no accounting.
 ClusterName=torchenvtest
 SlurmctldHost={hw.name}(127.0.0.1)
 SlurmUser=root
@@ -164,13 +185,12 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket={munge_socket}
 SlurmctldPort={ctld_port}
-SlurmdPort={slurmd_port}
 StateSaveLocation={root / "state"}
-SlurmdSpoolDir={root / "spool"}
+SlurmdSpoolDir={root / "spool" / "%n"}
 SlurmctldPidFile={root / "slurmctld.pid"}
-SlurmdPidFile={root / "slurmd.pid"}
+SlurmdPidFile={root / "slurmd-%n.pid"}
 SlurmctldLogFile={root / "log" / "slurmctld.log"}
-SlurmdLogFile={root / "log" / "slurmd.log"}
+SlurmdLogFile={root / "log" / "slurmd-%n.log"}
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
@@ -181,10 +201,8 @@ ReturnToService=2
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
-NodeName={hw.name} NodeAddr=127.0.0.1 CPUs={hw.cpus} Sockets={hw.sockets} \
-CoresPerSocket={hw.cores_per_socket} ThreadsPerCore={hw.threads_per_core} \
-RealMemory={hw.real_memory_mb} State=UNKNOWN
-PartitionName={partition} Nodes={hw.name} Default=YES MaxTime=INFINITE State=UP
+{node_lines}
+PartitionName={partition} Nodes={",".join(slurmd_ports)} Default=YES MaxTime=INFINITE State=UP
 """
 
 

@@ -292,6 +292,7 @@ def run_report(args: argparse.Namespace) -> int:
 def _read_nodes_file(path: str) -> list[str]:
     """Node names, one per line; blank lines and ``#`` comments are skipped."""
     from torchenv._files import read_text_capped
+    from torchenv.fleet.node import bad_node_name
 
     names = []
     for number, line in enumerate(read_text_capped(path, what="--nodes-file").splitlines(), 1):
@@ -300,7 +301,12 @@ def _read_nodes_file(path: str) -> list[str]:
             continue
         if any(ch.isspace() for ch in name) or _CONTROL.search(name):
             raise BadInput(f"--nodes-file: {path} line {number}: {name!r} is not one node name",
-                           hint="one node name per line")
+                           hint="one node name per line", field="nodes_file", value=name)
+        why = bad_node_name(name)
+        if why is not None:
+            raise BadInput(f"--nodes-file: {path} line {number}: {why}",
+                           hint="one host name per line, as the scheduler names the node",
+                           field="nodes_file", value=name)
         names.append(name)
     if not names:
         raise BadInput(f"--nodes-file: {path} names no node", hint="one node name per line")

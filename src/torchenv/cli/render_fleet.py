@@ -29,10 +29,23 @@ def _short(text: str, width: int) -> str:
 
 
 def drain_commands(nodes: Sequence[str]) -> dict[str, str]:
-    """How to take ``nodes`` out of service, per scheduler (to show; torchenv runs neither)."""
+    """How to take ``nodes`` out of service, per scheduler (to show; torchenv runs neither).
+
+    Every name must be a node name (:func:`torchenv.fleet.node.bad_node_name`; the reports
+    are read that way, so this only guards against a caller that skipped it): none can start
+    with ``-``, and ``kubectl cordon`` gets ``--`` before them. ``scontrol update`` takes no
+    ``--``; its names sit inside ``NodeName=``."""
+    from torchenv.errors import BadInput
+    from torchenv.fleet.node import bad_node_name
+
+    for name in nodes:
+        why = bad_node_name(name)
+        if why is not None:
+            raise BadInput(f"no drain command: {why}", field="node", value=name)
     slurm = ["scontrol", "update", f"NodeName={','.join(nodes)}", "State=DRAIN",
              "Reason=torchenv fleet report"]
-    return {"slurm": shlex.join(slurm), "kubernetes": shlex.join(["kubectl", "cordon", *nodes])}
+    return {"slurm": shlex.join(slurm),
+            "kubernetes": shlex.join(["kubectl", "cordon", "--", *nodes])}
 
 
 def render_verdict(verdict: FleetVerdict) -> None:

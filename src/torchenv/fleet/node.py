@@ -33,6 +33,7 @@ __all__ = [
     "REPORT_KINDS",
     "Level",
     "NodeRun",
+    "bad_node_name",
     "marker",
     "node_script",
 ]
@@ -52,11 +53,29 @@ PARTIAL_SUFFIX = ".part"
 
 _MARKER = "==== torchenv fleet: {edge} {kind} node={node} ===="
 
+LOG_PREFIX_RE = re.compile(r"\[[^\]\s]+\] ")
+"""What ``kubectl logs --prefix`` puts before each line: ``[pod/NAME/CONTAINER] ``."""
+
 MARKER_RE = re.compile(
-    r"^(?P<prefix>.*?)==== torchenv fleet: (?P<edge>begin|end) "
-    r"(?P<kind>" + "|".join(re.escape(k) for k in REPORT_KINDS) + r") "
+    r"^(?P<prefix>(?:" + LOG_PREFIX_RE.pattern + r")?)==== torchenv fleet: "
+    r"(?P<edge>begin|end) (?P<kind>" + "|".join(re.escape(k) for k in REPORT_KINDS) + r") "
     r"node=(?P<node>\S+) ====\s*$")
-"""A marker line; ``prefix`` is what ``kubectl logs --prefix`` puts before each line."""
+"""A marker line; ``prefix`` is what ``kubectl logs --prefix`` put before it, if anything."""
+
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?"
+NODE_NAME_RE = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
+"""What a node name can be: a host name (RFC 1123 labels separated by dots; Slurm also allows
+``_``), at most 253 characters. It never starts with ``-``, so it cannot pass for an option."""
+
+
+def bad_node_name(name: str) -> Optional[str]:
+    """Why ``name`` cannot be a node name (None when it can): a value read from a report or a
+    file name must be one before it is shown in a command."""
+    if len(name) > 253 or not NODE_NAME_RE.fullmatch(name):
+        shown = name if len(name) <= 60 else name[:57] + "..."
+        return (f"{shown!r} is not a node name (a host name: letters, digits, '-' and '_', "
+                "dot-separated labels that start and end with a letter or digit)")
+    return None
 
 
 def marker(edge: Literal["begin", "end"], kind: str, node: str) -> str:

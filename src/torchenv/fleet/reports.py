@@ -24,7 +24,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from torchenv.errors import BadInput
-from torchenv.fleet.node import JOB_END_FILE, JOB_ENDS, MARKER_RE, PARTIAL_SUFFIX, REPORT_KINDS
+from torchenv.fleet.node import (
+    JOB_END_FILE,
+    JOB_ENDS,
+    LOG_PREFIX_RE,
+    MARKER_RE,
+    PARTIAL_SUFFIX,
+    REPORT_KINDS,
+    bad_node_name,
+)
 
 if TYPE_CHECKING:
     from torchenv.detection.profile import HostProfile
@@ -177,6 +185,11 @@ def read_reports(directory: str | os.PathLike[str]) -> ReportSet:
     by_node: dict[str, list[RawReport]] = {}
     for raw in raws:
         by_node.setdefault(raw.node, []).append(raw)
+    for node in sorted(by_node):  # a name that is not a node's never reaches a command
+        why = bad_node_name(node)
+        if why is not None:
+            origins = ", ".join(r.origin for r in by_node.pop(node)[:3])
+            problems.append(f"{origins}: {why}; not read")
     return ReportSet(directory=str(directory),
                      nodes=tuple(node_reports(n, by_node[n]) for n in sorted(by_node)),
                      ignored=tuple(ignored), problems=tuple(problems), job_end=job_end)
@@ -226,30 +239,45 @@ def _after_path(message: str, path: Path) -> str:
 def parse_log(text: str, *, origin: str) -> list[RawReport]:
     """The reports between marker lines in a pod log (see :mod:`torchenv.fleet.node`).
 
-    Logs saved with ``kubectl logs --prefix`` work too: each section's lines start with the
-    prefix its begin marker has, and sections of several pods may interleave. A section whose
-    end marker never came (the pod was killed) is a partial report.
+    Logs saved with ``kubectl logs --prefix`` work too: each line of a pod starts with its
+    ``[pod/NAME/CONTAINER] `` prefix, and the sections of several pods may interleave. One pod
+    writes one section at a time, so each prefix has at most one open section: a new begin
+    marker, or no end marker at all (the pod was killed), leaves the open one a partial report.
+    Each line is looked up by its prefix once, so the work grows with the log's length only.
     """
     found: list[RawReport] = []
-    open_sections: dict[tuple[str, str, str], tuple[int, list[str]]] = {}
+    # prefix -> (kind, node, first line number, lines)
+    open_sections: dict[str, tuple[str, str, int, list[str]]] = {}
+
+    def cut_short(prefix: str) -> None:
+        kind, node, start, lines = open_sections.pop(prefix)
+        found.append(RawReport(node=node, kind=kind, origin=f"{origin}:{start}",
+                               text="\n".join(lines), partial=True))
+
     for number, line in enumerate(text.splitlines(), start=1):
         match = MARKER_RE.match(line)
         if match:
-            key = (match["prefix"], match["kind"], match["node"])
+            prefix, kind, node = match["prefix"], match["kind"], match["node"]
+            section = open_sections.get(prefix)
             if match["edge"] == "begin":
-                open_sections[key] = (number, [])
-            elif key in open_sections:
-                start, lines = open_sections.pop(key)
-                found.append(RawReport(node=match["node"], kind=match["kind"],
-                                       origin=f"{origin}:{start}", text="\n".join(lines)))
+                if section is not None:
+                    cut_short(prefix)
+                open_sections[prefix] = (kind, node, number, [])
+            elif section is not None and section[:2] == (kind, node):
+                del open_sections[prefix]
+                found.append(RawReport(node=node, kind=kind, origin=f"{origin}:{section[2]}",
+                                       text="\n".join(section[3])))
             continue
-        for (prefix, _, _), (_, lines) in open_sections.items():
-            if line.startswith(prefix):
-                lines.append(line[len(prefix):])
-                break
-    for (_, kind, node), (start, lines) in open_sections.items():
-        found.append(RawReport(node=node, kind=kind, origin=f"{origin}:{start}",
-                               text="\n".join(lines), partial=True))
+        if not open_sections:
+            continue
+        prefixed = LOG_PREFIX_RE.match(line)
+        prefix = prefixed.group(0) if prefixed else ""
+        if prefix in open_sections:
+            open_sections[prefix][3].append(line[len(prefix):])
+        elif "" in open_sections:  # a line of an unprefixed log that happens to start with [x]
+            open_sections[""][3].append(line)
+    for prefix in list(open_sections):
+        cut_short(prefix)
     return found
 
 
