@@ -154,3 +154,130 @@ def test_the_cause_is_in_the_table_the_json_and_the_junit(tmp_path: Path) -> Non
     suites = {s.get("name"): s for s in ET.parse(junit).getroot()}
     err = suites["torchenv.fleet.node-3"].find("testcase[@name='reports']/system-err")
     assert err is not None and "signal 9" in (err.text or "")
+
+
+# ----------------------------------------------------------------------------- blame probes
+
+GLOO_ERROR = "RuntimeError: [enforce fail at gloo/transport/tcp/device.cc] no such interface"
+TIMEOUT_ERROR = "RuntimeError: Timed out waiting 30000ms for recv operation to complete"
+
+
+def collective_failed(doc: dict[str, Any], error: str) -> dict[str, Any]:
+    """``doc`` with every gloo collective failed, as when a node breaks the fleet's group."""
+    doc = copy.deepcopy(doc)
+    for c in doc["checks"]:
+        if c["name"] in ("gloo_allreduce", "gloo_broadcast", "gloo_allgather", "ddp_step"):
+            c.update(status="fail", error=error)
+    doc["ok"] = False
+    return doc
+
+
+def probe(folder: Path, name: str, results: dict[str, str | None]) -> None:
+    """A probe folder: each member's report, its gloo_allreduce passed (None) or failed."""
+    where = folder / "probes" / name
+    where.mkdir(parents=True)
+    for node, error in results.items():
+        checks = [check("import_torch"),
+                  check("gloo_allreduce", "fail" if error else "pass",
+                        **({"error": error} if error else {})),
+                  check("nccl_allreduce", "skip", reason="no CUDA device")]
+        write_node(where, node, validate={"ok": error is None, "python": "/p", "torch": "2.7.1",
+                                          "level": "full", "seconds": 1.0, "checks": checks},
+                   exit_status=0 if error is None else 1)
+
+
+def test_blame_names_the_node_that_fails_alone_and_keeps_its_partner_in_service(
+        tmp_path: Path) -> None:
+    """A bad GLOO_SOCKET_IFNAME on node-2: the fleet's collectives fail on both nodes; node-2
+    also fails its probe alone, node-1 passes alone and has no partner left to be cleared by."""
+    write_node(tmp_path, "node-1", detect=detect_doc(0), exit_status=1,
+               validate=collective_failed(validate_doc(), TIMEOUT_ERROR))
+    write_node(tmp_path, "node-2", detect=detect_doc(0), exit_status=1,
+               validate=collective_failed(validate_doc(), GLOO_ERROR))
+    nodes = tmp_path / "nodes.txt"
+    nodes.write_text("node-1\nnode-2\n")
+    plan = run_cli(["fleet", "probes", str(tmp_path), "--nodes-file", str(nodes)])
+    assert plan.returncode == 0 and plan.stdout.splitlines() == ["0+node-1 1 node-1",
+                                                                 "0+node-2 1 node-2"]
+    probe(tmp_path, "0+node-1", {"node-1": None})
+    probe(tmp_path, "0+node-2", {"node-2": GLOO_ERROR})
+    again = run_cli(["fleet", "probes", str(tmp_path), "--nodes-file", str(nodes)])
+    assert again.returncode == 0 and again.stdout == "", "one node left: no pair to probe"
+    verdict = judge(read_reports(tmp_path), expected_nodes=NODES)
+    node1, node2 = by_node(verdict)["node-1"], by_node(verdict)["node-2"]
+    assert node2.status == "fail" and node2.failed[0].name == "fabric"
+    assert "fails the collective alone (probe 0+node-2)" in node2.failed[0].error
+    assert "no such interface" in node2.failed[0].error
+    assert node1.status == "suspect" and not node1.failed
+    assert [name for name, _ in verdict.drain] == ["node-2"]
+    assert not verdict.ok
+    doc = verdict.to_json()
+    assert doc["counts"]["suspect"] == 1 and doc["counts"]["fail"] == 1
+    assert [(p["probe"], p["passed"]) for p in doc["probes"]] == [("0+node-1", True),
+                                                                   ("0+node-2", False)]
+    table = run_cli(["fleet", "report", str(tmp_path), "--nodes-file", str(nodes)])
+    assert table.returncode == 1
+    assert "suspect" in table.stdout and "kubectl cordon -- node-2\n" in table.stdout
+
+
+def test_a_pair_that_passes_clears_its_nodes_and_a_reference_names_the_bad_one(
+        tmp_path: Path) -> None:
+    """Three nodes, node-3's link broken: alone all pass; node-1 + node-2 pass as a pair;
+    node-3 then fails with node-1, a cleared reference."""
+    for node in ("node-1", "node-2", "node-3"):
+        write_node(tmp_path, node, detect=detect_doc(0), exit_status=1,
+                   validate=collective_failed(validate_doc(), TIMEOUT_ERROR))
+    expected = ["node-1", "node-2", "node-3"]
+    reports = read_reports(tmp_path)
+    from torchenv.fleet.verdict import next_probes
+
+    assert [f for f, _ in next_probes(reports, expected_nodes=expected)] == [
+        "0+node-1", "0+node-2", "0+node-3"]
+    for node in expected:
+        probe(tmp_path, f"0+{node}", {node: None})
+    assert next_probes(read_reports(tmp_path), expected_nodes=expected) == [
+        ("1+node-1+node-2", ("node-1", "node-2"))]
+    probe(tmp_path, "1+node-1+node-2", {"node-1": None, "node-2": None})
+    assert next_probes(read_reports(tmp_path), expected_nodes=expected) == [
+        ("2+node-3+node-1", ("node-3", "node-1"))]
+    probe(tmp_path, "2+node-3+node-1", {"node-3": TIMEOUT_ERROR, "node-1": TIMEOUT_ERROR})
+    assert next_probes(read_reports(tmp_path), expected_nodes=expected) == []
+    verdict = judge(read_reports(tmp_path), expected_nodes=expected)
+    status = {n.node: n.status for n in verdict.nodes}
+    assert status == {"node-1": "pass", "node-2": "pass", "node-3": "fail"}
+    broken = by_node(verdict)["node-3"].failed[0]
+    assert "with node-1, which passed with another node" in broken.error
+    assert any("probe with node-2 passed" in n for n in by_node(verdict)["node-1"].notes)
+    assert [name for name, _ in verdict.drain] == ["node-3"]
+
+
+def test_without_probes_a_failed_collective_keeps_every_locally_good_node_a_suspect(
+        tmp_path: Path) -> None:
+    for node in NODES:
+        write_node(tmp_path, node, detect=detect_doc(0), exit_status=1,
+                   validate=collective_failed(validate_doc(), TIMEOUT_ERROR))
+    verdict = judge(read_reports(tmp_path), expected_nodes=NODES)
+    assert [n.status for n in verdict.nodes] == ["suspect", "suspect"]
+    assert not verdict.drain and not verdict.ok
+    assert any("no probe ran" in f.message for f in verdict.findings)
+
+
+def test_a_probe_cut_short_decides_nothing(tmp_path: Path) -> None:
+    for node in NODES:
+        write_node(tmp_path, node, detect=detect_doc(0), exit_status=1,
+                   validate=collective_failed(validate_doc(), TIMEOUT_ERROR))
+    probe(tmp_path, "0+node-1", {"node-1": None})
+    (tmp_path / "probes" / "0+node-2").mkdir()
+    (tmp_path / "probes" / "0+node-2" / "node-2.validate.json.part").write_text('{"ok"')
+    verdict = judge(read_reports(tmp_path), expected_nodes=NODES)
+    assert [n.status for n in verdict.nodes] == ["suspect", "suspect"]
+    assert [p.passed for p in verdict.probes] == [True, None]
+    assert not verdict.drain
+
+
+def test_a_one_node_fleet_keeps_its_collective_failures_its_own(tmp_path: Path) -> None:
+    write_node(tmp_path, "node-1", detect=detect_doc(0), exit_status=1,
+               validate=collective_failed(validate_doc(), GLOO_ERROR))
+    verdict = judge(read_reports(tmp_path), expected_nodes=["node-1"])
+    (node,) = verdict.nodes
+    assert node.status == "fail" and node.failed[0].name == "gloo_allreduce"

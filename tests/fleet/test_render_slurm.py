@@ -40,7 +40,7 @@ def test_cpu_nodes_request_no_gpus_and_the_level_is_full_by_default() -> None:
     script = render_sbatch(SlurmJob(nodes=2, gpus_per_node=0, output_dir="/o"))
     assert not any(d.startswith("--gpus") for d in directives(script))
     assert "FLEET_LEVEL=full" in script and "CPU nodes, gloo" in script
-    assert "--timeout" not in script
+    assert '--timeout "$FLEET_TIMEOUT"' not in script  # the checks keep their own budgets
     timed = render_sbatch(SlurmJob(nodes=2, output_dir="/o",
                                    run=NodeRun(level="quick", timeout=90)))
     assert "FLEET_LEVEL=quick" in timed and "FLEET_TIMEOUT=90" in timed
@@ -51,7 +51,10 @@ def test_every_node_runs_detect_and_validate_with_the_rendezvous_on_the_first_ho
     script = render_sbatch(SlurmJob(nodes=2, output_dir="/o", run=NodeRun(rdzv_port=29600)))
     assert 'scontrol show hostnames "$SLURM_JOB_NODELIST" > "$FLEET_REPORT_DIR/expected-nodes' \
         in script
-    assert 'RDZV_HOST="$(head -n 1 "$FLEET_REPORT_DIR/expected-nodes.txt")"' in script
+    # the first host's NodeAddr (slurm.conf's address, which need not be its name)
+    assert 'RDZV_HOST="$(node_addr "$(head -n 1 "$FLEET_REPORT_DIR/expected-nodes.txt")")"' \
+        in script
+    assert "scontrol -o show node" in script
     assert "RDZV_PORT=29600" in script
     assert '-m torchenv detect --json > "$report.detect.json.part"' in script
     for flag in ('--nnodes "$FLEET_NNODES"', '--node-rank "$FLEET_NODE_RANK"',
@@ -147,7 +150,7 @@ def test_json_has_the_script_and_its_parameters(tmp_path: Path) -> None:
     assert doc["parameters"] == {
         "nodes": 2, "gpus_per_node": 8, "partition": None, "time": None, "output_dir": "/o",
         "sbatch_args": ["--account=ml"], "job_name": "torchenv-validate", "exclusive": True,
-        "merge_seconds": 120,
+        "merge_seconds": 120, "probe_timeout": 60, "probe_rounds": 4, "probe_limit": 180,
         "level": "quick", "python": "python3", "timeout": None, "rdzv_port": 29500}
     target = tmp_path / "job.sbatch"
     written = json.loads(run_cli(["fleet", "slurm", "--nodes", "1", "--gpus-per-node", "0",

@@ -56,6 +56,10 @@ def register(sub: Subcommands) -> None:
     slurm.add_argument("--merge-time", type=int, default=120, metavar="S",
                        help="seconds kept before the time limit to stop the nodes and print "
                             "the verdict (default: 120)")
+    slurm.add_argument("--probe-timeout", type=int, default=60, metavar="S",
+                       help="seconds each check of a blame probe may take, when a multi-node "
+                            "collective failed (default: 60; a round of probes takes at most "
+                            "S + 120 s, and there are at most 4 rounds)")
     slurm.add_argument("--no-exclusive", dest="exclusive", action="store_false",
                        help="share the nodes (by default the job takes whole nodes, so that "
                             "the performance probe and the health checks see only themselves)")
@@ -109,6 +113,22 @@ def register(sub: Subcommands) -> None:
     report.add_argument("--junit", metavar="FILE", help="also write the verdict as JUnit XML")
     add_json_flag(report)
     report.set_defaults(func=run_report)
+
+    probes = fsub.add_parser(
+        "probes", help="the next round of blame probes (run by the sbatch script)",
+        description="When a multi-node collective failed, name the next round of probes that "
+                    "attribute it: among the nodes that passed their local checks, each alone "
+                    "first, then in pairs (see docs/fleet.md). One line per probe: FOLDER "
+                    "NODE_COUNT NODELIST, where FOLDER goes under DIR/probes/; nothing when "
+                    "there is nothing (more) to probe. The sbatch script runs each line as a "
+                    "step and asks again until nothing is left.")
+    probes.add_argument("directory", metavar="DIR", help="the folder of per-node reports")
+    pexpect = probes.add_mutually_exclusive_group()
+    pexpect.add_argument("--expect-nodes", type=int, metavar="N",
+                         help="how many nodes should have reported")
+    pexpect.add_argument("--nodes-file", metavar="FILE",
+                         help="the names of the nodes that should have reported")
+    probes.set_defaults(func=run_probes)
 
 
 def _add_gpus(p: argparse.ArgumentParser) -> None:
@@ -216,7 +236,8 @@ def run_slurm(args: argparse.Namespace) -> int:
         partition=args.partition, time=args.time, sbatch_args=tuple(args.sbatch_arg),
         run=_node_run(args),
         job_name=_text("--job-name", args.job_name, "a job name"), exclusive=args.exclusive,
-        merge_seconds=_count("--merge-time", args.merge_time, 10, 3600))
+        merge_seconds=_count("--merge-time", args.merge_time, 10, 3600),
+        probe_timeout=_count("--probe-timeout", args.probe_timeout, 5, 3600))
     text = render_sbatch(job)
     submit = f"sbatch --wait {args.output}" if args.output and args.output != "-" else None
     return _emit(args, text, {"scheduler": "slurm", "script": text,
@@ -287,6 +308,20 @@ def run_report(args: argparse.Namespace) -> int:
 
         render_verdict(verdict)
     return 0 if verdict.ok else 1
+
+
+def run_probes(args: argparse.Namespace) -> int:
+    from torchenv.fleet.reports import read_reports
+    from torchenv.fleet.verdict import next_probes
+
+    expected_nodes = _read_nodes_file(args.nodes_file) if args.nodes_file else None
+    if args.expect_nodes is not None:
+        _count("--expect-nodes", args.expect_nodes, 1, 100000)
+    plan = next_probes(read_reports(args.directory), expected_nodes=expected_nodes,
+                       expected_count=args.expect_nodes)
+    for folder, nodes in plan:
+        print(f"{folder} {len(nodes)} {','.join(nodes)}")
+    return 0
 
 
 def _read_nodes_file(path: str) -> list[str]:

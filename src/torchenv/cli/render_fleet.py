@@ -11,12 +11,15 @@ from torchenv.fleet.verdict import FleetVerdict, NodeSummary
 __all__ = ["drain_commands", "render_verdict"]
 
 _STATUS_STYLE = {"pass": "[green]ok[/]", "fail": "[bold red]FAIL[/]",
-                 "incomplete": "[yellow]incomplete[/]", "missing": "[bold red]no report[/]"}
+                 "incomplete": "[yellow]incomplete[/]", "missing": "[bold red]no report[/]",
+                 "suspect": "[yellow]suspect[/]"}
 
 
 def _problems_cell(node: NodeSummary, width: int = 70) -> str:
     lines = [f"{f.name}: {_short(f.error, width)}" for f in node.failed]
     lines += [f"{f.name} (advisory): {_short(f.error, width)}" for f in node.advisory]
+    if node.collective and node.status != "pass":
+        lines.append("multi-node: " + ", ".join(f.name for f in node.collective) + " failed")
     lines += [_short(p, width + 20) for p in node.problems]
     # the cause: the signal, the failing check's last error line, the end of stderr
     lines += [_short(c, width + 20) for c in node.cause if c not in lines[:1]]
@@ -73,6 +76,12 @@ def render_verdict(verdict: FleetVerdict) -> None:
     for skew in verdict.skews:
         tag = "[yellow]skew (allowed)[/]" if skew.allowed else "[bold red]skew[/]"
         out.print(f"{tag} {escape(skew.describe())}", soft_wrap=True)
+    for probe in verdict.probes:
+        said = {True: "[green]passed[/]", False: "[bold red]failed[/]",
+                None: "[yellow]did not finish[/]"}[probe.passed]
+        why = f": {escape(probe.why)}" if probe.why else ""
+        out.print(f"probe {escape(probe.name)} ({escape(' + '.join(probe.nodes))}) {said}{why}",
+                  soft_wrap=True)
     for finding in verdict.findings:
         tag = "[bold red]error[/]" if finding.severity == "error" else "[yellow]warning[/]"
         out.print(f"{tag} {escape(finding.message)}", soft_wrap=True)
@@ -88,8 +97,8 @@ def render_verdict(verdict: FleetVerdict) -> None:
                   + (", no skew" if not verdict.skews else ", skew allowed"))
     else:
         parts = [f"{counts[s]} {label}" for s, label in (
-            ("fail", "failed"), ("incomplete", "incomplete"), ("missing", "missing"))
-            if counts[s]]
+            ("fail", "failed"), ("incomplete", "incomplete"), ("missing", "missing"),
+            ("suspect", "suspect (kept in service)")) if counts[s]]
         if failing:
             parts.append("skew in " + ", ".join(failing))
         errors = sum(1 for f in verdict.findings if f.severity == "error")

@@ -30,12 +30,15 @@ __all__ = [
     "JOB_ENDS",
     "JOB_END_FILE",
     "MARKER_RE",
+    "PROBES_DIR",
+    "PROBE_CHECKS",
     "REPORT_KINDS",
     "Level",
     "NodeRun",
     "bad_node_name",
     "marker",
     "node_script",
+    "probe_script",
 ]
 
 Level = Literal["quick", "full"]
@@ -47,6 +50,12 @@ JOB_END_FILE = "job-end"
 """Written beside the reports when the job was stopped before its nodes finished (the Slurm
 script's trap): one word, ``time-limit`` or ``cancelled``."""
 JOB_ENDS = ("time-limit", "cancelled")
+
+PROBES_DIR = "probes"
+"""The subfolder of the blame probes (:mod:`torchenv.fleet.blame`): one folder per probe,
+``ROUND+NODE`` (alone) or ``ROUND+NODE+NODE`` (a pair), holding each member's reports."""
+PROBE_CHECKS = "gloo_allreduce,nccl_allreduce"
+"""What a probe runs (``validate --only``); NCCL's is a skip on a node without GPUs."""
 
 PARTIAL_SUFFIX = ".part"
 """A report still being written (or cut short) carries this suffix until it is renamed."""
@@ -122,6 +131,26 @@ status=0
     --junit "$report.junit.xml" --nnodes "$FLEET_NNODES" --node-rank "$FLEET_NODE_RANK" \\
     --rdzv-endpoint "$FLEET_RDZV_ENDPOINT" > "$report.validate.json{part}" \\
     2>> "$report.stderr" || status=$?
+mv -f "$report.validate.json{part}" "$report.validate.json"
+echo "$status" > "$report.exit"
+"""
+
+
+def probe_script(run: NodeRun) -> str:
+    """The shell lines of one node in a blame probe: the collective alone (``FLEET_PROBE_NNODES``
+    1) or with one other node, bounded by ``FLEET_PROBE_TIMEOUT`` seconds per check. They need
+    ``FLEET_PYTHON``, ``FLEET_NODE``, ``FLEET_NODE_RANK`` (0 or 1 within the probe),
+    ``FLEET_PROBE_DIR`` and, for a pair, ``FLEET_PROBE_ENDPOINT`` (the first node's HOST:PORT);
+    the reports are named as the node's own (NODE.validate.json, NODE.exit, NODE.stderr)."""
+    part = PARTIAL_SUFFIX
+    return f"""\
+report="$FLEET_PROBE_DIR/$FLEET_NODE"
+status=0
+"$FLEET_PYTHON" -m torchenv validate --level full --only {PROBE_CHECKS} \\
+    --timeout "$FLEET_PROBE_TIMEOUT" --json --nnodes "$FLEET_PROBE_NNODES" \\
+    --node-rank "$FLEET_NODE_RANK" \\
+    ${{FLEET_PROBE_ENDPOINT:+--rdzv-endpoint "$FLEET_PROBE_ENDPOINT"}} \\
+    > "$report.validate.json{part}" 2> "$report.stderr" || status=$?
 mv -f "$report.validate.json{part}" "$report.validate.json"
 echo "$status" > "$report.exit"
 """

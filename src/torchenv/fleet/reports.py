@@ -30,6 +30,7 @@ from torchenv.fleet.node import (
     LOG_PREFIX_RE,
     MARKER_RE,
     PARTIAL_SUFFIX,
+    PROBES_DIR,
     REPORT_KINDS,
     bad_node_name,
 )
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NodeReports",
+    "ProbeRun",
     "RawReport",
     "ReportSet",
     "UnreadableReport",
@@ -102,11 +104,22 @@ class NodeReports:
 
 
 @dataclass(frozen=True)
+class ProbeRun:
+    """One blame probe: the folder ``probes/ROUND+NODE[+NODE]`` and what its members wrote."""
+
+    name: str
+    round: int
+    nodes: tuple[str, ...]
+    reports: tuple[NodeReports, ...] = ()
+
+
+@dataclass(frozen=True)
 class ReportSet:
     """The reports of a folder, one entry per node (sorted by name), and the files ignored.
 
     ``job_end`` is why the job stopped before its nodes finished (``time-limit``,
     ``cancelled``), from the ``job-end`` file the Slurm script's trap writes; None otherwise.
+    ``probes`` are the blame probes found in its ``probes`` subfolder, in the order they ran.
     """
 
     directory: str
@@ -114,6 +127,7 @@ class ReportSet:
     ignored: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
     job_end: Optional[str] = None
+    probes: tuple[ProbeRun, ...] = ()
 
 
 # ----------------------------------------------------------------------------- the file system
@@ -190,9 +204,36 @@ def read_reports(directory: str | os.PathLike[str]) -> ReportSet:
         if why is not None:
             origins = ", ".join(r.origin for r in by_node.pop(node)[:3])
             problems.append(f"{origins}: {why}; not read")
+    probes = _read_probes(folder / PROBES_DIR, problems)
     return ReportSet(directory=str(directory),
                      nodes=tuple(node_reports(n, by_node[n]) for n in sorted(by_node)),
-                     ignored=tuple(ignored), problems=tuple(problems), job_end=job_end)
+                     ignored=tuple(ignored), problems=tuple(problems), job_end=job_end,
+                     probes=probes)
+
+
+def _read_probes(folder: Path, problems: list[str]) -> tuple[ProbeRun, ...]:
+    """The probe folders ``ROUND+NODE[+NODE]`` under ``folder`` (none when it is absent)."""
+    try:
+        entries = [p for p in folder.iterdir() if p.is_dir()]
+    except OSError:
+        return ()
+    runs = []
+    for path in entries:
+        number, _, rest = path.name.partition("+")
+        nodes = tuple(rest.split("+"))
+        why = next((w for n in nodes if (w := bad_node_name(n)) is not None), None)
+        if not (number.isdigit() and len(number) <= 3) or not 1 <= len(nodes) <= 2 or why:
+            problems.append(f"{PROBES_DIR}/{path.name}: not a probe folder (ROUND+NODE or "
+                            f"ROUND+NODE+NODE){': ' + why if why else ''}; not read")
+            continue
+        found = read_reports(path)
+        strangers = sorted({r.node for r in found.nodes} - set(nodes))
+        if strangers:
+            problems.append(f"{PROBES_DIR}/{path.name}: reports of nodes not in the probe: "
+                            f"{', '.join(strangers)}")
+        runs.append(ProbeRun(name=path.name, round=int(number), nodes=nodes,
+                             reports=tuple(r for r in found.nodes if r.node in nodes)))
+    return tuple(sorted(runs, key=lambda r: (r.round, r.nodes)))
 
 
 def _read_tail(path: Path, node: str) -> RawReport:

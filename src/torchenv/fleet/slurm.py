@@ -21,9 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from torchenv import __version__
-from torchenv.fleet.node import JOB_END_FILE, NodeRun, node_script
+from torchenv.fleet.blame import MAX_ROUNDS
+from torchenv.fleet.node import JOB_END_FILE, PROBES_DIR, NodeRun, node_script, probe_script
 
-__all__ = ["SlurmJob", "render_sbatch"]
+__all__ = ["PROBE_SLACK", "SlurmJob", "render_sbatch"]
+
+PROBE_SLACK = 120
+"""Seconds a probe step gets beyond its check timeout: starting the step, importing torch,
+starting the ranks (validate bounds the collective itself by the timeout plus at most 30 s)."""
 
 
 @dataclass(frozen=True)
@@ -44,13 +49,22 @@ class SlurmJob:
     exclusive: bool = True
     merge_seconds: int = 120
     """Time reserved before the time limit for stopping the nodes and printing the verdict."""
+    probe_timeout: int = 60
+    """Seconds each check of a blame probe may take; a probe step gets this plus
+    :data:`PROBE_SLACK` in all."""
+
+    @property
+    def probe_limit(self) -> int:
+        """Seconds one round of blame probes may take in all (its steps run at once)."""
+        return self.probe_timeout + PROBE_SLACK
 
     def to_json(self) -> dict[str, Any]:
         return {"nodes": self.nodes, "gpus_per_node": self.gpus_per_node,
                 "partition": self.partition, "time": self.time,
                 "output_dir": self.output_dir, "sbatch_args": list(self.sbatch_args),
                 "job_name": self.job_name, "exclusive": self.exclusive,
-                "merge_seconds": self.merge_seconds,
+                "merge_seconds": self.merge_seconds, "probe_timeout": self.probe_timeout,
+                "probe_rounds": 1 + MAX_ROUNDS, "probe_limit": self.probe_limit,
                 "level": self.run.level, "python": self.run.python,
                 "timeout": self.run.timeout, "rdzv_port": self.run.rdzv_port}
 
@@ -76,6 +90,7 @@ def render_sbatch(job: SlurmJob) -> str:
                else "CPU nodes, gloo")
     settings = "\n".join(f"{name}={q(value)}" for name, value in job.run.settings().items())
     node_lines = node_script(job.run)
+    probe_lines = probe_script(job.run)
     return f"""\
 #!/bin/bash
 # Validate every node of a Slurm allocation with torchenv, then merge the verdicts.
@@ -104,9 +119,17 @@ mkdir -p "$FLEET_REPORT_DIR"
 # one hosts torchrun's c10d rendezvous for the multi-node collectives (read from the file rather
 # than through a pipe into head, which could fail the script with SIGPIPE under pipefail).
 scontrol show hostnames "$SLURM_JOB_NODELIST" > "$FLEET_REPORT_DIR/expected-nodes.txt"
-RDZV_HOST="$(head -n 1 "$FLEET_REPORT_DIR/expected-nodes.txt")"
+# A node's address: its NodeAddr in slurm.conf (which need not be its name), else its name.
+node_addr() {{
+  local addr
+  addr="$(scontrol -o show node "$1" 2>/dev/null | sed -n 's/.* NodeAddr=//p' \\
+      | cut -d ' ' -f 1)" || true
+  echo "${{addr:-$1}}"
+}}
+RDZV_HOST="$(node_addr "$(head -n 1 "$FLEET_REPORT_DIR/expected-nodes.txt")")"
 FLEET_RDZV_ENDPOINT="$RDZV_HOST:$RDZV_PORT"
-export {" ".join(job.run.settings())} FLEET_REPORT_DIR FLEET_RDZV_ENDPOINT
+FLEET_PROBE_TIMEOUT={job.probe_timeout}
+export {" ".join(job.run.settings())} FLEET_REPORT_DIR FLEET_RDZV_ENDPOINT FLEET_PROBE_TIMEOUT
 
 # What every node runs. No `set -e` there: a failed validation still writes its reports, and
 # the task exits 0 so that srun lets the other nodes finish.
@@ -118,17 +141,26 @@ FLEET_NODE_RANK="$SLURM_NODEID"
 {node_lines}exit 0
 NODE
 
+# What a node runs in a blame probe (below): the collective alone or with one other node.
+read -r -d '' PROBE_SCRIPT <<'PROBE' || true
+set -uo pipefail
+FLEET_NODE="${{SLURMD_NODENAME:-$(hostname -s)}}"
+FLEET_NODE_RANK="$SLURM_PROCID"
+{probe_lines}exit 0
+PROBE
+
 # Always a verdict: near the time limit Slurm sends USR1 (--signal above), scancel sends TERM.
 # Either one stops the node tasks, says why in job-end, and goes on to the verdict; srun runs
 # in the background because bash runs a trap only between commands, and `wait` is one.
 job_end=""
 srun_pid=""
+probe_pids=()
 # shellcheck disable=SC2317  # run by the traps below, which shellcheck does not follow
 stop_nodes() {{
   job_end="$1"
   echo "$job_end" > "$FLEET_REPORT_DIR/{JOB_END_FILE}"
   echo "torchenv fleet: $job_end: stopping the node tasks for the verdict" >&2
-  kill -TERM "$srun_pid" 2>/dev/null || true
+  kill -TERM "$srun_pid" "${{probe_pids[@]}}" 2>/dev/null || true
 }}
 trap 'stop_nodes time-limit' USR1
 trap 'stop_nodes cancelled' TERM INT
@@ -147,6 +179,39 @@ if [ -n "$job_end" ]; then
   wait "$srun_pid" 2>/dev/null || true
 elif [ "$srun_status" -ne 0 ]; then
   echo "torchenv fleet: srun exited $srun_status (a node could not run its task)" >&2
+fi
+
+# Blame: when a multi-node collective failed, 'fleet probes' names the next round of probes
+# among the nodes that passed their local checks (alone first, then in pairs; at most
+# {1 + MAX_ROUNDS} rounds), one line each: FOLDER NODE_COUNT NODELIST. A round's probes run at
+# once, each a step of its own bounded by {job.probe_limit} s; the verdict reads their reports.
+probe_round=0
+while [ -z "$job_end" ] && [ "$probe_round" -lt {1 + MAX_ROUNDS} ]; do
+  plan="$("$FLEET_PYTHON" -m torchenv fleet probes "$FLEET_REPORT_DIR" \\
+      --nodes-file "$FLEET_REPORT_DIR/expected-nodes.txt")" || break
+  [ -n "$plan" ] || break
+  echo "torchenv fleet: blame probes, round $probe_round: ${{plan//$'\\n'/; }}" >&2
+  probe_pids=()
+  port="$RDZV_PORT"
+  while read -r probe count nodelist; do
+    port=$((port + 1))
+    endpoint=""
+    if [ "$count" -gt 1 ]; then
+      endpoint="$(node_addr "${{nodelist%%,*}}"):$port"
+    fi
+    mkdir -p "$FLEET_REPORT_DIR/{PROBES_DIR}/$probe"
+    FLEET_PROBE_DIR="$FLEET_REPORT_DIR/{PROBES_DIR}/$probe" FLEET_PROBE_NNODES="$count" \\
+    FLEET_PROBE_ENDPOINT="$endpoint" timeout --kill-after=10 {job.probe_limit} \\
+        srun --nodes="$count" --nodelist="$nodelist" --ntasks-per-node=1 --whole \\
+        --kill-on-bad-exit=0 --label bash -c "$PROBE_SCRIPT" &
+    probe_pids+=("$!")
+  done <<< "$plan"
+  wait "${{probe_pids[@]}}" || true
+  probe_round=$((probe_round + 1))
+done
+if [ -n "$job_end" ] && [ "${{#probe_pids[@]}}" -gt 0 ]; then
+  trap - USR1 TERM INT
+  wait "${{probe_pids[@]}}" 2>/dev/null || true
 fi
 
 # The fleet verdict: the table in this job's output, one JUnit file for CI, and the job's exit

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import re
 import signal
-from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Optional
 
-from torchenv.fleet.reports import NodeReports, ReportSet
+from torchenv.fleet.reports import NodeReports, ProbeRun, ReportSet
 
 if TYPE_CHECKING:
+    from torchenv.fleet.blame import Probe
     from torchenv.validation.report import Report
 
 __all__ = [
@@ -38,12 +39,16 @@ __all__ = [
     "NodeSummary",
     "Skew",
     "judge",
+    "next_probes",
     "parse_build_detail",
+    "probe_outcome",
     "required_checks",
     "summarize",
 ]
 
-NodeStatus = Literal["pass", "fail", "incomplete", "missing"]
+NodeStatus = Literal["pass", "fail", "incomplete", "missing", "suspect"]
+"""``suspect``: the node passed its local checks, a multi-node collective it took part in
+failed, and no probe could tell whether it is at fault (it stays in service)."""
 
 NONE = "none"
 """A fact known to be absent (no NVIDIA driver, a build without NCCL); None means unknown."""
@@ -52,6 +57,14 @@ LOCAL_CHECKS = ("import_torch", "build")
 """Checks every validation must have passed, at any level, to prove anything."""
 GLOO_COLLECTIVES = ("gloo_allreduce", "gloo_broadcast", "gloo_allgather", "ddp_step")
 NCCL_COLLECTIVES = ("nccl_allreduce", "nccl_broadcast", "nccl_allgather")
+COLLECTIVES = GLOO_COLLECTIVES + NCCL_COLLECTIVES
+"""The checks that run across every node of a multi-node validation: their failure is the
+fleet's, attributed to nodes by the blame probes, not by membership."""
+
+
+def probe_checks(gpus: int) -> tuple[str, ...]:
+    """The checks a blame probe must pass on a node with ``gpus`` GPUs."""
+    return ("gloo_allreduce", "nccl_allreduce") if gpus else ("gloo_allreduce",)
 
 
 def required_checks(level: str, gpus: int) -> tuple[str, ...]:
@@ -138,6 +151,8 @@ class NodeSummary:
     level: Optional[str] = None
     failed: tuple[FailedCheck, ...] = ()
     advisory: tuple[FailedCheck, ...] = ()
+    collective: tuple[FailedCheck, ...] = ()
+    """Multi-node collectives that failed: the fleet's failure, not by itself this node's."""
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     validate_origin: Optional[str] = None
@@ -186,17 +201,21 @@ class NodeSummary:
                 "arch_list": list(self.arch_list) if self.arch_list is not None else None,
                 "level": self.level, "failed_checks": [f.to_json() for f in self.failed],
                 "advisory_failures": [f.to_json() for f in self.advisory],
+                "collective_failures": [f.to_json() for f in self.collective],
                 "problems": list(self.problems), "notes": list(self.notes),
                 "validate_report": self.validate_origin, "exit_status": self.exit_status,
                 "cause": list(self.cause)}
 
 
-def summarize(reports: NodeReports) -> NodeSummary:
+def summarize(reports: NodeReports, *, multi_node: bool = False) -> NodeSummary:
     """The facts and the result of one node from its reports.
 
     A node passes only when its report proves something: every check its level requires
     (:func:`required_checks`) is there and passed, the run was not interrupted, its exit file
-    agrees with the report, and it validated every GPU its detect report shows.
+    agrees with the report, and it validated every GPU its detect report shows. With
+    ``multi_node`` the collectives ran across the fleet: their failures are kept apart
+    (``collective``) and a node whose local checks passed is ``suspect`` until the blame
+    probes decide (:func:`judge`).
     """
     detect, validate = reports.detect, reports.validate
     gpu_count = gpu_models = driver = torch = None
@@ -216,6 +235,7 @@ def summarize(reports: NodeReports) -> NodeSummary:
     build = BuildFacts()
     failed: list[FailedCheck] = []
     advisory: list[FailedCheck] = []
+    collective: list[FailedCheck] = []
     problems = list(reports.problems)
     if validate is not None:
         torch = validate.torch or torch
@@ -223,8 +243,14 @@ def summarize(reports: NodeReports) -> NodeSummary:
             if check.name == "build" and check.status == "pass" and check.detail:
                 build = parse_build_detail(check.detail)
             if check.status == "fail":
-                (failed if check.required else advisory).append(
-                    FailedCheck(check.name, check.error or "failed", check.hint, check.required))
+                found = FailedCheck(check.name, check.error or "failed", check.hint,
+                                    check.required)
+                if not check.required:
+                    advisory.append(found)
+                elif multi_node and check.name in COLLECTIVES:
+                    collective.append(found)
+                else:
+                    failed.append(found)
         failed += _unproven(validate, gpus_on_node or gpu_count or 0)
         problems += _disagreements(validate, reports.exit_status, gpus_on_node)
     nccl, arch = build.nccl, build.arch_list
@@ -237,15 +263,19 @@ def summarize(reports: NodeReports) -> NodeSummary:
         status = "fail"
     elif problems or validate is None:
         status = "incomplete"
+    elif collective:
+        status = "suspect"
     else:
         status = "pass"
     return NodeSummary(
         node=reports.node, status=status, gpu_count=gpu_count, gpu_models=gpu_models,
         driver=driver, torch=torch, cuda=build.cuda, nccl=nccl, arch_list=arch,
         level=validate.level if validate is not None else None, failed=tuple(failed),
-        advisory=tuple(advisory), problems=tuple(problems), notes=reports.notes,
-        validate_origin=reports.validate_origin, exit_status=reports.exit_status,
-        cause=_cause(reports, failed) if status != "pass" else (), report=validate)
+        advisory=tuple(advisory), collective=tuple(collective), problems=tuple(problems),
+        notes=reports.notes, validate_origin=reports.validate_origin,
+        exit_status=reports.exit_status,
+        cause=_cause(reports, failed or collective) if status != "pass" else (),
+        report=validate)
 
 
 def _unproven(validate: Report, gpus: int) -> list[FailedCheck]:
@@ -387,6 +417,48 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class ProbeResult:
+    """A blame probe and what it showed: True (passed), False (failed), None (it did not
+    finish, so it decides nothing); ``why`` says what failed, or what is missing."""
+
+    name: str
+    round: int
+    nodes: tuple[str, ...]
+    passed: Optional[bool]
+    why: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"probe": self.name, "round": self.round, "nodes": list(self.nodes),
+                "passed": self.passed, "why": self.why}
+
+
+def probe_outcome(run: ProbeRun, gpus: Callable[[str], int]) -> ProbeResult:
+    """Whether a probe passed: every member finished (wrote its exit file) and passed the
+    probe's checks (:func:`probe_checks` for its ``gpus``). A member that did not finish
+    leaves the probe undecided (None), never failed."""
+    members = {r.node: r for r in run.reports}
+    for node in run.nodes:
+        member = members.get(node)
+        if member is None or member.exit_status is None:
+            return ProbeResult(run.name, run.round, run.nodes, None,
+                               f"{node} did not finish its probe")
+    for node in run.nodes:
+        member = members[node]
+        if member.validate is None:
+            why = member.problems[0] if member.problems else "no validate report"
+            return ProbeResult(run.name, run.round, run.nodes, False, f"{node}: {why}")
+        checks = {c.name: c for c in member.validate.checks}
+        for name in probe_checks(gpus(node)):
+            check = checks.get(name)
+            if check is None or check.status != "pass":
+                said = ("not in its report" if check is None else
+                        _last_line(check.error or check.reason or check.status))
+                return ProbeResult(run.name, run.round, run.nodes, False,
+                                   f"{node}: {name}: {said}")
+    return ProbeResult(run.name, run.round, run.nodes, True)
+
+
+@dataclass(frozen=True)
 class FleetVerdict:
     directory: str
     nodes: tuple[NodeSummary, ...]
@@ -397,6 +469,8 @@ class FleetVerdict:
     ignored: tuple[str, ...] = ()
     job_end: Optional[str] = None
     """``cancelled`` or ``time-limit`` when the job was stopped before its nodes finished."""
+    probes: tuple[ProbeResult, ...] = ()
+    """The blame probes that ran, each with its outcome."""
 
     @property
     def ok(self) -> bool:
@@ -415,7 +489,7 @@ class FleetVerdict:
 
     def counts(self) -> dict[str, int]:
         counts = {"nodes": len(self.nodes)}
-        for status in ("pass", "fail", "incomplete", "missing"):
+        for status in ("pass", "fail", "incomplete", "missing", "suspect"):
             counts[status] = sum(1 for n in self.nodes if n.status == status)
         return counts
 
@@ -429,7 +503,8 @@ class FleetVerdict:
                 "drain": [{"node": node, "reasons": list(reasons)}
                           for node, reasons in self.drain],
                 "findings": [f.to_json() for f in self.findings],
-                "ignored_files": list(self.ignored), "job_end": self.job_end}
+                "ignored_files": list(self.ignored), "job_end": self.job_end,
+                "probes": [p.to_json() for p in self.probes]}
 
 
 def judge(reports: ReportSet, *, expected_nodes: Optional[Sequence[str]] = None,
@@ -438,7 +513,8 @@ def judge(reports: ReportSet, *, expected_nodes: Optional[Sequence[str]] = None,
     """The verdict over ``reports``. ``expected_nodes`` names the nodes that should have
     reported (each silent one is ``missing``); ``expected_count`` only counts them.
     ``allow_skew`` lists skew kinds that are reported but do not fail the verdict."""
-    summaries = {r.node: summarize(r) for r in reports.nodes}
+    fleet_size = max(len(reports.nodes), len(set(expected_nodes or ())), expected_count or 0)
+    summaries = {r.node: summarize(r, multi_node=fleet_size > 1) for r in reports.nodes}
     findings = [Finding("error", f"{p}") for p in reports.problems]
     if expected_nodes is not None:
         wanted = list(dict.fromkeys(expected_nodes))
@@ -460,6 +536,7 @@ def judge(reports: ReportSet, *, expected_nodes: Optional[Sequence[str]] = None,
         elif heard > expected_count:
             findings.append(Finding("warning", f"{heard} nodes reported, {expected_count} "
                                                "expected"))
+    probes = _blame(summaries, reports, findings)
     nodes = tuple(summaries[name] for name in sorted(summaries))
     skews = tuple(s for kind in SKEW_KINDS
                   if (s := find_skew(nodes, kind, allowed=kind in allow_skew)) is not None)
@@ -477,7 +554,97 @@ def judge(reports: ReportSet, *, expected_nodes: Optional[Sequence[str]] = None,
     drain = () if reports.job_end == "cancelled" else _drain(nodes, skews)
     return FleetVerdict(directory=reports.directory, nodes=nodes, skews=skews,
                         drain=drain, findings=tuple(findings),
-                        expected=expected, ignored=reports.ignored, job_end=reports.job_end)
+                        expected=expected, ignored=reports.ignored, job_end=reports.job_end,
+                        probes=probes)
+
+
+def _probe_results(summaries: Mapping[str, NodeSummary], reports: ReportSet
+                   ) -> list[ProbeResult]:
+    def gpus(node: str) -> int:
+        summary = summaries.get(node)
+        return summary.gpu_count or 0 if summary is not None else 0
+
+    return [probe_outcome(run, gpus) for run in reports.probes]
+
+
+def next_probes(reports: ReportSet, *, expected_nodes: Optional[Sequence[str]] = None,
+                expected_count: Optional[int] = None) -> list[tuple[str, Probe]]:
+    """The blame probes of the next round, each as (folder name, nodes): among the nodes that
+    passed their local checks while a multi-node collective failed (see
+    :mod:`torchenv.fleet.blame`); [] when there is nothing (more) to probe."""
+    from torchenv.fleet.blame import probe_rounds, round_number
+
+    size = max(len(reports.nodes), len(set(expected_nodes or ())), expected_count or 0)
+    if size < 2:
+        return []
+    summaries = {r.node: summarize(r, multi_node=True) for r in reports.nodes}
+    candidates = [n for n, s in summaries.items() if s.status == "suspect"]
+    outcomes = {r.nodes: r.passed for r in _probe_results(summaries, reports)}
+    number = round_number(outcomes)
+    return [(f"{number}+{'+'.join(probe)}", probe)
+            for probe in probe_rounds(candidates, outcomes)]
+
+
+def _blame(summaries: dict[str, NodeSummary], reports: ReportSet, findings: list[Finding]
+           ) -> tuple[ProbeResult, ...]:
+    """Decide the ``suspect`` nodes by the probes' outcomes: broken ones fail, cleared ones
+    pass; the rest stay suspects. Adds a finding saying what the collective failure is
+    explained by, or that it is not."""
+    from torchenv.fleet.blame import attribute
+
+    results = _probe_results(summaries, reports)
+    candidates = sorted(n for n, s in summaries.items() if s.status == "suspect")
+    if not candidates:
+        return tuple(results)
+    by_nodes = {r.nodes: r for r in results}
+    found = attribute(candidates, {r.nodes: r.passed for r in results})
+    for name in found.broken:
+        probe = by_nodes[found.evidence[name]]
+        if len(probe.nodes) == 1:
+            error = f"fails the collective alone (probe {probe.name}): {probe.why}"
+        else:
+            partner = next(n for n in probe.nodes if n != name)
+            error = (f"fails the collective with {partner}, which passed with another node "
+                     f"(probe {probe.name}): {probe.why}")
+        old = summaries[name]
+        summaries[name] = replace(old, status="fail",
+                                  failed=(FailedCheck("fabric", error),),
+                                  cause=(f"fabric: {error}", *old.cause))
+    for name in found.cleared:
+        probe = by_nodes[found.evidence[name]]
+        partner = next(n for n in probe.nodes if n != name)
+        old = summaries[name]
+        summaries[name] = replace(old, status="pass", cause=(), notes=(
+            *old.notes, f"the fleet's collective failed, but its probe with {partner} passed "
+                        f"(probe {probe.name})"))
+    if found.unresolved:
+        tried = [r for r in results if set(r.nodes) & set(found.unresolved)]
+        how = ("no probe ran (the Slurm script runs them; merge again once they have)"
+               if not results else
+               "the probes could not tell: " + "; ".join(
+                   f"{r.name} {_OUTCOME[r.passed]}" + (f" ({r.why})" if r.why else "")
+                   for r in tried[-4:]))
+        for name in found.unresolved:
+            old = summaries[name]
+            summaries[name] = replace(old, problems=(
+                *old.problems, "passed its local checks; a multi-node collective it took part "
+                               "in failed: a suspect, kept in service"))
+        others = sorted(n for n, s in summaries.items()
+                        if n not in found.unresolved and s.status in ("fail", "incomplete",
+                                                                      "missing"))
+        explained = (f"; the nodes that failed or did not report ({_names(others)}) may "
+                     "explain it") if others else ""
+        findings.append(Finding(
+            "error", f"a multi-node collective failed and {_names(list(found.unresolved))} "
+                     f"could not be cleared: {how}{explained}"))
+    elif not found.broken:
+        findings.append(Finding("error", "a multi-node collective failed, but every probe "
+                                         "passed: a transient fault, or one that needs more "
+                                         "than two nodes to show"))
+    return tuple(results)
+
+
+_OUTCOME = {True: "passed", False: "failed", None: "did not finish"}
 
 
 def _drain(nodes: Sequence[NodeSummary], skews: Sequence[Skew]
