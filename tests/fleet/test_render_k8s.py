@@ -32,7 +32,11 @@ JOBS = {
         name="h100-check", namespace="ml-infra", pvc="fleet-reports",
         run=NodeRun(python="/opt/venv/bin/python", level="quick", timeout=120,
                     rdzv_port=29444),
-        deadline_seconds=3600, node_selector=(("nvidia.com/gpu.product", "H100"),)),
+        deadline_seconds=7200, node_selector=(("nvidia.com/gpu.product", "H100"),),
+        cpu_request="500m", memory_request="64Gi", kueue_queue="gpu-team",
+        rdma_resource="rdma/ib"),
+    "coscheduled": KubernetesJob(nodes=8, gpus_per_node=8, image="img",
+                                 coscheduling="scheduler-plugins-scheduler"),
 }
 
 
@@ -40,8 +44,10 @@ JOBS = {
 def test_the_manifests_satisfy_the_kubernetes_schema(job: KubernetesJob) -> None:
     docs = list(yaml.safe_load_all(render_yaml(job)))
     assert docs == render_manifests(job)
-    assert [d["kind"] for d in docs] == ["Service", "Job"]
+    assert [d["kind"] for d in docs if d["kind"] != "PodGroup"] == ["Service", "Job"]
     for doc in docs:
+        if doc["kind"] == "PodGroup":  # a custom resource: no schema in Kubernetes itself
+            continue
         # strict: an unknown or misspelt field is an error too
         kubernetes_validate.validate(doc, KUBERNETES, strict=True)
 
@@ -83,11 +89,13 @@ def test_an_indexed_job_with_one_pod_per_node() -> None:
 
 def test_gpus_are_requested_and_limited_and_cpu_pods_ask_for_none() -> None:
     (gpu,) = pod(JOBS["gpu"])["containers"]
-    assert gpu["resources"] == {"requests": {"nvidia.com/gpu": "8"},
-                                "limits": {"nvidia.com/gpu": "8"}}
+    assert gpu["resources"] == {"requests": {"nvidia.com/gpu": "8", "cpu": "4", "memory": "16Gi"},
+                                "limits": {"nvidia.com/gpu": "8", "memory": "16Gi"}}
     assert pod(JOBS["gpu"])["tolerations"][0]["key"] == "nvidia.com/gpu"
     (cpu,) = pod(JOBS["cpu"])["containers"]
-    assert "resources" not in cpu and "tolerations" not in pod(JOBS["cpu"])
+    assert cpu["resources"] == {"requests": {"cpu": "4", "memory": "16Gi"},
+                                "limits": {"memory": "16Gi"}}
+    assert "tolerations" not in pod(JOBS["cpu"]) and "securityContext" not in cpu
     mounts = {m["mountPath"] for m in cpu["volumeMounts"]}
     assert "/dev/shm" in mounts
 
@@ -104,7 +112,45 @@ def test_namespace_volume_selector_and_deadline() -> None:
     assert env["FLEET_LEVEL"] == "quick" and env["FLEET_TIMEOUT"] == "120"
     assert env["FLEET_RDZV_ENDPOINT"] == "h100-check-0.h100-check:29444"
     assert spec["nodeSelector"] == {"nvidia.com/gpu.product": "H100"}
-    assert batch["spec"]["activeDeadlineSeconds"] == 3600
+    assert batch["spec"]["activeDeadlineSeconds"] == 7200
+
+
+def test_a_deadline_cpu_and_memory_by_default() -> None:
+    batch = render_manifests(JOBS["gpu"])[1]
+    assert batch["spec"]["activeDeadlineSeconds"] == 3600  # a hung pod cannot hold its node
+    (container,) = pod(JOBS["gpu"])["containers"]
+    assert container["resources"]["requests"]["cpu"] == "4"
+
+
+def test_rdma_for_nccl_and_gang_admission_by_kueue() -> None:
+    job = JOBS["everything"]
+    batch = render_manifests(job)[1]
+    (container,) = pod(job)["containers"]
+    assert container["resources"]["requests"] == {"cpu": "500m", "memory": "64Gi",
+                                                  "nvidia.com/gpu": "4", "rdma/ib": "1"}
+    assert container["resources"]["limits"] == {"memory": "64Gi", "nvidia.com/gpu": "4",
+                                                "rdma/ib": "1"}
+    assert container["securityContext"] == {"capabilities": {"add": ["IPC_LOCK"]}}
+    # Kueue reads the queue from the Job's own labels, and admits the whole Job at once
+    assert batch["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gpu-team"
+    assert "kueue.x-k8s.io/queue-name" not in batch["spec"]["template"]["metadata"]["labels"]
+    assert "schedulerName" not in pod(job)
+
+
+def test_gang_scheduling_by_the_coscheduling_plugin() -> None:
+    job = JOBS["coscheduled"]
+    service, group, batch = render_manifests(job)
+    assert group == {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                     "metadata": {"name": "torchenv-validate", "labels": service["metadata"][
+                         "labels"]},
+                     "spec": {"minMember": 8, "scheduleTimeoutSeconds": 600}}
+    template = batch["spec"]["template"]
+    assert template["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "torchenv-validate"
+    assert template["spec"]["schedulerName"] == "scheduler-plugins-scheduler"
+    # the anti-affinity still selects the pods by the labels they all share
+    (term,) = template["spec"]["affinity"]["podAntiAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["labelSelector"]["matchLabels"].items() <= template["metadata"]["labels"].items()
 
 
 def test_the_pod_script_is_a_readable_block_in_the_yaml() -> None:
@@ -189,7 +235,14 @@ def test_the_pod_script_run_here_leaves_reports_in_its_log_and_on_the_claim(
     (["--node-selector", "gpu"], "--node-selector: 'gpu' is not KEY=VALUE"),
     (["--nodes", "0"], "--nodes: must be between 1"),
     (["--deadline", "0"], "--deadline: must be between 1"),
-], ids=["name", "name-digit", "namespace", "pvc", "image", "selector", "nodes", "deadline"])
+    (["--cpu", "four"], "--cpu: 'four' is not a Kubernetes quantity"),
+    (["--memory", "0Gi"], "--memory: '0Gi' is not a Kubernetes quantity above 0"),
+    (["--memory=-1Gi"], "--memory: '-1Gi' is not a Kubernetes quantity"),
+    (["--kueue-queue", "Team A"], "--kueue-queue: 'Team A' is not a Kubernetes object name"),
+    (["--coscheduling=-x"], "--coscheduling: '-x' is not a Kubernetes object name"),
+    (["--rdma-resource", "ib"], "--rdma-resource: 'ib' is not an extended resource name"),
+], ids=["name", "name-digit", "namespace", "pvc", "image", "selector", "nodes", "deadline",
+        "cpu", "memory-zero", "memory-negative", "kueue", "coscheduling", "rdma"])
 def test_bad_values_are_refused(flags: list[str], words: str) -> None:
     args = ["fleet", "k8s"]
     for key, value in {"--nodes": "2", "--gpus-per-node": "8", "--image": "img"}.items():

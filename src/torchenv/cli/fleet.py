@@ -85,8 +85,21 @@ def register(sub: Subcommands) -> None:
                           " under <Job uid>/")
     k8s.add_argument("--node-selector", action="append", default=[], metavar="KEY=VALUE",
                      help="only nodes with this label; repeatable")
-    k8s.add_argument("--deadline", type=int, metavar="S",
-                     help="the Job's activeDeadlineSeconds")
+    k8s.add_argument("--deadline", type=int, default=3600, metavar="S",
+                     help="the Job's activeDeadlineSeconds: every pod is stopped after S "
+                          "seconds (default 3600)")
+    k8s.add_argument("--cpu", default="4", metavar="Q",
+                     help="CPU request per pod, a Kubernetes quantity (default 4)")
+    k8s.add_argument("--memory", default="16Gi", metavar="Q",
+                     help="memory request and limit per pod (default 16Gi)")
+    k8s.add_argument("--kueue-queue", metavar="NAME",
+                     help="gang admission by Kueue: the LocalQueue to submit the Job to")
+    k8s.add_argument("--coscheduling", metavar="SCHEDULER",
+                     help="gang scheduling by the scheduler-plugins coscheduling plugin: a "
+                          "PodGroup with every pod, and this scheduler's name on the pods")
+    k8s.add_argument("--rdma-resource", metavar="NAME",
+                     help="an RDMA/InfiniBand device resource for NCCL, one per pod "
+                          "(e.g. rdma/ib, as the cluster's RDMA device plugin names it)")
     _add_node_run(k8s)
     _add_output(k8s, "manifests")
     k8s.set_defaults(func=run_k8s)
@@ -167,6 +180,9 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*"
                         r"[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+_QUANTITY = re.compile(r"^[0-9]{1,9}(\.[0-9]{1,6})?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+_RESOURCE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*"
+                       r"[A-Za-z0-9])?$")
 
 
 def _text(flag: str, value: str, what: str) -> str:
@@ -271,13 +287,31 @@ def run_k8s(args: argparse.Namespace) -> int:
             raise BadInput(f"--node-selector: {item!r} is not KEY=VALUE of a node label",
                            hint="e.g. --node-selector nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3")
         selector.append((key, value))
-    if args.deadline is not None:
-        _count("--deadline", args.deadline, 1, 365 * 86400)
+    _count("--deadline", args.deadline, 1, 365 * 86400)
+    for flag, value in (("--cpu", args.cpu), ("--memory", args.memory)):
+        if not _QUANTITY.match(value) or float(re.sub(r"[A-Za-z]+$", "", value)) <= 0:
+            raise BadInput(f"{flag}: {value!r} is not a Kubernetes quantity above 0",
+                           hint="e.g. --cpu 4, --cpu 500m, --memory 16Gi",
+                           field=flag.lstrip("-"), value=value)
+    for flag, value in (("--kueue-queue", args.kueue_queue),
+                        ("--coscheduling", args.coscheduling)):
+        if value is not None and not (_DNS_SUBDOMAIN.match(value) and len(value) <= 63):
+            raise BadInput(f"{flag}: {value!r} is not a Kubernetes object name",
+                           hint="lower-case letters, digits, '-' and '.', at most 63 characters",
+                           field=flag.lstrip("-"), value=value)
+    if args.rdma_resource is not None and not (_RESOURCE.match(args.rdma_resource)
+                                               and len(args.rdma_resource) <= 253):
+        raise BadInput(f"--rdma-resource: {args.rdma_resource!r} is not an extended resource "
+                       "name", hint="DOMAIN/NAME as the RDMA device plugin advertises it, "
+                                    "e.g. rdma/ib or rdma/hca_shared_devices_a",
+                       field="rdma_resource", value=args.rdma_resource)
     job = KubernetesJob(
         nodes=_count("--nodes", args.nodes, 1, 100000),
         gpus_per_node=_count("--gpus-per-node", args.gpus_per_node, 0, 1024),
         image=image, name=args.name, namespace=args.namespace, pvc=args.pvc,
-        run=_node_run(args), deadline_seconds=args.deadline, node_selector=tuple(selector))
+        run=_node_run(args), deadline_seconds=args.deadline, node_selector=tuple(selector),
+        cpu_request=args.cpu, memory_request=args.memory, kueue_queue=args.kueue_queue,
+        coscheduling=args.coscheduling, rdma_resource=args.rdma_resource)
     text = render_yaml(job)
     return _emit(args, text, {"scheduler": "kubernetes", "yaml": text,
                               "manifests": render_manifests(job),

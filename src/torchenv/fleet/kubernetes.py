@@ -11,7 +11,20 @@ Two objects:
   ``nvidia.com/gpu`` requested and limited per pod (none for CPU nodes, whose collectives use
   gloo); ``/dev/shm`` from memory (NCCL and the DataLoader need more than a container's 64 MiB);
   ``backoffLimitPerIndex: 0`` so a failed node is not retried and does not stop the others
-  (Kubernetes 1.29 or newer).
+  (Kubernetes 1.29 or newer); ``activeDeadlineSeconds`` (default an hour) so that a hung pod
+  cannot hold its node for ever; CPU and memory requests, so that the scheduler places the
+  pods where validate has room (the memory limit equals the request: a node that runs out of
+  it is killed, exit 137, which the verdict shows, rather than starving its neighbours).
+
+Optional, for clusters that have them:
+
+- gang scheduling, so that no pod holds a node while waiting for the others to fit: a Kueue
+  queue (``kueue.x-k8s.io/queue-name`` label on the Job; Kueue admits the whole Job at once), or
+  the scheduler-plugins coscheduling plugin (a ``PodGroup`` with ``minMember`` = the node
+  count, the ``scheduling.x-k8s.io/pod-group`` label on the pods and that scheduler's name);
+- an RDMA/InfiniBand device resource (e.g. ``rdma/ib`` from an RDMA device plugin) requested
+  and limited one per pod, with ``IPC_LOCK`` for NCCL to pin its buffers, so that NCCL's
+  collectives run over the fabric the training jobs will use.
 
 Each pod runs :func:`torchenv.fleet.node.node_script` with its node name from the downward API
 (``spec.nodeName``), prints every report to its log between marker lines, copies them to
@@ -27,10 +40,16 @@ from typing import Any, Optional
 from torchenv import __version__
 from torchenv.fleet.node import REPORT_KINDS, NodeRun, marker, node_script
 
-__all__ = ["REPORTS_MOUNT", "KubernetesJob", "render_manifests", "render_yaml"]
+__all__ = ["DEFAULT_DEADLINE", "REPORTS_MOUNT", "KubernetesJob", "render_manifests",
+           "render_yaml"]
 
 REPORTS_MOUNT = "/reports"
 _GPU = "nvidia.com/gpu"
+DEFAULT_DEADLINE = 3600
+"""Seconds the Job may run before Kubernetes stops every pod of it (activeDeadlineSeconds)."""
+KUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+POD_GROUP_API = "scheduling.x-k8s.io/v1alpha1"
 
 
 @dataclass(frozen=True)
@@ -45,8 +64,16 @@ class KubernetesJob:
     namespace: Optional[str] = None
     pvc: Optional[str] = None
     run: NodeRun = field(default_factory=NodeRun)
-    deadline_seconds: Optional[int] = None
+    deadline_seconds: Optional[int] = DEFAULT_DEADLINE
     node_selector: tuple[tuple[str, str], ...] = ()
+    cpu_request: str = "4"
+    memory_request: str = "16Gi"
+    kueue_queue: Optional[str] = None
+    """The Kueue LocalQueue to submit to (gang admission by Kueue)."""
+    coscheduling: Optional[str] = None
+    """The scheduler name of the scheduler-plugins coscheduling plugin: render a PodGroup."""
+    rdma_resource: Optional[str] = None
+    """An extended resource for RDMA/InfiniBand (e.g. ``rdma/ib``), one per pod."""
 
     @property
     def rdzv_endpoint(self) -> str:
@@ -59,7 +86,9 @@ class KubernetesJob:
                 "level": self.run.level, "python": self.run.python,
                 "timeout": self.run.timeout, "rdzv_port": self.run.rdzv_port,
                 "rdzv_endpoint": self.rdzv_endpoint, "deadline_seconds": self.deadline_seconds,
-                "node_selector": dict(self.node_selector)}
+                "node_selector": dict(self.node_selector), "cpu_request": self.cpu_request,
+                "memory_request": self.memory_request, "kueue_queue": self.kueue_queue,
+                "coscheduling": self.coscheduling, "rdma_resource": self.rdma_resource}
 
 
 def pod_script(job: KubernetesJob) -> str:
@@ -130,9 +159,18 @@ def render_manifests(job: KubernetesJob) -> list[dict[str, Any]]:
         "env": env, "ports": [{"name": "rendezvous", "containerPort": job.run.rdzv_port}],
         "volumeMounts": mounts,
     }
-    if job.gpus_per_node:
-        count = str(job.gpus_per_node)
-        container["resources"] = {"requests": {_GPU: count}, "limits": {_GPU: count}}
+    requests = {"cpu": job.cpu_request, "memory": job.memory_request}
+    limits = {"memory": job.memory_request}
+    for resource, count in ((_GPU, job.gpus_per_node), (job.rdma_resource, 1)):
+        if resource and count:
+            requests[resource] = limits[resource] = str(count)
+    container["resources"] = {"requests": requests, "limits": limits}
+    if job.rdma_resource:
+        # NCCL pins its buffers for RDMA: the memory lock limit must allow it
+        container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
+    pod_labels = dict(labels)
+    if job.coscheduling:
+        pod_labels[POD_GROUP_LABEL] = job.name
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "subdomain": job.name,
@@ -142,6 +180,8 @@ def render_manifests(job: KubernetesJob) -> list[dict[str, Any]]:
         "containers": [container],
         "volumes": volumes,
     }
+    if job.coscheduling:
+        pod_spec["schedulerName"] = job.coscheduling
     if job.node_selector:
         pod_spec["nodeSelector"] = dict(job.node_selector)
     if job.gpus_per_node:
@@ -150,12 +190,23 @@ def render_manifests(job: KubernetesJob) -> list[dict[str, Any]]:
     job_spec: dict[str, Any] = {
         "completionMode": "Indexed", "completions": job.nodes, "parallelism": job.nodes,
         "backoffLimitPerIndex": 0,
-        "template": {"metadata": {"labels": dict(labels)}, "spec": pod_spec},
+        "template": {"metadata": {"labels": pod_labels}, "spec": pod_spec},
     }
     if job.deadline_seconds:
         job_spec["activeDeadlineSeconds"] = job.deadline_seconds
-    return [service, {"apiVersion": "batch/v1", "kind": "Job", "metadata": dict(meta),
-                      "spec": job_spec}]
+    job_meta = {**meta, "labels": dict(labels)}
+    if job.kueue_queue:
+        job_meta["labels"][KUEUE_LABEL] = job.kueue_queue
+    manifests = [service, {"apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta,
+                           "spec": job_spec}]
+    if job.coscheduling:
+        # every pod or none: the coscheduling plugin holds them until minMember can run
+        group_meta = {**meta, "labels": dict(labels)}
+        manifests.insert(1, {"apiVersion": POD_GROUP_API, "kind": "PodGroup",
+                             "metadata": group_meta,
+                             "spec": {"minMember": job.nodes,
+                                      "scheduleTimeoutSeconds": 600}})
+    return manifests
 
 
 def render_yaml(job: KubernetesJob) -> str:
