@@ -242,6 +242,12 @@ def render_yaml(job: KubernetesJob) -> str:
 # Reports go to {where}; in the logs they sit between
 # '==== torchenv fleet: begin/end KIND node=NODE ====' lines.
 """
+    if job.kueue_queue:
+        header += (f"# Gang admission: Kueue admits the Job to LocalQueue {job.kueue_queue} "
+                   "only when every pod fits.\n")
+    if job.coscheduling:
+        header += ("# Gang scheduling: the PodGroup needs the scheduler-plugins CRDs and the "
+                   f"scheduler {job.coscheduling} with its coscheduling plugin.\n")
     docs = [yaml.dump(m, Dumper=_Dumper, sort_keys=False, width=100)
             for m in render_manifests(job)]
     return header + "---\n" + "---\n".join(docs)
