@@ -39,14 +39,24 @@ def free_port() -> int:
         return port
 
 
-def on_node_2(tmp: Path, fault: str) -> Path:
-    """An interpreter wrapper that runs ``fault`` (shell lines) on node-2 only, then Python."""
+def on_node_2(tmp: Path, fault: str, *, everywhere: str = "") -> Path:
+    """An interpreter wrapper that runs ``fault`` (shell lines) on node-2 only and
+    ``everywhere`` on every node, then Python."""
     wrapper = tmp / "faulty" / "python"
     wrapper.parent.mkdir(exist_ok=True)
-    wrapper.write_text(f'#!/bin/bash\nif [ "${{SLURMD_NODENAME:-}}" = {NODE_2} ]; then\n'
+    wrapper.write_text(f'#!/bin/bash\n{everywhere}\n'
+                       f'if [ "${{SLURMD_NODENAME:-}}" = {NODE_2} ]; then\n'
                        f'{fault}\nfi\nexec "{sys.executable}" "$@"\n')
     wrapper.chmod(0o755)
     return wrapper
+
+
+# The full level's checks that its verdict requires, and only those: the collectives across
+# the nodes (and the probes) are what these tests are about; the whole full level runs once,
+# in the first test (it takes minutes on two nodes of one small machine).
+REQUIRED_ONLY = ('case " $* " in *" validate "*) set -- "$@" --only '
+                 'import_torch,build,gloo_allreduce,gloo_broadcast,gloo_allgather,ddp_step;; '
+                 'esac')
 
 
 # validate (not detect, not fleet report) never ends on node-2
@@ -124,7 +134,7 @@ def test_a_bad_gloo_interface_on_node_2_fails_node_2_only(slurm_cluster: Cluster
                                                           tmp_path: Path) -> None:
     """The fleet's collectives fail on both nodes; the probes find node-2 failing even alone,
     node-1 passing alone with no partner left: node-2 is drained, node-1 stays a suspect."""
-    python = on_node_2(tmp_path, "export GLOO_SOCKET_IFNAME=bad0")
+    python = on_node_2(tmp_path, "export GLOO_SOCKET_IFNAME=bad0", everywhere=REQUIRED_ONLY)
     proc, folder = submit(slurm_cluster, tmp_path, "--timeout", "30", "--probe-timeout", "30",
                           python=str(python))
     log = job_output(folder)
@@ -147,9 +157,9 @@ def test_node_2_hanging_at_the_full_level_is_named_and_node_1_stays(slurm_cluste
                                                                     tmp_path: Path) -> None:
     """node-2's validate never ends: node-1's collectives time out waiting for it, the time
     reserve stops the job and prints the verdict: node-2 cut short, node-1 passed locally."""
-    python = on_node_2(tmp_path, HANG)
+    python = on_node_2(tmp_path, HANG, everywhere=REQUIRED_ONLY)
     proc, folder = submit(slurm_cluster, tmp_path, "--timeout", "20", "--merge-time", "60",
-                          python=str(python), time_limit="6")
+                          python=str(python), time_limit="4")
     log = job_output(folder)
     assert proc.returncode == 1, f"{proc.stderr}\n{log}"
     assert "time-limit: stopping the node tasks" in log and "FAILED" in log
@@ -167,7 +177,7 @@ def test_node_2_hanging_at_the_quick_level_still_gets_a_verdict(slurm_cluster: C
                                                                 tmp_path: Path) -> None:
     python = on_node_2(tmp_path, HANG)
     proc, folder = submit(slurm_cluster, tmp_path, "--level", "quick", "--merge-time", "60",
-                          python=str(python), time_limit="2")
+                          python=str(python), time_limit="3")
     log = job_output(folder)
     assert proc.returncode == 1, f"{proc.stderr}\n{log}"
     assert "torchenv fleet report" in log and "FAILED" in log, log

@@ -160,7 +160,8 @@ stop_nodes() {{
   job_end="$1"
   echo "$job_end" > "$FLEET_REPORT_DIR/{JOB_END_FILE}"
   echo "torchenv fleet: $job_end: stopping the node tasks for the verdict" >&2
-  kill -TERM "$srun_pid" "${{probe_pids[@]}}" 2>/dev/null || true
+  # (the +: an empty array under set -u, which bash before 4.4 calls unbound)
+  kill -TERM "$srun_pid" ${{probe_pids[@]+"${{probe_pids[@]}}"}} 2>/dev/null || true
 }}
 trap 'stop_nodes time-limit' USR1
 trap 'stop_nodes cancelled' TERM INT

@@ -619,7 +619,9 @@ def _blame(summaries: dict[str, NodeSummary], reports: ReportSet, findings: list
                         f"(probe {probe.name})"))
     if found.unresolved:
         tried = [r for r in results if set(r.nodes) & set(found.unresolved)]
-        how = ("no probe ran (the Slurm script runs them; merge again once they have)"
+        how = ("no probe ran (" + (f"the job ended first: {reports.job_end}"
+                                   if reports.job_end else
+                                   "the Slurm script runs them; a Kubernetes Job does not") + ")"
                if not results else
                "the probes could not tell: " + "; ".join(
                    f"{r.name} {_OUTCOME[r.passed]}" + (f" ({r.why})" if r.why else "")
