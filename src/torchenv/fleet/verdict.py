@@ -607,9 +607,7 @@ def _blame(summaries: dict[str, NodeSummary], reports: ReportSet, findings: list
             error = (f"fails the collective with {partner}, which passed with another node "
                      f"(probe {probe.name}): {probe.why}")
         old = summaries[name]
-        summaries[name] = replace(old, status="fail",
-                                  failed=(FailedCheck("fabric", error),),
-                                  cause=(f"fabric: {error}", *old.cause))
+        summaries[name] = replace(old, status="fail", failed=(FailedCheck("fabric", error),))
     for name in found.cleared:
         probe = by_nodes[found.evidence[name]]
         partner = next(n for n in probe.nodes if n != name)
@@ -629,8 +627,8 @@ def _blame(summaries: dict[str, NodeSummary], reports: ReportSet, findings: list
         for name in found.unresolved:
             old = summaries[name]
             summaries[name] = replace(old, problems=(
-                *old.problems, "passed its local checks; a multi-node collective it took part "
-                               "in failed: a suspect, kept in service"))
+                *old.problems, "passed its local checks; suspect: a multi-node collective "
+                               "failed (kept in service)"))
         others = sorted(n for n, s in summaries.items()
                         if n not in found.unresolved and s.status in ("fail", "incomplete",
                                                                       "missing"))
