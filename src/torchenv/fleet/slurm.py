@@ -185,7 +185,8 @@ fi
 # Blame: when a multi-node collective failed, 'fleet probes' names the next round of probes
 # among the nodes that passed their local checks (alone first, then in pairs; at most
 # {1 + MAX_ROUNDS} rounds), one line each: FOLDER NODE_COUNT NODELIST. A round's probes run at
-# once, each a step of its own bounded by {job.probe_limit} s; the verdict reads their reports.
+# once, each a step of its own bounded by {job.probe_limit} s (with its task count: srun would
+# otherwise take the allocation's); the verdict reads their reports.
 probe_round=0
 while [ -z "$job_end" ] && [ "$probe_round" -lt {1 + MAX_ROUNDS} ]; do
   plan="$("$FLEET_PYTHON" -m torchenv fleet probes "$FLEET_REPORT_DIR" \\
@@ -203,7 +204,7 @@ while [ -z "$job_end" ] && [ "$probe_round" -lt {1 + MAX_ROUNDS} ]; do
     mkdir -p "$FLEET_REPORT_DIR/{PROBES_DIR}/$probe"
     FLEET_PROBE_DIR="$FLEET_REPORT_DIR/{PROBES_DIR}/$probe" FLEET_PROBE_NNODES="$count" \\
     FLEET_PROBE_ENDPOINT="$endpoint" timeout --kill-after=10 {job.probe_limit} \\
-        srun --nodes="$count" --nodelist="$nodelist" --ntasks-per-node=1 --whole \\
+        srun --nodes="$count" --ntasks="$count" --nodelist="$nodelist" --whole \\
         --kill-on-bad-exit=0 --label bash -c "$PROBE_SCRIPT" &
     probe_pids+=("$!")
   done <<< "$plan"
