@@ -253,3 +253,19 @@ def test_a_cancelled_job_blames_no_node(tmp_path: Path) -> None:
     doc = json.loads(run_cli(["fleet", "report", str(folder), "--json",
                               "--nodes-file", str(folder / "expected-nodes.txt")]).stdout)
     assert doc["job_end"] == "cancelled" and doc["drain"] == [] and not doc["ok"]
+
+
+def test_the_blame_probes_run_after_the_nodes_each_round_bounded() -> None:
+    script = render_sbatch(SlurmJob(nodes=4, output_dir="/o", probe_timeout=45))
+    body = script.split("srun_pid=$!", 1)[1]
+    probes, verdict = body.split("# The fleet verdict", 1)
+    assert '-m torchenv fleet probes "$FLEET_REPORT_DIR"' in probes
+    assert '[ "$probe_round" -lt 4 ]' in probes  # alone, then at most three rounds of pairs
+    # each probe: one step with its own task count on its nodes, bounded in time
+    assert "timeout --kill-after=10 165" in probes
+    assert 'srun --nodes="$count" --ntasks="$count" --nodelist="$nodelist"' in probes
+    assert 'while [ -z "$job_end" ]' in probes  # the time reserve or scancel stops them
+    assert "FLEET_PROBE_TIMEOUT=45" in script
+    assert 'FLEET_NODE_RANK="$SLURM_PROCID"' in script.split("PROBE_SCRIPT", 1)[1]
+    assert "--only gloo_allreduce,nccl_allreduce" in script
+    assert "fleet report" in verdict
