@@ -41,7 +41,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, real_reports: dict[str, Any]
     for node in ("gpu-01", "gpu-02", "gpu-03"):
         write_node(folder, node, detect=detect, validate=validate, junit=junit, exit_status=0)
     write_node(folder, "gpu-04", detect=detect, exit_status=1, validate=failed(
-        validate, "nccl_allreduce", "rank 3: NCCL error: unhandled system error"))
+        validate, "matmul", "CUDA error: an illegal memory access was encountered"))
     write_node(folder, "gpu-05", detect=gpu_detect(real_reports["detect"], driver=OLD_DRIVER),
                validate=validate, exit_status=0)
     write_node(folder, "gpu-06", detect=detect, validate=json.dumps(validate)[:200])
@@ -77,7 +77,7 @@ def test_every_node_gets_its_verdict(verdict: dict[str, Any]) -> None:
         "gpu-11": "pass"}
     assert verdict["ok"] is False
     assert verdict["counts"] == {"nodes": 11, "pass": 5, "fail": 1, "incomplete": 4,
-                                 "missing": 1}
+                                 "missing": 1, "suspect": 0}
     assert verdict["expected_nodes"] == 11
 
 
@@ -96,8 +96,8 @@ def test_facts_come_from_detect_and_from_validates_build_check(verdict: dict[str
 
 def test_a_failed_check_is_named_with_its_error(verdict: dict[str, Any]) -> None:
     node = nodes(verdict)["gpu-04"]
-    assert [f["name"] for f in node["failed_checks"]] == ["nccl_allreduce"]
-    assert "unhandled system error" in node["failed_checks"][0]["error"]
+    assert [f["name"] for f in node["failed_checks"]] == ["matmul"]
+    assert "illegal memory access" in node["failed_checks"][0]["error"]
     assert node["exit_status"] == 1
 
 
@@ -126,7 +126,7 @@ def test_nodes_to_drain(verdict: dict[str, Any]) -> None:
     drain = {d["node"]: " ".join(d["reasons"]) for d in verdict["drain"]}
     assert sorted(drain) == ["gpu-04", "gpu-05", "gpu-06", "gpu-07", "gpu-08", "gpu-09",
                              "gpu-10"]
-    assert "nccl_allreduce" in drain["gpu-04"]
+    assert "matmul" in drain["gpu-04"]
     assert f"{OLD_DRIVER} differs from the fleet's {DRIVER}" in drain["gpu-05"]
     assert verdict["ignored_files"] == ["nodes.txt", "notes.txt"]
 
@@ -137,9 +137,9 @@ def test_the_console_table(fleet: Path) -> None:
     assert proc.returncode == 1
     out = proc.stdout
     for text in ("gpu-01", "8× NVIDIA H100 80GB HBM3", DRIVER, TORCH, "FAIL", "no report",
-                 "incomplete", "nccl_allreduce: rank 3", "skew NVIDIA driver",
+                 "incomplete", "matmul: CUDA error", "skew NVIDIA driver",
                  "Nodes to drain", "scontrol update NodeName=gpu-04,gpu-05",
-                 "kubectl cordon gpu-04", "FAILED"):
+                 "kubectl cordon -- gpu-04", "FAILED"):
         assert text in out, text
 
 
@@ -157,7 +157,7 @@ def test_one_junit_file_for_the_whole_fleet(fleet: Path, tmp_path: Path) -> None
     assert fleet_cases["torch"].find("failure") is None
     failing = {c.get("name") for c in suites["torchenv.fleet.gpu-04"].findall("testcase")
                if c.find("failure") is not None}
-    assert failing == {"nccl_allreduce"}
+    assert failing == {"matmul"}
     assert suites["torchenv.fleet.gpu-08"].find("testcase/failure").get("message") == \
         "wrote no report"
     classnames = {c.get("classname") for c in suites["torchenv.fleet.gpu-01"].iter("testcase")}
