@@ -151,6 +151,11 @@ def test_a_bad_gloo_interface_on_node_2_fails_node_2_only(slurm_cluster: Cluster
     assert {p["probe"]: p["passed"] for p in verdict["probes"]} == {
         f"0+{NODE_1}": True, f"0+{NODE_2}": False}
     assert "blame probes, round 0" in log and f"kubectl cordon -- {NODE_2}\n" in log
+    # each probe ran as one task on its one node (srun takes the allocation's count otherwise)
+    assert "can't honor" not in log
+    for node in (NODE_1, NODE_2):
+        assert sorted(p.name for p in (folder / "probes" / f"0+{node}").iterdir()) == [
+            f"{node}.exit", f"{node}.stderr", f"{node}.validate.json"]
 
 
 def test_node_2_hanging_at_the_full_level_is_named_and_node_1_stays(slurm_cluster: Cluster,
