@@ -103,3 +103,21 @@ def test_a_second_begin_with_the_same_prefix_cuts_the_first_short() -> None:
     raws = {r.kind: r for r in parse_log("\n".join(log), origin="pod.log")}
     assert raws["validate.json"].partial and raws["validate.json"].text == '{"ok": tr'
     assert not raws["exit"].partial and raws["exit"].text == "0"
+
+
+def test_control_characters_from_a_report_never_reach_the_terminal(tmp_path: Path) -> None:
+    """A GPU name, a torch version, a check's error from another node: the console's one
+    output filter shows their control characters as ``?``."""
+    detect = {**DETECT, "nvidia": {
+        "driver_version": "550.54.15", "cuda_driver_version": "12.8", "source": "nvml",
+        "gpus": [{"index": 0, "name": "H100\x1b[2J\x1b]0;owned\x07", "compute_capability": "9.0",
+                  "memory_mib": 81559, "uuid": "GPU-0", "mig_mode": False}],
+        "cuda_visible_devices": None, "visible": None}}
+    (tmp_path / "node-1.detect.json").write_text(json.dumps(detect))
+    (tmp_path / "node-1.validate.json").write_text(json.dumps({
+        "ok": False, "python": "/p", "torch": "2.7\x1b[31m", "level": "quick", "checks": [
+            {"name": "import_torch", "status": "fail", "error": "boom\x1b[2Jgone"}]}))
+    proc = run_cli(["fleet", "report", str(tmp_path)])
+    assert proc.returncode == 1
+    assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
+    assert "H100?[2J" in proc.stdout and "boom?[2Jgone" in proc.stdout
