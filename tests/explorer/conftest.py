@@ -1,9 +1,12 @@
-"""Shared fixtures of the explorer tests: the tables (built once), the page, where artifacts go."""
+"""Shared fixtures of the explorer tests: the tables and the page (built once), one browser for
+the whole run, where artifacts go."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,3 +51,44 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         files = sorted(p.name for p in path.iterdir())
         if files:
             terminalreporter.write_line(f"explorer artifacts in {path}: {', '.join(files)}")
+
+
+_CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser",
+                                                 "google-chrome"))), None)
+_CHROMEDRIVER = shutil.which("chromedriver")
+
+
+@pytest.fixture(scope="session")
+def page(matrix: Matrix, explorer_tables: Tables,
+         tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The page ``torchenv matrix html`` writes for the test tables."""
+    from torchenv.explorer.page import render_page
+
+    path = tmp_path_factory.mktemp("explorer") / "explorer.html"
+    path.write_text(render_page(matrix, explorer_tables), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the whole run; skipped, saying why, without Chromium,
+    chromedriver or Selenium."""
+    if _CHROMIUM is None or _CHROMEDRIVER is None:
+        pytest.skip("Chromium and chromedriver are not installed "
+                    "(Debian: apt-get install -y chromium chromium-driver)")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed "
+                                    "(pip install -e '.[test]')")
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1280,1000"):
+        options.add_argument(arg)
+    options.binary_location = _CHROMIUM
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(_CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()

@@ -14,29 +14,45 @@ from typing import Any, NamedTuple, Optional
 from hypothesis import strategies as st
 
 from torchenv.cli._fields import spell
-from torchenv.explorer.classes import GpuChoice
+from torchenv.explorer.classes import GpuChoice, window_candidates
 from torchenv.explorer.tables import Job, Tables, answer, gfx_names, python_tags
 from torchenv.matrix.model import PLATFORMS, Matrix
-from torchenv.values import DriverVersion
+from torchenv.values import DriverVersion, TorchSpec, TorchVersion
 
-__all__ = ["Machine", "boundary_drivers", "cli_args", "drivers", "expected", "machines"]
+__all__ = ["Machine", "answerable", "boundary_drivers", "cli_args", "drivers", "expected", "machines", "specifiers"]
 
 
 class Machine(NamedTuple):
     platform: str
     python: str
     gpu: GpuChoice
-    minor: Optional[str] = None  # --torch ==MINOR.*
-
-    @property
-    def spec(self) -> str | None:
-        return None if self.minor is None else f"=={self.minor}.*"
+    spec: Optional[str] = None  # --torch SPEC, as typed
 
 
 def expected(matrix: Matrix, machine: Machine) -> dict[str, Any]:
     """What ``resolve()`` says for the machine, as the page stores it (no ``rejected``)."""
     return answer(matrix, Job(machine.platform, machine.python, machine.gpu, torch=machine.spec),
                   spell)
+
+
+def answerable(matrix: Matrix, tables: Tables, machine: Machine) -> bool:
+    """Whether the page should answer the machine exactly: no specifier; or the releases with a
+    wheel for the machine's Python that it admits are none, all of a series the page was made
+    for, or one release of such a series."""
+    if machine.spec is None:
+        return True
+    spec = TorchSpec(machine.spec)
+    window = {torch for torch, _ in window_candidates(matrix, machine.platform,
+                                                      machine.python)}
+    admitted = {r for r in window if spec.contains(r)}
+    series = {TorchVersion(r).series for r in admitted}
+    if not admitted:
+        return True
+    if len(series) != 1 or series.pop() not in tables.specifiers:
+        return False
+    minor = TorchVersion(next(iter(admitted))).series
+    return len(admitted) == 1 or admitted == {r for r in window
+                                              if TorchVersion(r).series == minor}
 
 
 def _floors(matrix: Matrix) -> list[DriverVersion]:
@@ -113,9 +129,35 @@ def machines(draw: st.DrawFn, matrix: Matrix, tables: Tables) -> Machine:
         gpu = GpuChoice("amd", gfx=draw(_gfx_targets(matrix)))
     else:
         gpu = GpuChoice("none")
-    minors = sorted(tables.windows[f"{platform}|{python}"]["specs"])
-    minor = draw(st.one_of(st.none(), st.sampled_from(minors))) if minors else None
-    return Machine(platform, python, gpu, minor)
+    spec = draw(st.none() | st.none() | specifiers(matrix, tables))
+    return Machine(platform, python, gpu, spec)
+
+
+def specifiers(matrix: Matrix, tables: Tables) -> st.SearchStrategy[str]:
+    """Specifiers the page answers exactly, in the spellings people type: a precomputed series
+    (``2.14``, ``==2.14.*``, ``>=2.14,<2.15``, ``~=2.14.0``), one of its releases (``==2.14`` is
+    2.14.0, ``2.14.1``), a release or a series of any other release (which the page answers
+    where the machine's Python has no wheel of it), and releases that do not exist."""
+    series = tables.specifiers
+    releases = [str(r.torch) for r in matrix.releases]
+    ours = [r for r in releases if ".".join(r.split(".")[:2]) in series]
+
+    def series_spelling(minor: str, form: int) -> str:
+        major, low = minor.split(".")
+        return [minor, f"=={minor}.*", f">={minor},<{major}.{int(low) + 1}",
+                f"~={minor}.0", f"== {minor}.*"][form]
+
+    def release_spelling(release: str, form: int) -> str:
+        short = release[:-2] if release.endswith(".0") else release
+        return [release, f"=={release}", f"=={short}", f">={release},<={release}"][form]
+
+    return st.one_of(
+        st.builds(series_spelling, st.sampled_from(series), st.integers(0, 4)),
+        st.builds(release_spelling, st.sampled_from(ours), st.integers(0, 3)),
+        st.builds(release_spelling, st.sampled_from(releases), st.integers(0, 3)),
+        st.sampled_from(sorted({r.rsplit(".", 1)[0] for r in releases})),
+        st.sampled_from(["==9.9", "==2.14.7", ">=99", "<1.0", "==1.*"]),
+    )
 
 
 def cli_args(machine: Machine, host_file: Path) -> list[str]:

@@ -3,22 +3,37 @@
 Machines are picked through the page's own controls (option clicks, text typed into the fields
 through Chromium's input pipeline), the answer is read from the DOM and compared with
 ``resolve()`` in this process for every machine, and with ``python -m torchenv resolve --json``
-for a sample. Skipped, with the reason, where Chromium, chromedriver or Selenium is missing.
+for a sample; every check of :mod:`page_checks` runs on the page; an axe-core scan finds no
+violation in either colour scheme. One browser serves the whole run (``conftest.browser``);
+skipped, with the reason, where Chromium, chromedriver or Selenium is missing.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import shutil
-import time
-from collections.abc import Iterator
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from explorer_hosts import Machine, boundary_drivers, cli_args, expected, machines
+from explorer_hosts import Machine, answerable, boundary_drivers, cli_args, expected, machines
 from hypothesis import HealthCheck, given, settings
+from page_checks import (
+    CHECKS,
+    DESKTOP,
+    PHONE,
+    READ,
+    Ctx,
+    assert_shows,
+    choose,
+    console_errors,
+    describe,
+    open_page,
+    read,
+    type_text,
+)
 from tests.conftest import run_cli
 
 from torchenv.detection.overrides import (
@@ -28,163 +43,44 @@ from torchenv.detection.overrides import (
 )
 from torchenv.errors import BadInput
 from torchenv.explorer.classes import GpuChoice
-from torchenv.explorer.page import render_page
 from torchenv.explorer.tables import Tables
 from torchenv.matrix.model import Matrix
 
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed "
-                                "(pip install -e '.[test]')")
-
-_CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser",
-                                                 "google-chrome"))), None)
-_DRIVER = shutil.which("chromedriver")
-pytestmark = pytest.mark.skipif(
-    _CHROMIUM is None or _DRIVER is None,
-    reason="Chromium and chromedriver are not installed "
-    "(Debian: apt-get install -y chromium chromium-driver)")
-
-DESKTOP = (1280, 1000)
-PHONE = (390, 844)
 MACHINES = 200
 CLI_EVERY = 25  # every 25th machine is also asked of the real CLI
+AGREEMENT_MACHINES = 1000
 
 
-@pytest.fixture(scope="module")
-def page(matrix: Matrix, explorer_tables: Tables,
-         tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("explorer") / "explorer.html"
-    path.write_text(render_page(matrix, explorer_tables), encoding="utf-8")
-    return path
+@pytest.fixture
+def ctx(browser: Any, page: Path, matrix: Matrix, explorer_tables: Tables) -> Ctx:
+    return Ctx(browser, page, matrix, explorer_tables)
 
 
-@pytest.fixture(scope="module")
-def browser(page: Path) -> Iterator[Any]:
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    options = Options()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                f"--window-size={DESKTOP[0]},{DESKTOP[1]}"):
-        options.add_argument(arg)
-    assert _CHROMIUM is not None and _DRIVER is not None
-    options.binary_location = _CHROMIUM
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(_DRIVER), options=options)
-    try:
-        _open(driver, page)
-        yield driver
-    finally:
-        driver.quit()
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_page_check(ctx: Ctx, name: str) -> None:
+    CHECKS[name](ctx)
+    assert console_errors(ctx.driver) == []
 
 
-def _open(driver: Any, page: Path) -> None:
-    driver.get(page.as_uri())
-    deadline = time.monotonic() + 20
-    while not driver.execute_script("return document.body.dataset.ready"):
-        assert time.monotonic() < deadline, "the page did not finish loading its tables"
-        time.sleep(0.05)
-
-
-def _console_errors(driver: Any) -> list[str]:
-    return [entry["message"] for entry in driver.get_log("browser")
-            if entry["level"] in ("SEVERE", "ERROR")]
-
-
-# --- driving the controls -------------------------------------------------------------------
-
-def _choose(driver: Any, select_id: str, value: str) -> None:
-    """Pick an option of a <select> by clicking it, as a user would."""
-    from selenium.webdriver.common.by import By
-
-    if driver.execute_script(f"return document.getElementById('{select_id}').value") == value:
-        return
-    driver.find_element(By.CSS_SELECTOR, f"#{select_id} option[value='{value}']").click()
-
-
-def _type(driver: Any, field_id: str, text: str) -> None:
-    """Replace the text of a field with ``text`` typed through Chromium's input pipeline."""
-    driver.execute_script(f"const e = document.getElementById('{field_id}'); e.focus(); "
-                          "e.select();")
-    if text:
-        driver.execute_cdp_cmd("Input.insertText", {"text": text})
-    else:
-        for kind in ("keyDown", "keyUp"):
-            driver.execute_cdp_cmd("Input.dispatchKeyEvent", {
-                "type": kind, "key": "Delete", "code": "Delete", "windowsVirtualKeyCode": 46})
-
-
-def _gpu_text(matrix: Matrix, machine: Machine) -> str:
-    """What to type for the GPU: a catalog name when one has exactly this capability or
-    target (half of the time), else the capability or target itself."""
-    gpu = machine.gpu
-    if gpu.kind == "nvidia":
-        assert gpu.cc is not None
-        named = [g.name for g in matrix.nvidia_gpus if str(g.compute_capability) == gpu.cc]
-        return named[len(gpu.cc) % len(named)] if named and int(gpu.cc[-1]) % 2 else gpu.cc
-    if gpu.kind == "amd":
-        assert gpu.gfx is not None
-        named = [g.name for g in matrix.amd_gpus if g.gfx == gpu.gfx]
-        return named[0] if named and len(gpu.gfx) % 2 else gpu.gfx
-    return ""
-
-
-def _describe(driver: Any, matrix: Matrix, machine: Machine) -> None:
-    before = driver.execute_script("return document.body.dataset.renders")
-    _choose(driver, "platform", machine.platform)
-    _choose(driver, "python", machine.python)
-    _type(driver, "gpu", _gpu_text(matrix, machine))
-    _type(driver, "driver", machine.gpu.driver or "")
-    _type(driver, "torch", machine.spec or "")
-    assert driver.execute_script("return document.body.dataset.renders") != before
-
-
-_READ = """
-const body = document.getElementById('decision-body');
-const text = (id) => { const e = document.getElementById(id);
-  return e ? (e.dataset.null === 'true' ? null : e.textContent) : undefined; };
-const items = (id) => [...document.querySelectorAll('#' + id + ' li')].map((e) => e.textContent);
-const chosen = document.querySelector('.cell.chosen');
-return {
-  state: body.dataset.state, torch: text('d-torch'), torchvision: text('d-torchvision'),
-  torchaudio: text('d-torchaudio'), variant: text('d-variant'), level: text('d-level'),
-  warnings: items('d-warnings'), reasons: items('d-reasons'), error: text('d-error'),
-  fixes: items('d-fixes'), alternative: text('d-evidence-alternative'),
-  commands: Object.fromEntries(['pip', 'uv', 'conda', 'pixi'].map((n) => [n, text('cmd-' + n)])),
-  chosen: chosen ? [chosen.dataset.torch, chosen.dataset.variant] : null,
-  cli: document.getElementById('cli-command').textContent,
-};
-"""
-
-
-def _assert_shows(shown: dict[str, Any], answer: dict[str, Any]) -> None:
-    if answer["torch"] is None:
-        assert shown["state"] == "nomatch"
-        assert shown["error"] == answer["error"]
-        assert shown["fixes"] == answer["fixes"]
-        return
-    assert shown["state"] == "ok"
-    for key in ("torch", "torchvision", "torchaudio", "variant", "level", "warnings",
-                "reasons", "commands"):
-        assert shown[key] == answer[key], key
-    assert shown["chosen"] == [answer["torch"], answer["variant"]]
-    alternative = answer.get("evidence_alternative")
-    if alternative:
-        assert f"torch {alternative['torch']} {alternative['variant']}" in shown["alternative"]
-
-
-def test_the_page_answers_as_the_resolver_does(browser: Any, matrix: Matrix,
+def test_the_page_answers_as_the_resolver_does(browser: Any, page: Path, matrix: Matrix,
                                                explorer_tables: Tables,
                                                tmp_path: Path) -> None:
+    """Machines described through the controls, one at a time; a specifier the page was not
+    made for is refused, saying so, and only such a one."""
     seen = [0]
+    open_page(browser, page)
 
     @settings(max_examples=MACHINES, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow])
     @given(machines(matrix, explorer_tables))
     def check(machine: Machine) -> None:
-        _describe(browser, matrix, machine)
-        shown = browser.execute_script(_READ)
+        describe(browser, matrix, machine)
+        shown = browser.execute_script(READ)
+        if not answerable(matrix, explorer_tables, machine):
+            assert shown["state"] == "unanswered", machine
+            return
         answer = expected(matrix, machine)
-        _assert_shows(shown, answer)
+        assert_shows(shown, answer)
         seen[0] += 1
         if seen[0] % CLI_EVERY == 1:
             result = run_cli(cli_args(machine, tmp_path / "host.json"))
@@ -197,28 +93,30 @@ def test_the_page_answers_as_the_resolver_does(browser: Any, matrix: Matrix,
 
     check()
     assert seen[0] >= MACHINES
-    assert _console_errors(browser) == []
+    assert console_errors(browser) == []
 
 
 @pytest.mark.parametrize(("platform", "python"), [("linux-x86_64", "3.12"),
                                                   ("win-amd64", "3.10")])
 def test_the_page_places_each_driver_floor_as_the_resolver_does(
-        browser: Any, matrix: Matrix, explorer_tables: Tables, platform: str,
+        browser: Any, page: Path, matrix: Matrix, explorer_tables: Tables, platform: str,
         python: str) -> None:
     """Every floor of the window typed exactly, and just below it, for an old and a new GPU."""
+    open_page(browser, page)
     floors = explorer_tables.windows[f"{platform}|{python}"]["drivers"]
-    _choose(browser, "platform", platform)
-    _choose(browser, "python", python)
-    _type(browser, "torch", "")
+    choose(browser, "platform", platform)
+    choose(browser, "python", python)
+    type_text(browser, "torch", "")
     for cc in ("6.1", "12.0"):
-        _type(browser, "gpu", cc)
+        type_text(browser, "gpu", cc)
         for driver in boundary_drivers(floors):
-            _type(browser, "driver", driver)
+            type_text(browser, "driver", driver)
             machine = Machine(platform, python, GpuChoice("nvidia", cc=cc, driver=driver))
-            _assert_shows(browser.execute_script(_READ), expected(matrix, machine))
+            assert_shows(browser.execute_script(READ), expected(matrix, machine))
 
 
-def test_the_page_reads_typed_values_as_the_cli_does(browser: Any) -> None:
+def test_the_page_reads_typed_values_as_the_cli_does(browser: Any, page: Path) -> None:
+    open_page(browser, page)
     samples = ["550.54.15", " 580.65.06 ", "580", "5.5.5", "1234.1.1", "12345.1", "550.54.1234",
                "8.6", "sm_86", "86", "sm90a", "compute_90", "9.0f", "20.0", "0.5", "12.10",
                "gfx90a", "GFX1100", "gfx1100:xnack-", "gfx11", "gfx12345", "gfx90g", "", "x"]
@@ -238,25 +136,29 @@ def test_the_page_reads_typed_values_as_the_cli_does(browser: Any) -> None:
         assert gfx == python(normalize_rocm_arch, text), text
 
 
-def test_a_specifier_outside_the_list_is_not_guessed(browser: Any) -> None:
-    _choose(browser, "platform", "linux-x86_64")
-    _choose(browser, "python", "3.12")
-    _type(browser, "gpu", "8.6")
-    _type(browser, "driver", "550.54.15")
-    _type(browser, "torch", ">=2.5,<2.9")
-    shown = browser.execute_script(_READ)
+@pytest.mark.parametrize("spec", [">=2.5,<2.9", "==2.7.0rc1", "any", "2.7.1+cpu"])
+def test_a_specifier_the_page_cannot_answer_is_not_guessed(browser: Any, page: Path,
+                                                            spec: str) -> None:
+    """Several series, a pre-release, a word, a local version: the page says it cannot answer
+    exactly and prints the command that does."""
+    open_page(browser, page)
+    choose(browser, "platform", "linux-x86_64")
+    choose(browser, "python", "3.12")
+    type_text(browser, "gpu", "8.6")
+    type_text(browser, "driver", "550.54.15")
+    type_text(browser, "torch", spec)
+    shown = browser.execute_script(READ)
     assert shown["state"] == "unanswered" and shown["torch"] is None
     message = browser.execute_script("return document.getElementById('d-unanswered').textContent")
-    assert "cannot answer exactly" in message and ">=2.5,<2.9" in message
-    assert "--torch '>=2.5,<2.9'" in shown["cli"]
-    _type(browser, "torch", "")
+    assert "cannot answer exactly" in message and spec in message
+    assert f"--torch '{spec}'" in shown["cli"]
 
 
 def test_every_control_has_a_label_and_tab_reaches_it(browser: Any, page: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
-    _open(browser, page)
+    open_page(browser, page)
     unlabelled = browser.execute_script("""
         return [...document.querySelectorAll('input, select, textarea')]
           .filter((e) => e.type !== 'hidden')
@@ -290,7 +192,7 @@ def test_every_control_has_a_label_and_tab_reaches_it(browser: Any, page: Path) 
     assert moved.get_attribute("class").startswith("cell") and moved != cell
     detail = browser.find_element(By.ID, "cell-detail").text
     assert detail == moved.get_attribute("title") and detail.startswith("torch ")
-    assert _console_errors(browser) == []
+    assert console_errors(browser) == []
 
 
 def _screenshot(browser: Any, size: tuple[int, int], path: Path) -> None:
@@ -304,7 +206,7 @@ def _screenshot(browser: Any, size: tuple[int, int], path: Path) -> None:
 
 def test_screenshots_at_desktop_and_phone_widths(browser: Any, page: Path,
                                                  artifacts: Path) -> None:
-    _open(browser, page)
+    open_page(browser, page)
     for name, size in (("desktop", DESKTOP), ("phone", PHONE)):
         path = artifacts / f"explorer-{name}.png"
         _screenshot(browser, size, path)
@@ -313,4 +215,105 @@ def test_screenshots_at_desktop_and_phone_widths(browser: Any, page: Path,
             "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 1, f"the page scrolls sideways at {name} width"
     browser.set_window_size(*DESKTOP)
-    assert _console_errors(browser) == []
+    assert console_errors(browser) == []
+
+
+_BATCH = """
+const [machines] = arguments;
+const read = function () {
+""" + READ + """
+};
+const set = (id, value, event) => {
+  const e = document.getElementById(id);
+  e.value = value;
+  if (event) e.dispatchEvent(new Event(event));
+};
+return machines.map((m) => {
+  set('platform', m.platform, 'change');
+  set('python', m.python);
+  set('gpu', m.gpu);
+  set('driver', m.driver);
+  set('torch', m.torch, 'input');
+  return read();
+});
+"""
+
+
+@pytest.mark.slow
+def test_the_page_agrees_with_resolve_on_a_thousand_machines(
+        browser: Any, page: Path, matrix: Matrix, explorer_tables: Tables) -> None:
+    """At least 99.9 % of 1,000 generated machines (every one the page should answer) get
+    resolve's answer; the machines go to the page in batches, in one browser session."""
+    from page_checks import gpu_text
+
+    found: list[Machine] = []
+
+    @settings(max_examples=AGREEMENT_MACHINES * 2, deadline=None, database=None,
+              derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(machines(matrix, explorer_tables))
+    def collect(machine: Machine) -> None:
+        if len(found) < AGREEMENT_MACHINES and answerable(matrix, explorer_tables, machine):
+            found.append(machine)
+
+    collect()
+    assert len(found) == AGREEMENT_MACHINES
+    open_page(browser, page)
+    shown: list[dict[str, Any]] = []
+    for start in range(0, len(found), 100):
+        batch = [{"platform": m.platform, "python": m.python, "gpu": gpu_text(matrix, m),
+                  "driver": m.gpu.driver or "", "torch": m.spec or ""}
+                 for m in found[start:start + 100]]
+        shown += browser.execute_script(_BATCH, batch)
+    disagree = []
+    for machine, got in zip(found, shown):
+        try:
+            assert_shows(got, expected(matrix, machine))
+        except AssertionError as exc:
+            disagree.append((machine, str(exc)))
+    assert len(disagree) <= AGREEMENT_MACHINES // 1000, disagree[:5]
+    assert console_errors(browser) == []
+
+
+@pytest.fixture(scope="session")
+def axe_source(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """axe-core's script: ``TORCHENV_AXE_JS`` names the file, else npm installs it into this
+    run's temp dir; skipped, with the reason, where neither gives it."""
+    given = os.environ.get("TORCHENV_AXE_JS")
+    if given:
+        return Path(given).read_text(encoding="utf-8")
+    folder = tmp_path_factory.mktemp("axe")
+    try:
+        result = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix",
+                                 str(folder), "axe-core@4"], capture_output=True, text=True,
+                                timeout=180, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"axe-core could not be installed with npm: {exc}")
+    script = folder / "node_modules" / "axe-core" / "axe.min.js"
+    if result.returncode != 0 or not script.is_file():
+        pytest.skip("axe-core could not be installed with npm (set TORCHENV_AXE_JS to "
+                    f"axe.min.js): {result.stderr.strip()[-300:]}")
+    return script.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_axe_finds_no_violation(browser: Any, page: Path, axe_source: str,
+                                scheme: str) -> None:
+    """axe-core's WCAG 2 A and AA rules (contrast included) over the whole page, every
+    section of data open, in the light and the dark colour scheme."""
+    open_page(browser, page)
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {
+        "features": [{"name": "prefers-color-scheme", "value": scheme}]})
+    try:
+        browser.execute_script(
+            "document.querySelectorAll('details').forEach((d) => { d.open = true; });")
+        browser.execute_script(axe_source)
+        violations = browser.execute_async_script("""
+            const done = arguments[arguments.length - 1];
+            axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a',
+                                                                'wcag21aa']}})
+              .then((r) => done(r.violations.map((v) => [v.id, v.help,
+                v.nodes.slice(0, 3).map((n) => n.target.join(' ') + ': ' + n.failureSummary)])))
+              .catch((e) => done([['error', String(e), []]]));""")
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    assert violations == [], json.dumps(violations, indent=1)

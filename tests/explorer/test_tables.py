@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 import pytest
-from explorer_hosts import Machine, expected, machines
+from explorer_hosts import Machine, answerable, expected, machines
 from hypothesis import HealthCheck, given, settings
 
 from torchenv.explorer.classes import (
@@ -44,8 +44,12 @@ def test_decisions_agree_with_resolve(matrix: Matrix, explorer_tables: Tables) -
     @SETTINGS
     @given(machines(matrix, explorer_tables))
     def check(machine: Machine) -> None:
-        got = decision(explorer_tables, TOKENS, machine.platform, machine.python, machine.gpu,
-                       machine.minor)
+        try:
+            got = decision(explorer_tables, TOKENS, machine.platform, machine.python,
+                           machine.gpu, machine.spec)
+        except Unanswered:
+            assert not answerable(matrix, explorer_tables, machine)
+            return
         assert _canonical(got) == _canonical(expected(matrix, machine))
 
     check()
@@ -113,10 +117,26 @@ def test_each_representative_is_in_its_own_class(matrix: Matrix) -> None:
 def test_a_specifier_the_page_did_not_precompute_is_not_answered(
         explorer_tables: Tables) -> None:
     window = explorer_tables.windows["linux-x86_64|3.12"]
-    missing = "0.1"
-    assert missing not in window["specs"]
-    with pytest.raises(Unanswered):
-        decision(explorer_tables, TOKENS, "linux-x86_64", "3.12", GpuChoice("none"), missing)
+    missing = next(r for r in window["releases"]
+                   if r.rsplit(".", 1)[0] not in explorer_tables.specifiers)
+    for spec in (missing, f"=={missing.rsplit('.', 1)[0]}.*", f">={missing}"):
+        with pytest.raises(Unanswered):
+            decision(explorer_tables, TOKENS, "linux-x86_64", "3.12", GpuChoice("none"), spec)
+
+
+def test_nothing_fits_is_answered_whatever_the_page_was_made_for(
+        matrix: Matrix, explorer_tables: Tables) -> None:
+    """A specifier that admits no release with a wheel for the machine is answered: nothing fits,
+    with the message and fixes of exit 3, for releases that exist and releases that do not."""
+    window = explorer_tables.windows["win-amd64|3.9"]
+    gone = next(r for r in explorer_tables.releases if r not in window["releases"])
+    for spec in (f"=={gone}", "==9.9", ">=99"):
+        machine = Machine("win-amd64", "3.9", GpuChoice("nvidia", cc="8.6", driver="550.54.15"),
+                          spec)
+        got = decision(explorer_tables, TOKENS, machine.platform, machine.python, machine.gpu,
+                       spec)
+        assert got["torch"] is None and repr(spec) in got["error"]
+        assert _canonical(got) == _canonical(expected(matrix, machine))
 
 
 def test_every_window_is_in_the_tables(matrix: Matrix, explorer_tables: Tables) -> None:

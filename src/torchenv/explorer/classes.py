@@ -105,9 +105,10 @@ CC_MAJORS = range(1, 20)
 """Compute capability majors the page tabulates (the CLI accepts 1 to 19)."""
 
 TOKENS = {"driver": "{{driver}}", "cc": "{{cc}}", "sm": "{{sm}}", "smbase": "{{smbase}}",
-          "gfx": "{{gfx}}"}
+          "gfx": "{{gfx}}", "spec": "{{spec}}"}
 """Placeholders of a templated answer: the driver, the capability (``8.6``), its ``sm_86a``
-spelling, the same without suffix (``sm_86``), and the gfx target, as the user typed them."""
+spelling, the same without suffix (``sm_86``), the gfx target, as the user typed them, and the
+torch specifier as messages quote it (Python's ``repr`` of the text)."""
 
 _GFX_ABSENT = "gfxzzz"  # a spelling no list holds and no text prints: the "in no list" class
 

@@ -13,7 +13,7 @@ from torchenv.explorer.classes import GpuChoice, capability_index
 from torchenv.explorer.tables import Tables
 from torchenv.values import ComputeCapability, DriverVersion, VariantName
 
-__all__ = ["Unanswered", "decision", "fill", "grid_cells"]
+__all__ = ["Unanswered", "decision", "fill", "grid_cells", "spec_key"]
 
 
 class Unanswered(LookupError):
@@ -43,28 +43,45 @@ def _window_slot(window: dict[str, Any], gpu: GpuChoice) -> int:
     return 1 + int(window["ccCount"]) * per + int(window["gfx"].get(gpu.gfx, 0))
 
 
-def fill(value: Any, gpu: GpuChoice, tokens: dict[str, str]) -> Any:
-    """``value`` with the placeholders replaced by what the user typed."""
+def fill(value: Any, gpu: GpuChoice, tokens: dict[str, str], spec: str | None = None) -> Any:
+    """``value`` with the placeholders replaced by what the user typed (``spec``: the torch
+    specifier's text)."""
     cc = ComputeCapability(gpu.cc) if gpu.cc else None
     values = {"driver": gpu.driver or "", "cc": gpu.cc or "", "sm": cc.sm if cc else "sm_",
-              "smbase": cc.base.sm if cc else "sm_", "gfx": gpu.gfx or ""}
+              "smbase": cc.base.sm if cc else "sm_", "gfx": gpu.gfx or "",
+              "spec": json.dumps(repr(spec or ""))[1:-1]}
     text = json.dumps(value, ensure_ascii=False)
     for name, token in tokens.items():
         text = text.replace(token, values[name])
     return json.loads(text)
 
 
+def spec_key(tables: Tables, platform: str, python: str, spec: str) -> str:
+    """The set of releases the page answers ``--torch SPEC`` with (see ``tables._sets``);
+    raises :class:`Unanswered`."""
+    from torchenv.values import TorchSpec
+
+    window = tables.windows[f"{platform}|{python}"]
+    torch = TorchSpec(spec)
+    admitted = [r for r in tables.releases if torch.contains(r)]
+    inside = [r for r in window["releases"] if r in admitted]
+    if not inside:
+        return "outside" if admitted else "none"
+    for key, releases in window["sets"].items():
+        if sorted(releases) == sorted(inside):
+            return key
+    raise Unanswered(f"no answers for {spec} with Python {python} on {platform}")
+
+
 def decision(tables: Tables, tokens: dict[str, str], platform: str, python: str,
-             gpu: GpuChoice, minor: str | None = None) -> dict[str, Any]:
+             gpu: GpuChoice, spec: str | None = None) -> dict[str, Any]:
     """The stored ``resolve --json`` answer (without ``rejected``) for the machine, and for
-    ``--torch ==MINOR.*`` when ``minor`` is given; raises :class:`Unanswered`."""
+    ``--torch SPEC`` when ``spec`` is given; raises :class:`Unanswered`."""
     window = tables.windows[f"{platform}|{python}"]
     ids = window["any"]
-    if minor is not None:
-        if minor not in window["specs"]:
-            raise Unanswered(f"no answers for =={minor}.* with Python {python} on {platform}")
-        ids = window["specs"][minor]
-    return dict(fill(tables.plans[ids[_window_slot(window, gpu)]], gpu, tokens))
+    if spec is not None:
+        ids = window["specs"][spec_key(tables, platform, python, spec)]
+    return dict(fill(tables.plans[ids[_window_slot(window, gpu)]], gpu, tokens, spec))
 
 
 def grid_cells(tables: Tables, tokens: dict[str, str], platform: str, python: str,

@@ -61,6 +61,7 @@ def page_data(matrix: Matrix, tables: Tables) -> dict[str, Any]:
         "ccMajors": [CC_MAJORS.start, CC_MAJORS.stop - 1],
         "tokens": TOKENS,
         "specifiers": tables.specifiers,
+        "releases": tables.releases,
         "plans": tables.plans,
         "windows": tables.windows,
         "grid": tables.grid,

@@ -26,6 +26,7 @@ from typing import Any, Optional, Union
 
 from torchenv.explorer.classes import (
     RULE1,
+    TOKENS,
     Classes,
     GpuChoice,
     WindowFacts,
@@ -115,6 +116,8 @@ def answer_json(matrix: Matrix, job: Job, spell: Speller) -> str:
 def _templated(text: str, job: Job) -> str:
     if "{{" in text:
         raise ValueError(f"resolver output already holds a placeholder: {text[:200]}")
+    if job.torch is not None:  # messages quote the specifier as given (repr)
+        text = text.replace(repr(job.torch), TOKENS["spec"])
     return template(text, job.gpu)
 
 
@@ -315,6 +318,7 @@ class Tables:
     grid: dict[str, Any]
     verdicts: list[Any]
     specifiers: list[str]
+    releases: list[str]
 
 
 def _cover(tags: dict[str, set[tuple[str, str]]], wanted: set[tuple[str, str]]) -> list[str]:
@@ -373,15 +377,52 @@ def _build(matrix: Matrix, runner: _Runner, windows: dict[str, Classes], jobs: l
         count = len(classes.slots())
         texts = results[position:position + count]
         position += count
+        inside = {torch for torch, _ in classes.facts.candidates}
         window_out[key] = {**classes.to_json(),
-                           "any": [plans.add(str(t)) for t in texts], "specs": {}}
+                           "any": [plans.add(str(t)) for t in texts], "specs": {},
+                           "releases": [str(r.torch) for r in matrix.releases
+                                        if str(r.torch) in inside]}
 
     chosen = _specifier_decisions(matrix, runner, windows, window_out, plans, candidates,
                                   names, specifiers)
     verdicts = _Verdicts()
     grid = _grid(matrix, grid_layout, results[position:], candidates, verdicts)
     return Tables(plans=[json.loads(t) for t in plans.texts], windows=window_out, grid=grid,
-                  verdicts=[list(v) for v in verdicts.ids], specifiers=chosen)
+                  verdicts=[list(v) for v in verdicts.ids], specifiers=chosen,
+                  releases=[str(r.torch) for r in matrix.releases])
+
+
+NOTHING = "==0.0.0.0"
+"""A specifier no release matches: the answer to every specifier that matches none."""
+
+
+def _sets(matrix: Matrix, window: set[tuple[str, str]], wanted: set[str] | None,
+          ) -> list[tuple[str, str, list[str], bool]]:
+    """The sets of releases the page answers for a window, as (key, a specifier that admits
+    exactly those of the window, the window's releases in it, whether to resolve over the whole
+    matrix). A specifier's answer depends only on the window's releases it admits (rule 4 runs
+    first; a release outside the window is rejected by rule 1 whatever else), and on whether it
+    admits any release at all (those rejections are all that names the Pythons with wheels):
+    each precomputed series, each release of a series with several in the window, none of the
+    window's releases but some other (``outside``), and no release at all (``none``).
+
+    A release is named ``==X.Y.Z.0``, a spelling that nothing prints (a pin is ``==X.Y.Z``), so
+    that the quoted specifier can be turned into a placeholder."""
+    inside = {torch for torch, _ in window}
+    out: list[tuple[str, str, list[str], bool]] = []
+    for minor in minors(window):
+        if wanted is not None and minor not in wanted:
+            continue
+        releases = sorted((r for r in inside if TorchVersion(r).series == minor),
+                          key=TorchVersion)
+        out.append((minor, f"=={minor}.*", releases, False))
+        if len(releases) > 1:
+            out.extend((r, f"=={r}.0", [r], False) for r in releases)
+    others = [str(r.torch) for r in matrix.releases if str(r.torch) not in inside]
+    if others:
+        out.append(("outside", f"=={others[0]}.0", [], True))
+    out.append(("none", NOTHING, [], False))
+    return out
 
 
 def _specifier_decisions(matrix: Matrix, runner: _Runner, windows: dict[str, Classes],
@@ -390,41 +431,38 @@ def _specifier_decisions(matrix: Matrix, runner: _Runner, windows: dict[str, Cla
                          names: list[str], specifiers: Sequence[str] | None) -> list[str]:
     wanted = None if specifiers is None else set(specifiers)
     slots_of = {key: classes.slots() for key, classes in windows.items()}
-    groups: list[tuple[str, str, list[int]]] = []  # (window, minor, slots of one class)
+    # (window, set key, specifier, whole matrix, slots of one class)
+    groups: list[tuple[str, str, str, bool, list[int]]] = []
     chosen: set[str] = set()
     for key in windows:
         platform, python = key.split("|")
-        for minor in minors(candidates[platform][python]):
-            if wanted is not None and minor not in wanted:
-                continue
-            chosen.add(minor)
-            spec = f"=={minor}.*"
+        window_out[key]["sets"] = {}
+        for name, spec, releases, whole in _sets(matrix, candidates[platform][python], wanted):
+            if spec == f"=={name}.*":
+                chosen.add(name)
             narrow = Classes.of(matrix, facts_of(matrix, platform, window_candidates(
                 matrix, platform, python, spec)), names)
             by_class: dict[int, list[int]] = {}
             for slot, gpu in enumerate(slots_of[key]):
                 by_class.setdefault(narrow.slot_of(gpu), []).append(slot)
-            groups.extend((key, minor, slots) for slots in by_class.values())
-            window_out[key]["specs"][minor] = [-1] * len(slots_of[key])
+            groups.extend((key, name, spec, whole, slots) for slots in by_class.values())
+            window_out[key]["specs"][name] = [-1] * len(slots_of[key])
+            window_out[key]["sets"][name] = releases
 
-    of_minor: dict[str, set[str]] = {}
-    for release in matrix.releases:
-        of_minor.setdefault(release.torch.series, set()).add(str(release.torch))
-
-    def job(key: str, minor: str, slot: int) -> Job:
+    def job(key: str, spec: str, whole: bool, slot: int) -> Job:
         platform, python = key.split("|")
         unconstrained = plans.doc(window_out[key]["any"][slot])
-        inside = set(of_minor[minor])
+        inside = {str(r.torch) for r in matrix.releases if TorchSpec(spec).contains(r.torch)}
         inside |= {t for t in (unconstrained.get("torch"),
                                (unconstrained.get("evidence_alternative") or {}).get("torch"))
                    if t is not None}
-        return Job(platform, python, slots_of[key][slot], torch=f"=={minor}.*",
-                   releases=tuple(sorted(inside)))
+        return Job(platform, python, slots_of[key][slot], torch=spec,
+                   releases=None if whole else tuple(sorted(inside)))
 
-    first = runner.run([job(k, m, slots[0]) for k, m, slots in groups],
+    first = runner.run([job(k, spec, whole, slots[0]) for k, _, spec, whole, slots in groups],
                        "decisions for each torch series")
-    pending: list[tuple[str, str, list[int]]] = []
-    for (key, minor, slots), result in zip(groups, first):
+    pending: list[tuple[str, str, str, bool, list[int]]] = []
+    for (key, name, spec, whole, slots), result in zip(groups, first):
         text = str(result)
         kind = _dependency(json.loads(text))
         parts = [slots]
@@ -438,16 +476,17 @@ def _specifier_decisions(matrix: Matrix, runner: _Runner, windows: dict[str, Cla
         for part in parts:
             if part[0] == slots[0]:
                 for slot in part:
-                    window_out[key]["specs"][minor][slot] = pid
+                    window_out[key]["specs"][name][slot] = pid
             else:
-                pending.append((key, minor, part))
-    more = runner.run([job(k, m, part[0]) for k, m, part in pending],
+                pending.append((key, name, spec, whole, part))
+    more = runner.run([job(k, spec, whole, part[0]) for k, _, spec, whole, part in pending],
                       "decisions that depend on the machine's own answer")
-    for (key, minor, part), result in zip(pending, more):
+    for (key, name, _, _, part), result in zip(pending, more):
         pid = plans.add(str(result))
         for slot in part:
-            window_out[key]["specs"][minor][slot] = pid
-    return [series for series in of_minor if series in chosen]  # the releases': newest first
+            window_out[key]["specs"][name][slot] = pid
+    series = dict.fromkeys(r.torch.series for r in matrix.releases)  # newest first
+    return [s for s in series if s in chosen]
 
 
 @dataclass(frozen=True)

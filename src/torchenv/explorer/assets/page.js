@@ -5,8 +5,9 @@
 
 (function () {
   const $ = (id) => document.getElementById(id);
-  const DEFAULTS = { platform: "linux-x86_64", python: "3.12", gpu: "GeForce RTX 4090",
-                     driver: "550.54.15", torch: "" };
+  // a machine whose answer is a full fit with torchvision: what most visitors have in mind
+  const DEFAULTS = { platform: "linux-x86_64", python: "3.12", gpu: "RTX 4090",
+                     driver: "570.86.10", torch: "" };
   let data = null;
   let renders = 0;
 
@@ -15,7 +16,10 @@
   const DRIVER_RE = /^\d{2,4}(\.\d{1,3}){1,2}$/;
   const CC_RE = /^(?:sm_?|compute_)?(\d{1,2})\.?(\d)([af]?)$/;
   const GFX_RE = /^gfx[0-9a-f]{3,4}$/;
-  const SPEC_RE = /^(?:==\s*)?(\d+)\.(\d+)(?:\.\*)?$/;
+  // one clause of a PEP 440 specifier over plain releases; anything else (pre-releases, epochs,
+  // local versions, ===) is left to the command line
+  const CLAUSE_RE = /^\s*(~=|==|!=|<=|>=|<|>)\s*(\d+(?:\.\d+)*)(\.\*)?\s*$/;
+  const SPEC_MAX = 256;  // the longest specifier the CLI reads
 
   function normalizeDriver(text) {
     const t = String(text).trim();
@@ -37,32 +41,122 @@
     for (const prefix of ["nvidia ", "amd "]) if (t.startsWith(prefix)) t = t.slice(prefix.length);
     return t.split(/\s+/).filter(Boolean).join(" ");
   }
+  // words of a GPU name that tell no model apart
+  const BRANDS = new Set(["nvidia", "amd", "geforce", "radeon", "tesla", "instinct"]);
+  function gpuWords(text) {
+    return String(text).toLowerCase().split(/[^a-z0-9]+/).filter((w) => w && !BRANDS.has(w));
+  }
+  // the typed words appear in a row among a name's words, the last one possibly cut short
+  function wordsMatch(typed, words) {
+    for (let start = 0; start + typed.length <= words.length; start++) {
+      if (typed.every((w, i) => (i === typed.length - 1 ? words[start + i].startsWith(w)
+                                                        : words[start + i] === w))) return true;
+    }
+    return false;
+  }
+  function catalogEntries() {
+    return [...data.catalog.nvidia.map((g) => ({ kind: "nvidia", key: g.cc, g })),
+            ...data.catalog.amd.map((g) => ({ kind: "amd", key: g.gfx, g }))];
+  }
+  function fromEntries(found, text) {
+    const keys = new Set(found.map((e) => `${e.kind}|${e.key}`));
+    const names = found.map((e) => e.g.name);
+    if (keys.size > 1) return { kind: "ambiguous", text, names };
+    const e = found[0];
+    const gpu = { kind: e.kind, name: found.length === 1 ? e.g.name : null, names };
+    if (e.kind === "nvidia") gpu.cc = e.g.cc; else gpu.gfx = e.g.gfx;
+    return gpu;
+  }
   function readGpu(text) {
     const t = String(text).trim();
     if (!t) return { kind: "none" };
+    const entries = catalogEntries();
+    // a name or alias of the catalog, as NVML, nvidia-smi or amd-smi print it
     const wanted = gpuName(t);
-    for (const g of data.catalog.nvidia) {
-      if ([g.name, ...g.aliases].some((n) => gpuName(n) === wanted)) {
-        return { kind: "nvidia", cc: g.cc, name: g.name };
-      }
-    }
-    for (const g of data.catalog.amd) {
-      if ([g.name, ...g.aliases].some((n) => gpuName(n) === wanted)) {
-        return { kind: "amd", gfx: g.gfx, name: g.name };
-      }
-    }
+    const exact = entries.filter((e) => [e.g.name, ...e.g.aliases].some((n) => gpuName(n) === wanted));
+    if (exact.length) return fromEntries(exact, t);
     const gfx = normalizeGfx(t);
     if (gfx) return { kind: "amd", gfx };
     const cc = normalizeCc(t);
     if (cc) return { kind: "nvidia", cc };
+    // a name as people say it: A100, RTX 4090, 4090, MI300X; taken when every model it can
+    // mean has one compute capability (gfx target), else the models are listed
+    const typedWords = gpuWords(t);
+    const found = typedWords.length ? entries.filter((e) =>
+      [e.g.name, ...e.g.aliases].some((n) => wordsMatch(typedWords, gpuWords(n)))) : [];
+    if (found.length) return fromEntries(found, t);
     return { kind: "bad", text: t };
   }
+
+  // ---- the torch specifier, read as the CLI reads it (packaging's SpecifierSet) ----
+
   function readSpec(text) {
     const t = String(text).trim();
-    if (!t || t.toLowerCase() === "any") return { kind: "any" };
-    const m = SPEC_RE.exec(t);
-    if (m) return { kind: "minor", minor: `${parseInt(m[1], 10)}.${parseInt(m[2], 10)}`, text: t };
-    return { kind: "other", text: t };
+    if (!t) return { kind: "any" };
+    let spec = t;
+    if (/^[0-9]+\.[0-9]+$/.test(t)) spec = `==${t}.*`;  // a bare X.Y is the series
+    else if (/^[0-9]/.test(t)) spec = `==${t}`;          // any other version is that release
+    const clauses = [];
+    if (t.length > SPEC_MAX || !/^[\x00-\x7f]*$/.test(t)) return { kind: "other", text: t };
+    for (const part of spec.split(",")) {
+      if (!part.trim()) continue;
+      const m = CLAUSE_RE.exec(part);
+      if (!m) return { kind: "other", text: t };
+      const [, op, version, star] = m;
+      const release = version.split(".").map((d) => BigInt(d));
+      if (star && op !== "==" && op !== "!=") return { kind: "other", text: t };
+      if (op === "~=" && release.length < 2) return { kind: "other", text: t };
+      clauses.push({ op, release, star: Boolean(star) });
+    }
+    return { kind: "set", text: t, clauses };
+  }
+  function releaseOf(version) { return String(version).split(".").map((d) => BigInt(d)); }
+  function compareReleases(a, b) {
+    for (let i = 0; i < Math.max(a.length, b.length); i++) {
+      const x = a[i] ?? 0n, y = b[i] ?? 0n;
+      if (x !== y) return x < y ? -1 : 1;
+    }
+    return 0;
+  }
+  function startsWith(prefix, v) { return prefix.every((p, i) => (v[i] ?? 0n) === p); }
+  function clauseHolds(c, v) {
+    const order = compareReleases(v, c.release);
+    switch (c.op) {
+      case "==": return c.star ? startsWith(c.release, v) : order === 0;
+      case "!=": return !(c.star ? startsWith(c.release, v) : order === 0);
+      case "<=": return order <= 0;
+      case ">=": return order >= 0;
+      case "<": return order < 0;
+      case ">": return order > 0;
+      default: return order >= 0 && startsWith(c.release.slice(0, -1), v);  // ~=
+    }
+  }
+  function specAdmits(spec, version) {
+    const v = releaseOf(version);
+    return spec.clauses.every((c) => clauseHolds(c, v));
+  }
+  // Python's repr() of a string, as the resolver's messages quote the specifier
+  function pyRepr(text) {
+    const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
+    let out = quote;
+    for (const ch of text) {
+      const code = ch.codePointAt(0);
+      if (ch === "\\" || ch === quote) out += "\\" + ch;
+      else if (ch === "\t") out += "\\t";
+      else if (ch === "\n") out += "\\n";
+      else if (ch === "\r") out += "\\r";
+      else if (code < 0x20 || code === 0x7f) out += "\\x" + code.toString(16).padStart(2, "0");
+      else out += ch;
+    }
+    return out + quote;
+  }
+  // the window's set of releases a specifier admits, named as the tables name them
+  function specKey(w, spec) {
+    const admitted = data.releases.filter((r) => specAdmits(spec, r));
+    const inside = w.releases.filter((r) => admitted.includes(r));
+    if (!inside.length) return admitted.length ? "outside" : "none";
+    const same = (a, b) => a.length === b.length && a.every((x) => b.includes(x));
+    return Object.keys(w.sets).find((k) => same(w.sets[k], inside)) ?? null;
   }
 
   // ---- finding the class ----
@@ -96,18 +190,21 @@
     }
     return col.gfx[gpu.gfx] ?? 0;
   }
-  function typed(gpu, driver) {
+  function typed(gpu, driver, spec) {
     const cc = gpu.cc || "";
     const sm = "sm_" + cc.replace(".", "");
-    return { driver: driver || "", cc, sm, smbase: sm.replace(/[af]$/, ""), gfx: gpu.gfx || "" };
+    // the specifier goes into JSON text: escaped as a JSON string's inside
+    const quoted = JSON.stringify(pyRepr(spec && spec.text ? spec.text : "")).slice(1, -1);
+    return { driver: driver || "", cc, sm, smbase: sm.replace(/[af]$/, ""), gfx: gpu.gfx || "",
+             spec: quoted };
   }
   function fillText(text, values) {
     if (!text.includes("{{")) return text;
     for (const [name, token] of Object.entries(data.tokens)) text = text.split(token).join(values[name]);
     return text;
   }
-  function fill(value, gpu, driver) {
-    return JSON.parse(fillText(JSON.stringify(value), typed(gpu, driver)));
+  function fill(value, gpu, driver, spec) {
+    return JSON.parse(fillText(JSON.stringify(value), typed(gpu, driver, spec)));
   }
 
   // ---- the state of the form ----
@@ -132,8 +229,7 @@
     } else {
       parts.push("--no-gpu");
     }
-    if (s.spec.kind === "minor") parts.push("--torch", `'==${s.spec.minor}.*'`);
-    else if (s.spec.kind === "other") parts.push("--torch", `'${s.spec.text.replace(/'/g, "'\\''")}'`);
+    if (s.spec.kind !== "any") parts.push("--torch", `'${s.spec.text.replace(/'/g, "'\\''")}'`);
     return parts.join(" ");
   }
 
@@ -155,12 +251,16 @@
   function renderReads(s) {
     const gpuRead = $("gpu-read");
     gpuRead.className = "read";
+    const models = (names) => (names.length > 6 ? [...names.slice(0, 6), "…"] : names).join(", ");
     if (s.gpu.kind === "nvidia") {
-      gpuRead.textContent = (s.gpu.name ? `NVIDIA ${s.gpu.name.replace(/^NVIDIA /, "")}: ` : "NVIDIA GPU, ") +
-        `compute capability ${s.gpu.cc}`;
+      gpuRead.textContent = (s.gpu.name ? `NVIDIA ${s.gpu.name.replace(/^NVIDIA /, "")}: `
+        : s.gpu.names ? `${models(s.gpu.names)}: ` : "NVIDIA GPU, ") + `compute capability ${s.gpu.cc}`;
     } else if (s.gpu.kind === "amd") {
-      gpuRead.textContent = (s.gpu.name ? `AMD ${s.gpu.name.replace(/^AMD /, "")}: ` : "AMD GPU, ") +
-        `target ${s.gpu.gfx}`;
+      gpuRead.textContent = (s.gpu.name ? `AMD ${s.gpu.name.replace(/^AMD /, "")}: `
+        : s.gpu.names ? `${models(s.gpu.names)}: ` : "AMD GPU, ") + `target ${s.gpu.gfx}`;
+    } else if (s.gpu.kind === "ambiguous") {
+      gpuRead.textContent = `'${s.gpu.text}' can be any of: ${models(s.gpu.names)} — type more of the name`;
+      gpuRead.className = "read bad";
     } else if (s.gpu.kind === "bad") {
       gpuRead.textContent = `'${s.gpu.text}' is neither a GPU in the catalog, a compute capability nor a gfx target`;
       gpuRead.className = "read bad";
@@ -194,6 +294,12 @@
       body.append(...problem("Fix the GPU field: give a GPU name, a compute capability or a gfx target."));
       return null;
     }
+    if (s.gpu.kind === "ambiguous") {
+      body.dataset.state = "input";
+      body.append(...problem(`Say which GPU: '${s.gpu.text}' names models with different ` +
+        `compute capabilities or targets (${s.gpu.names.join(", ")}).`));
+      return null;
+    }
     if (s.driverText && s.driver === null && s.gpu.kind === "nvidia") {
       body.dataset.state = "input";
       body.append(...problem("Fix the driver field: give the version as nvidia-smi prints it, e.g. 550.54.15."));
@@ -202,25 +308,24 @@
     const driver = s.gpu.kind === "nvidia" ? s.driver : null;
     const slot = windowSlot(w, s.gpu, driver);
     let ids = w.any;
-    let note = null;
     if (s.spec.kind !== "any") {
-      const minors = Object.keys(w.specs);
-      if (s.spec.kind === "minor" && w.specs[s.spec.minor]) {
-        ids = w.specs[s.spec.minor];
-        if (s.spec.text !== `==${s.spec.minor}.*`) note = `Answered for --torch '==${s.spec.minor}.*'.`;
+      const key = s.spec.kind === "set" ? specKey(w, s.spec) : null;
+      if (key !== null && w.specs[key]) {
+        ids = w.specs[key];
       } else {
         body.dataset.state = "unanswered";
-        const offered = minors.length ? minors.map((m) => `==${m}.*`).join(", ") : "none";
+        const series = data.specifiers.filter((m) => w.sets[m]);
+        const offered = series.length ? series.map((m) => `==${m}.*`).join(", ") : "none";
         body.append(...problem(
           `This page cannot answer exactly for --torch '${s.spec.text}'. It holds answers for ` +
-          `these release series with Python ${s.python} on ${s.platform}: ${offered} ` +
-          "(a page made with 'torchenv matrix html --specifiers all' holds every series). " +
-          "Run the command above for any other specifier."));
+          `these release series (and each of their releases) with Python ${s.python} on ` +
+          `${s.platform}: ${offered}, and for every specifier that admits no release with a ` +
+          "wheel there (a page made with 'torchenv matrix html --specifiers all' holds every " +
+          "series). Run the command above for any other specifier."));
         return null;
       }
     }
-    const plan = fill(data.plans[ids[slot]], s.gpu, driver);
-    if (note) body.append(el("p", { class: "note", id: "d-note", text: note }));
+    const plan = fill(data.plans[ids[slot]], s.gpu, driver, s.spec);
     if (plan.torch === null) renderNoMatch(body, plan);
     else renderPlan(body, plan);
     return plan;
@@ -306,6 +411,9 @@
   // ---- the grid ----
 
   const KIND_ORDER = { cpu: 0, cu: 1, rocm: 2, xpu: 3 };
+  // a verdict is told by a mark as well as by colour
+  const MARKS = { ok: "✓", warn: "!", no: "✕" };
+  const words = { ok: "runs", warn: "runs with a warning", no: "does not run" };
   function variantKey(name) {
     const kind = name === "cpu" ? "cpu" : name === "xpu" ? "xpu" : name.startsWith("rocm") ? "rocm" : "cu";
     const digits = (name.match(/\d+/g) || []).map((d) => parseInt(d, 10));
@@ -318,7 +426,7 @@
     const driver = s.gpu.kind === "nvidia" ? s.driver : null;
     const values = typed(s.gpu, driver);
     const out = new Array(g.cells.length).fill(null);
-    const kind = s.gpu.kind === "bad" ? "none" : s.gpu.kind;
+    const kind = s.gpu.kind === "bad" || s.gpu.kind === "ambiguous" ? "none" : s.gpu.kind;
     for (const [name, col] of Object.entries(g.columns)) {
       const own = (kind === "nvidia" && /^cu\d+$/.test(name)) || (kind === "amd" && name.startsWith("rocm"));
       if (!own) continue;
@@ -380,8 +488,7 @@
 
   function renderGrid(s, plan) {
     if (gridKey !== `${s.platform}|${s.python}`) buildGrid(s);
-    const verdicts = s.gpu.kind === "bad" ? null : verdictsFor(s);
-    const words = { ok: "runs", warn: "runs with a warning", no: "does not run" };
+    const verdicts = s.gpu.kind === "bad" || s.gpu.kind === "ambiguous" ? null : verdictsFor(s);
     let focusable = null;
     let first = null;
     gridCells.forEach((row, r) => row.forEach((span, c) => {
@@ -401,7 +508,7 @@
       const chosen = Boolean(plan && plan.torch === torch && plan.variant === name);
       const line = `torch ${torch} ${name}: ${words[status]}; evidence ${evidence}. ${text}`;
       span.className = `cell ${status}${chosen ? " chosen" : ""}`;
-      span.textContent = (evidence[0] || "?").toUpperCase();
+      span.textContent = MARKS[status] + (evidence[0] || "?").toUpperCase();
       span.title = line;
       span.setAttribute("aria-label", (chosen ? "the decision: " : "") + line);
       span.dataset.status = status;
@@ -412,9 +519,14 @@
     }));
     const holder = gridCells.flat().find((x) => x && x === document.activeElement);
     if (!holder) (focusable || first || { tabIndex: 0 }).tabIndex = 0;
+    // the reason on show is the shown cell's for this machine, or none
+    if (shownCell && shownCell.isConnected) showCell(shownCell);
+    else $("cell-detail").textContent = "\u200b";
   }
 
+  let shownCell = null;
   function showCell(span) {
+    shownCell = span;
     $("cell-detail").textContent = span.getAttribute("title");
   }
   function moveFocus(span, dr, dc) {
@@ -558,12 +670,23 @@
   }
   function fillSpecs(s) {
     const w = data.windows[`${s.platform}|${s.python}`];
-    const specs = Object.keys(w.specs).sort((a, b) => compareKeys(versionKey(b), versionKey(a)))
-      .map((m) => `==${m}.*`);
+    const specs = data.specifiers.filter((m) => w.sets[m]).map((m) => `==${m}.*`);
     $("torch-specs").replaceChildren(...specs.map((v) => el("option", { value: v })));
     $("torch-hint").textContent = specs.length
       ? `Optional: one release series; this page answers ${specs.join(", ")}.`
       : "This page answers no release series for this Python and platform.";
+  }
+
+  // the machine of the link (#platform=…&python=…&gpu=…&driver=…&torch=…), defaults elsewhere
+  function fromHash() {
+    const given = new URLSearchParams(location.hash.slice(1));
+    const pick = (key) => (given.has(key) ? given.get(key) : DEFAULTS[key]);
+    const platform = $("platform");
+    platform.value = data.platforms.includes(pick("platform")) ? pick("platform") : DEFAULTS.platform;
+    fillPythons(pick("python"));
+    $("gpu").value = pick("gpu");
+    $("driver").value = pick("driver");
+    $("torch").value = pick("torch");
   }
 
   function update() {
@@ -608,13 +731,9 @@
     const names = [...data.catalog.nvidia.map((g) => el("option", { value: g.name, label: `NVIDIA · compute capability ${g.cc}` })),
                    ...data.catalog.amd.map((g) => el("option", { value: g.name, label: `AMD · ${g.gfx}` }))];
     $("gpu-names").replaceChildren(...names);
-    const given = new URLSearchParams(location.hash.slice(1));
-    const pick = (key) => (given.has(key) ? given.get(key) : DEFAULTS[key]);
-    platform.value = data.platforms.includes(pick("platform")) ? pick("platform") : DEFAULTS.platform;
-    fillPythons(pick("python"));
-    $("gpu").value = pick("gpu");
-    $("driver").value = pick("driver");
-    $("torch").value = pick("torch");
+    fromHash();
+    // a link opened in a tab that already shows the page
+    window.addEventListener("hashchange", () => { fromHash(); update(); });
     platform.addEventListener("change", () => { fillPythons($("python").value); update(); });
     for (const id of ["python", "gpu", "driver", "torch"]) {
       $(id).addEventListener("input", update);
@@ -653,6 +772,9 @@
     normalizeCc: (t) => normalizeCc(t),
     normalizeGfx: (t) => normalizeGfx(t),
     readGpu: (t) => readGpu(t),
+    // the releases of the matrix a specifier admits, or null where the page does not read it
+    admits: (t) => { const s = readSpec(t); return s.kind === "set" ? data.releases.filter((r) => specAdmits(s, r)) : s.kind === "any" ? data.releases : null; },
+    pyRepr: (t) => pyRepr(t),
   };
 
   (async () => {
