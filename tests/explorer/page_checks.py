@@ -395,6 +395,15 @@ def check_gpu_names(ctx: Ctx) -> None:
             "return window.torchenvExplorer.readGpu(arguments[0])", text)
         assert got["kind"] in ("nvidia", "amd"), (text, got)
         assert (got.get("cc") or got.get("gfx")) == keys.pop(), (text, got)
+    # every name and alias of the catalog is its own model, as the catalog's lookup reads it
+    names = [n for g in [*ctx.matrix.nvidia_gpus, *ctx.matrix.amd_gpus]
+             for n in (g.name, *g.aliases)]
+    got_all = ctx.driver.execute_script(
+        "return arguments[0].map((n) => window.torchenvExplorer.readGpu(n));", names)
+    for name, got in zip(names, got_all):
+        nvidia, amd = ctx.matrix.nvidia_gpu(name), ctx.matrix.amd_gpu(name)
+        want = str(nvidia.compute_capability) if nvidia else amd.gfx if amd else None
+        assert want is not None and (got.get("cc") or got.get("gfx")) == want, (name, got)
     ambiguous = ctx.driver.execute_script(
         "return window.torchenvExplorer.readGpu('RTX')")
     assert ambiguous["kind"] == "ambiguous" and len(ambiguous["names"]) > 2, ambiguous

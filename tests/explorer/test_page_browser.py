@@ -67,7 +67,7 @@ def test_the_page_answers_as_the_resolver_does(browser: Any, page: Path, matrix:
                                                tmp_path: Path) -> None:
     """Machines described through the controls, one at a time; a specifier the page was not
     made for is refused, saying so, and only such a one."""
-    seen = [0]
+    seen, answered = [0], [0]
     open_page(browser, page)
 
     @settings(max_examples=MACHINES, deadline=None, database=None,
@@ -76,13 +76,14 @@ def test_the_page_answers_as_the_resolver_does(browser: Any, page: Path, matrix:
     def check(machine: Machine) -> None:
         describe(browser, matrix, machine)
         shown = browser.execute_script(READ)
+        seen[0] += 1
         if not answerable(matrix, explorer_tables, machine):
             assert shown["state"] == "unanswered", machine
             return
         answer = expected(matrix, machine)
         assert_shows(shown, answer)
-        seen[0] += 1
-        if seen[0] % CLI_EVERY == 1:
+        answered[0] += 1
+        if answered[0] % CLI_EVERY == 1:
             result = run_cli(cli_args(machine, tmp_path / "host.json"))
             assert result.returncode == (0 if answer["torch"] is not None else 3), result.stderr
             cli = json.loads(result.stdout)
@@ -92,7 +93,7 @@ def test_the_page_answers_as_the_resolver_does(browser: Any, page: Path, matrix:
                                            f"--python {machine.python}")
 
     check()
-    assert seen[0] >= MACHINES
+    assert seen[0] >= MACHINES and answered[0] >= MACHINES * 0.8, (seen, answered)
     assert console_errors(browser) == []
 
 
