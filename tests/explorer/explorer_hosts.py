@@ -19,7 +19,8 @@ from torchenv.explorer.tables import Job, Tables, answer, gfx_names, python_tags
 from torchenv.matrix.model import PLATFORMS, Matrix
 from torchenv.values import DriverVersion, TorchSpec, TorchVersion
 
-__all__ = ["Machine", "answerable", "boundary_drivers", "cli_args", "drivers", "expected", "machines", "specifiers"]
+__all__ = ["Machine", "answerable", "boundary_drivers", "cli_args", "drivers", "expected",
+           "machines", "specifiers"]
 
 
 class Machine(NamedTuple):

@@ -31,7 +31,6 @@ from page_checks import (
     console_errors,
     describe,
     open_page,
-    read,
     type_text,
 )
 from tests.conftest import run_cli

@@ -69,7 +69,7 @@ def spec_key(tables: Tables, platform: str, python: str, spec: str) -> str:
         return "outside" if admitted else "none"
     for key, releases in window["sets"].items():
         if sorted(releases) == sorted(inside):
-            return key
+            return str(key)
     raise Unanswered(f"no answers for {spec} with Python {python} on {platform}")
 
 
