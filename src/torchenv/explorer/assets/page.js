@@ -672,9 +672,10 @@
     const w = data.windows[`${s.platform}|${s.python}`];
     const specs = data.specifiers.filter((m) => w.sets[m]).map((m) => `==${m}.*`);
     $("torch-specs").replaceChildren(...specs.map((v) => el("option", { value: v })));
-    $("torch-hint").textContent = specs.length
-      ? `Optional: one release series; this page answers ${specs.join(", ")}.`
-      : "This page answers no release series for this Python and platform.";
+    const series = data.specifiers.filter((m) => w.sets[m]);
+    $("torch-hint").textContent = "Optional: a specifier, such as ==2.7.* or ==2.7.1. Answered " +
+      (series.length ? `here: the series ${series.join(", ")} and each of their releases, ` : "here: ") +
+      "and any specifier that admits no release for this Python.";
   }
 
   // the machine of the link (#platform=…&python=…&gpu=…&driver=…&torch=…), defaults elsewhere
