@@ -54,6 +54,7 @@ MUTATIONS = [
 ]
 
 
+@pytest.mark.slow  # about two seconds each: the checks themselves run in the everyday loop
 @pytest.mark.parametrize(("what", "old", "new", "check"), MUTATIONS,
                          ids=[m[0].replace(" ", "-") for m in MUTATIONS])
 def test_the_check_catches_the_breakage(browser: Any, page: Path, matrix: Matrix,

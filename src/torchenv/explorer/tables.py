@@ -43,6 +43,7 @@ from torchenv.resolver.resolve import NoMatch, evaluate, resolve
 from torchenv.values import Platform, TorchSpec, TorchVersion, VariantName
 
 __all__ = [
+    "NOTHING",
     "Job",
     "Tables",
     "answer",
