@@ -270,6 +270,8 @@ def test_the_page_agrees_with_resolve_on_a_thousand_machines(
             assert_shows(got, expected(matrix, machine))
         except AssertionError as exc:
             disagree.append((machine, str(exc)))
+    print(f"the page agrees with resolve on {len(found) - len(disagree)} of {len(found)} "
+          "machines")
     assert len(disagree) <= AGREEMENT_MACHINES // 1000, disagree[:5]
     assert console_errors(browser) == []
 
