@@ -11,7 +11,7 @@ from typing import Any
 
 from torchenv.explorer.classes import GpuChoice, capability_index
 from torchenv.explorer.tables import Tables
-from torchenv.values import ComputeCapability, DriverVersion, VariantName
+from torchenv.values import ComputeCapability, DriverVersion, TorchSpec, VariantName
 
 __all__ = ["Unanswered", "decision", "fill", "grid_cells", "spec_key"]
 
@@ -59,8 +59,6 @@ def fill(value: Any, gpu: GpuChoice, tokens: dict[str, str], spec: str | None = 
 def spec_key(tables: Tables, platform: str, python: str, spec: str) -> str:
     """The set of releases the page answers ``--torch SPEC`` with (see ``tables._sets``);
     raises :class:`Unanswered`."""
-    from torchenv.values import TorchSpec
-
     window = tables.windows[f"{platform}|{python}"]
     torch = TorchSpec(spec)
     admitted = [r for r in tables.releases if torch.contains(r)]
