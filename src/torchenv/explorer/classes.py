@@ -277,13 +277,20 @@ _CAPABILITIES = tuple(ComputeCapability.from_parts(major, minor)
 
 
 @functools.cache
-def _list_answers(arch_list: tuple[ArchEntry, ...]) -> tuple[tuple[bool, bool, bool], ...]:
-    """For every tabulated capability, what ``check_cuda_arch`` can learn of it from one list:
-    an entry runs it as SASS, one runs it with the driver's JIT, a PTX entry could run it (the
-    hint in its reason)."""
+def _list_answers(arch_list: tuple[ArchEntry, ...]
+                  ) -> tuple[tuple[bool, bool, bool, int, bool], ...]:
+    """For every tabulated capability, what the rules can learn of it from one list: an entry
+    runs it as SASS, one runs it with the driver's JIT, a PTX entry could run it (the hint in
+    ``check_cuda_arch``'s reason); and, for the per-GPU inference rules that read a confirmed
+    list around an unknown one (``matrix.inference.list_excludes``, ``excluded-by-family``),
+    how many entries are at or below it and whether one of those carries PTX."""
+    def below(cc: ComputeCapability) -> list[ArchEntry]:
+        return [e for e in arch_list if (e.major, e.minor) <= (cc.major, cc.minor)]
+
     return tuple((any(runs_on(e, cc, jit_ok=False) for e in arch_list),
                   any(runs_on(e, cc, jit_ok=True) for e in arch_list),
-                  any(runs_on(e, cc, jit_ok=True) for e in arch_list if e.ptx))
+                  any(runs_on(e, cc, jit_ok=True) for e in arch_list if e.ptx),
+                  len(below(cc)), any(e.ptx for e in below(cc)))
                  for cc in _CAPABILITIES)
 
 

@@ -288,7 +288,9 @@ def _dependency(doc: dict[str, Any]) -> str | None:
     unsatisfiable request names it as a fix), ``evidence`` (a GPU pick whose support is unknown
     names the best evidence-backed build), or nothing."""
     if doc.get("torch") is None:
-        return "unconstrained" if doc.get("fixes") else None
+        # whether a fix names it depends on the member's own unconstrained answer, so a
+        # representative without that fix says nothing of the other members
+        return "unconstrained"
     evidence = doc.get("evidence") or {}
     if evidence.get("arch") == "unknown" and doc.get("accelerator") != "cpu":
         return "evidence"
@@ -422,7 +424,9 @@ def _sets(matrix: Matrix, window: set[tuple[str, str]], wanted: set[str] | None,
     others = [str(r.torch) for r in matrix.releases if str(r.torch) not in inside]
     if others:
         out.append(("outside", f"=={others[0]}.0", [], True))
-    out.append(("none", NOTHING, [], False))
+    # the GPU-facts fixes ask whether a CPU build fits at all: the whole matrix (a specifier that
+    # admits nothing is quick to resolve)
+    out.append(("none", NOTHING, [], True))
     return out
 
 
