@@ -92,7 +92,7 @@ def test_the_page_answers_as_the_resolver_does(browser: Any, page: Path, matrix:
                                            f"--python {machine.python}")
 
     check()
-    assert seen[0] >= MACHINES and answered[0] >= MACHINES * 0.8, (seen, answered)
+    assert seen[0] >= MACHINES and answered[0] >= MACHINES // 2, (seen, answered)
     assert console_errors(browser) == []
 
 

@@ -29,8 +29,10 @@ known" (:class:`DriverClasses`).
 **Compute capability.** ``check_cuda_arch`` asks, for each arch list of the window, whether an
 entry runs the GPU as SASS, whether one runs it with the driver's JIT, and whether a PTX entry
 could run it (the hint in the reason), all through ``runs_on``; for a CUDA version whose list is
-unknown on the platform it asks ``toolkit_excludes``. Two capabilities with the same answers to
-all of these are one class; the ``a``/``f`` suffix of a typed capability changes only the text
+unknown on the platform it asks ``toolkit_excludes``, and the per-GPU inference rules ask of the
+confirmed lists around it how many entries are at or below the GPU and whether one of those
+carries PTX (``matrix.inference``). Two capabilities with the same answers to all of these are
+one class; the ``a``/``f`` suffix of a typed capability changes only the text
 (:class:`CapabilityClasses`). Capabilities 1.0 to 19.9 (the range the CLI accepts) are
 tabulated.
 
@@ -38,8 +40,11 @@ tabulated.
 targets in the same lists are one class, and every target in no list of the window is one class
 (:class:`GfxClasses`).
 
-**Torch specifier.** Only ``==X.Y.*`` for a series the page was generated with, and only where
-the series has a wheel for the tag (its window is not empty); anything else is not answered.
+**Torch specifier.** Rule 4 runs first, and a release outside the window is then rejected by
+rule 1 whatever else, so a specifier's answer depends only on the window's releases it admits and
+on whether it admits any release at all: the page answers each series it was generated with,
+each release of such a series that has several in the window, "none of the window's" and "none
+at all"; anything else is not answered.
 
 The driver, capability and gfx target are also *printed* (``driver 550.54.15 supports CUDA
 12.4``, ``GPU 0 (sm_86)``). Representatives are therefore spelled so that they cannot occur in
