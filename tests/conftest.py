@@ -1,4 +1,13 @@
-"""Shared fixtures: the embedded matrix, loaded once, and a CLI runner in a child process."""
+"""Shared fixtures: the embedded matrix, loaded once, and a CLI runner in a child process.
+
+Also the suite's rules for what runs where:
+
+- A test that uses a fixture of :data:`SLOW_FIXTURES` (a browser, a Slurm cluster, torch in
+  child processes, a built virtual environment) is marked ``slow`` here, so the everyday loop
+  ``pytest -m "not slow"`` leaves it out without every such test saying so itself.
+- Under pytest-xdist (``-n auto``) each test file runs whole on one worker, so what a file
+  builds once (its browser, its Slurm cluster) is built once per run.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +23,36 @@ sys.path.insert(0, os.path.dirname(__file__))  # importlib mode: make tests/herm
 from hermetic import hermetic
 from torchenv.matrix.loader import load_matrix
 from torchenv.matrix.model import Matrix
+
+SLOW_FIXTURES = {
+    "browser": "drives Chromium",
+    "slurm_cluster": "runs a Slurm cluster",
+    "real_reports": "runs torch in child processes (validate)",
+    "cpu_torch_venv": "builds a virtual environment",
+    "pip_venv": "builds a virtual environment",
+    "uv_venv": "builds a virtual environment",
+    "bare_venv": "builds a virtual environment",
+    "bare_python": "builds a virtual environment",
+}
+"""Fixture name → why a test that uses it (directly or through another fixture) is slow."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if set(getattr(item, "fixturenames", ())) & SLOW_FIXTURES.keys() \
+                and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``-n`` alone hands out whole test files (``--dist loadfile``; an explicit ``--dist`` is
+    kept): a file's module fixtures (a browser, a Slurm cluster, rendered files) are then built
+    once, on one worker."""
+    explicit = any(arg == "--dist" or arg.startswith("--dist=")
+                   for arg in config.invocation_params.args)
+    if getattr(config.option, "dist", "no") == "load" and not explicit:
+        config.option.dist = "loadfile"
 
 
 @pytest.fixture(autouse=True)

@@ -25,7 +25,7 @@ print(status)
         ["install", "--dry-run", "--json"],
         ["doctor", "--json"],
         ["matrix", "show", "--json"],
-        ["validate", "--json"],
+        pytest.param(["validate", "--json"], marks=pytest.mark.slow),  # torch in its child
     ],
     ids=["resolve", "env", "install", "doctor", "matrix", "validate"],
 )

@@ -16,6 +16,7 @@ from torchenv.explorer.page import MAX_PAGE_BYTES
 from torchenv.matrix.model import Matrix
 
 
+@pytest.mark.slow
 def test_writes_one_page_and_says_what_it_wrote(matrix: Matrix, tmp_path: Path) -> None:
     out = tmp_path / "explorer.html"
     result = run_cli(["matrix", "html", "-o", str(out), "--specifiers", "none", "--json"],
@@ -70,6 +71,7 @@ def test_the_default_series_are_the_newest(matrix: Matrix) -> None:
         _specifiers("2.7,x", known)
 
 
+@pytest.mark.slow
 def test_more_jobs_than_cpus_are_capped(tmp_path: Path) -> None:
     result = run_cli(["matrix", "html", "-o", str(tmp_path / "x.html"), "--specifiers", "none",
                       "--jobs", "4000"], timeout=300)
