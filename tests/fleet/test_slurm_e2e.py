@@ -224,8 +224,10 @@ def test_a_job_cancelled_mid_run_blames_no_node(slurm_cluster: Cluster, tmp_path
 def test_node_2_killed_by_signal_9_shows_the_signal(slurm_cluster: Cluster,
                                                     tmp_path: Path) -> None:
     """As the out-of-memory killer does: validate on node-2 gets SIGKILL."""
-    python = on_node_2(tmp_path, 'case " $* " in *" validate "*) '
-                                 '( sleep 12; kill -9 $$ ) & ;; esac')
+    # killed once validate has started a child (its checks run), however fast the machine
+    python = on_node_2(tmp_path, 'case " $* " in *" validate "*) ( until pgrep -P $$ '
+                                 '>/dev/null; do sleep 0.2; done; sleep 1; kill -9 $$ ) & ;; '
+                                 'esac')
     proc, folder = submit(slurm_cluster, tmp_path, "--level", "quick", python=str(python))
     log = job_output(folder)
     assert proc.returncode == 1, f"{proc.stderr}\n{log}"
