@@ -33,8 +33,15 @@ SLOW_FIXTURES = {
     "uv_venv": "builds a virtual environment",
     "bare_venv": "builds a virtual environment",
     "bare_python": "builds a virtual environment",
+    "explorer_tables": "builds the explorer's answer for every machine class (about 30 s)",
 }
 """Fixture name → why a test that uses it (directly or through another fixture) is slow."""
+
+
+FIRST = ("tests/fleet/test_slurm_e2e.py", "tests/validation/test_validate_cli.py",
+         "tests/validation/test_bounded.py", "tests/explorer/test_page_browser.py")
+"""Files that run longest, mostly waiting on child processes: collected first, so that under
+``-n`` their worker starts on them while the others share the rest of the suite."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the marks
@@ -43,6 +50,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if set(getattr(item, "fixturenames", ())) & SLOW_FIXTURES.keys() \
                 and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
+
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        return FIRST.index(path) if path in FIRST else len(FIRST)
+
+    items.sort(key=rank)  # stable: within a file, and for every other file, the order stays
 
 
 def pytest_configure(config: pytest.Config) -> None:

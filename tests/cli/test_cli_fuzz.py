@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.cli.cli_helpers import assert_clean_exit, run_limited, session_processes
@@ -170,6 +171,7 @@ def _invocation(draw: st.DrawFn) -> tuple[list[str], dict[str, str], str | None,
     return args, env, host, overlay
 
 
+@pytest.mark.slow  # 40 CLI runs: over 10 s
 @settings(max_examples=40, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(_invocation())

@@ -182,7 +182,7 @@ def test_node_2_hanging_at_the_quick_level_still_gets_a_verdict(slurm_cluster: C
                                                                 tmp_path: Path) -> None:
     python = on_node_2(tmp_path, HANG)
     proc, folder = submit(slurm_cluster, tmp_path, "--level", "quick", "--merge-time", "60",
-                          python=str(python), time_limit="3")
+                          python=str(python), time_limit="2")
     log = job_output(folder)
     assert proc.returncode == 1, f"{proc.stderr}\n{log}"
     assert "torchenv fleet report" in log and "FAILED" in log, log
