@@ -60,12 +60,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """``-n`` alone hands out whole test files (``--dist loadfile``; an explicit ``--dist`` is
-    kept): a file's module fixtures (a browser, a Slurm cluster, rendered files) are then built
-    once, on one worker."""
+    kept), in collection order: a file's module fixtures (a browser, a Slurm cluster, rendered
+    files) are then built once, on one worker, and the longest files start first."""
     explicit = any(arg == "--dist" or arg.startswith("--dist=")
                    for arg in config.invocation_params.args)
     if getattr(config.option, "dist", "no") == "load" and not explicit:
         config.option.dist = "loadfile"
+        # hand the files out in collection order (FIRST leads), not largest file first
+        config.option.loadscopereorder = False
 
 
 @pytest.fixture(autouse=True)
