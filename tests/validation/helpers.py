@@ -12,6 +12,26 @@ from typing import Any
 STATUSES = {"pass", "fail", "skip"}
 
 
+MARK = "TORCHENV_TEST_MARK"
+"""An environment variable a test sets on a child; every descendant inherits it."""
+
+
+def marked(mark: str) -> list[int]:
+    """Live processes (zombies left out) whose environment carries ``MARK=mark``."""
+    needle = f"{MARK}={mark}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0") \
+                    and "State:\tZ" not in (entry / "status").read_text():
+                found.append(int(entry.name))
+        except OSError:
+            continue  # gone while being read, or not ours to read
+    return found
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300
             ) -> subprocess.CompletedProcess[str]:
     """The CLI in a child, hermetic against this machine's NVIDIA driver even when called from a

@@ -12,31 +12,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from tests.validation.helpers import by_name, listing, load
+from tests.validation.helpers import MARK, by_name, listing, load, marked
 
 HERE = Path(__file__).resolve().parent
-MARK = "TORCHENV_TEST_MARK"
-
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not sys.platform.startswith("linux"),
                                  reason="reads /proc/PID/environ")]
-
-
-def _marked(mark: str) -> list[int]:
-    """Live processes whose environment carries ``MARK=mark`` (every descendant inherits it)."""
-    needle = f"{MARK}={mark}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle in (entry / "environ").read_bytes().split(b"\0"):
-                status = (entry / "status").read_text()
-                if "State:\tZ" not in status:
-                    found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def _env(tmp_path: Path, mark: str, **extra: str) -> dict[str, str]:
@@ -52,10 +33,10 @@ def _env(tmp_path: Path, mark: str, **extra: str) -> dict[str, str]:
 
 def _settle(mark: str, limit: float = 10.0) -> list[int]:
     end = time.monotonic() + limit
-    left = _marked(mark)
+    left = marked(mark)
     while left and time.monotonic() < end:
         time.sleep(0.1)
-        left = _marked(mark)
+        left = marked(mark)
     return left
 
 
@@ -222,7 +203,7 @@ def _run_until_compiling(args: list[str], env: dict[str, str], mark: str, *,
     try:
         end = time.monotonic() + 180
         while proc.poll() is None and time.monotonic() < end:
-            seen |= {_comm(pid) for pid in _marked(mark)}
+            seen |= {_comm(pid) for pid in marked(mark)}
             if terminate and "cc1plus" in seen:
                 os.kill(proc.pid, signal.SIGTERM)
                 break

@@ -14,28 +14,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-from tests.validation.helpers import check_contract
+from tests.validation.helpers import MARK, check_contract, marked
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="reads /proc/PID/environ")
-
-MARK = "TORCHENV_TEST_MARK"
-
-
-def _marked(mark: str) -> list[int]:
-    """Live processes whose environment carries ``MARK=mark`` (every descendant inherits it)."""
-    needle = f"{MARK}={mark}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle in (entry / "environ").read_bytes().split(b"\0") \
-                    and "State:\tZ" not in (entry / "status").read_text():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def _env(tmp_path: Path, mark: str, **extra: str) -> dict[str, str]:
@@ -79,7 +61,7 @@ def test_an_interpreter_that_floods_is_stopped_at_the_cap(tmp_path: Path, body: 
     # the command as a whole (start-up, detection, the flood) in seconds, not the 120 s of
     # the probe's hello timeout
     assert took < 15, took
-    assert _marked(mark) == [], "the flooding interpreter is still running"
+    assert marked(mark) == [], "the flooding interpreter is still running"
 
 
 def _json_after_signal(tmp_path: Path, signum: int) -> tuple[int, str, str, str]:
@@ -117,9 +99,9 @@ def test_an_interrupt_during_detection_still_prints_the_json_report(tmp_path: Pa
     assert doc["checks"] == [] and doc["torch"] is None
     assert doc["python"] == sys.executable or os.path.samefile(doc["python"], sys.executable)
     deadline = time.monotonic() + 10
-    while _marked(mark) and time.monotonic() < deadline:
+    while marked(mark) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _marked(mark) == [], "the hung nvidia-smi outlived the command"
+    assert marked(mark) == [], "the hung nvidia-smi outlived the command"
 
 
 def test_json_nested_past_the_stack_is_other_output_not_a_hang(tmp_path: Path) -> None:
