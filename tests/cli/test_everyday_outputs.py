@@ -30,6 +30,42 @@ def test_matrix_show_release_says_conda_answers_in_words() -> None:
     assert line == "  conda: pytorch channel does not have it, conda-forge has it"
 
 
+def test_matrix_show_release_says_what_is_known_of_a_list_in_part() -> None:
+    out = run_cli(["matrix", "show", "--release", "2.8.0"], env={"COLUMNS": "400"}).stdout
+    lines = [line.strip() for line in out.splitlines()]
+    assert any(line.startswith("linux-x86_64: unknown") and
+               "known in part: nothing below 7.0, has 7.0 (sources: pytorch-issue-160269"
+               in line for line in lines), out
+    assert any(line.startswith("linux-aarch64: unknown") and
+               "known in part: nothing below 7.0 (sources:" in line for line in lines), out
+
+
+def test_resolve_with_cuda_names_an_alternative_of_another_cuda() -> None:
+    """A Blackwell card on Windows held to CUDA 12.9 gets 2.8.0 cu129, whose list is not known;
+    the text output names the build of another CUDA with inferred support, with its own
+    command (that command is not held to --cuda)."""
+    shown = run_cli(["resolve", "--platform", "win-amd64", "--gpu", "10.0", "--driver",
+                     "595.97", "--cuda", "12.9", "--python", "3.11"], env={"COLUMNS": "200"})
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("Install torch 2.8.0 cu129 ")
+    assert ("Alternative, not the answer above: torch 2.15.0 cu132 has inferred support for "
+            "your GPU\n  pip install torch==2.15.0+cu132 ") in shown.stdout
+
+
+def test_resolve_with_cuda_uses_what_is_known_of_a_list_in_part() -> None:
+    """2.8's CUDA 12.9 builds: Volta kept, Pascal removed (their maintainers)."""
+    args = ["resolve", "--gpu", "7.0", "--driver", "580.65.06", "--cuda", "12.9", "--python",
+            "3.11", "--platform", "linux-x86_64"]
+    shown = run_cli(args, env={"COLUMNS": "200"})
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("Install torch 2.8.0 cu129 ")
+    assert "rule named-in-list, confirmed" in shown.stdout
+    pascal = run_cli([*args[:2], "6.1", *args[3:]])
+    assert pascal.returncode == 3
+    assert "without the constraints, torch 2.14.1 cu126 fits this machine" in pascal.stderr
+    assert "was compiled for this GPU" not in pascal.stderr  # cu126 builds were
+
+
 ONE_WARNING = ["--driver", "550.54.15", "--gpu", "8.6", "--python", "3.12", "--platform",
                "linux-x86_64", "--glibc", "2.35", "--torch", "==2.8.0"]
 

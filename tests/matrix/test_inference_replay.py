@@ -15,6 +15,7 @@ import pytest
 from torchenv.matrix.inference import (
     LINUX_X86_64,
     WINDOWS,
+    agrees_with_partial,
     chains,
     excluded_by_family,
     family_includes,
@@ -25,7 +26,7 @@ from torchenv.matrix.inference import (
     neighbours_in_chain,
     windows_covers_linux,
 )
-from torchenv.matrix.model import ArchFact, Matrix, Neighbours
+from torchenv.matrix.model import ArchFact, Matrix, Neighbours, PartialList
 from torchenv.values import ArchEntry, ComputeCapability, Platform, TorchVersion, VariantName
 
 UNKNOWN = ArchFact(None, "unknown", "unknown")
@@ -160,6 +161,34 @@ def test_the_family_rules_on_a_made_up_family() -> None:
     assert family_includes(volta, Neighbours()) is None
 
 
+def test_partial_lists_take_part_only_where_they_speak() -> None:
+    """A partial list (a source's "nothing below 7.0", "has 7.0") counts as a neighbour for the
+    GPUs it speaks of; for the others it is passed over, not taken as doubt."""
+    def whole(torch: str, *entries: str) -> tuple[TorchVersion, ArchFact]:
+        return TorchVersion(torch), ArchFact(tuple(map(ArchEntry, entries)), "confirmed",
+                                             "confirmed")
+
+    partial = (TorchVersion("2.8.0"), ArchFact(None, partial=PartialList(
+        ComputeCapability("7.0"), (ArchEntry("7.0"),), ("s",))))
+    newer = whole("2.12.0", "7.5", "8.0", "12.0")
+    pascal, volta, ampere = (ComputeCapability(c) for c in ("6.1", "7.0", "8.0"))
+    assert list_excludes(partial[1], pascal) and not list_includes(partial[1], pascal)
+    assert list_includes(partial[1], volta) and not list_excludes(partial[1], volta)
+    assert not list_includes(partial[1], ampere) and not list_excludes(partial[1], ampere)
+    # both sides leave Pascal out: the partial one by its oldest target
+    assert excluded_by_family(pascal, Neighbours((partial,), (newer,))) == (partial, newer)
+    # Volta: the partial list has it, the newer one not: no exclusion
+    assert excluded_by_family(volta, Neighbours((partial,), (newer,))) is None
+    # Ampere: the partial list is silent, so the newer whole list alone is the family's word
+    assert family_includes(ampere, Neighbours((partial,), (newer,))) is True
+    assert excluded_by_family(ampere, Neighbours((partial,), (newer,))) is None
+    # a rule's list that contradicts the partial one is not taken
+    assert agrees_with_partial(replace(partial[1], arch_list=(ArchEntry("7.0"), ArchEntry("8.0"))))
+    assert not agrees_with_partial(replace(partial[1], arch_list=(ArchEntry("6.0"),
+                                                                  ArchEntry("7.0"))))
+    assert not agrees_with_partial(replace(partial[1], arch_list=(ArchEntry("7.5"),)))
+
+
 def test_every_unknown_list_keeps_its_neighbours(matrix: Matrix) -> None:
     """The per-GPU rules read what the build of the matrix kept with each unknown list, so a
     matrix cut down to some releases (the explorer's) answers as the whole one does."""
@@ -173,7 +202,7 @@ def test_every_unknown_list_keeps_its_neighbours(matrix: Matrix) -> None:
                 assert fact.neighbours is not None, f"{rel.torch} {v.name} {plat}"
                 seen += 1
                 for torch, f in (*fact.neighbours.older, *fact.neighbours.newer):
-                    assert f.sass == "confirmed"
+                    assert f.sass == "confirmed" or f.partial is not None
                     assert (torch < rel.torch) is ((torch, f) in fact.neighbours.older)
     assert seen >= 20
 

@@ -333,6 +333,50 @@ def test_a_confirmed_list_needs_a_primary_source(documents: dict[str, Any]) -> N
     _expect_error(docs, "arch list is 'confirmed' without a primary source")
 
 
+def test_a_partial_list_reads_with_its_own_sources(matrix: Matrix) -> None:
+    """2.8.0 cu129: no list, but the release's maintainers say Volta is in it and nothing older
+    than Volta is."""
+    v = matrix.release(TorchVersion("2.8.0")).variant(VariantName("cu129"))  # type: ignore[union-attr]
+    assert v is not None
+    linux = v.arch_fact(Platform("linux-x86_64"))
+    assert (linux.arch_list, linux.sass, linux.known) == (None, "unknown", False)
+    assert linux.partial is not None
+    assert str(linux.partial.oldest) == "7.0"
+    assert [str(e) for e in linux.partial.includes] == ["7.0"]
+    assert "pytorch-issue-160269" in linux.partial.sources
+    aarch64 = v.arch_fact(Platform("linux-aarch64")).partial
+    assert aarch64 is not None and aarch64.includes == () and str(aarch64.oldest) == "7.0"
+    assert linux.to_json()["partial"]["oldest"] == "7.0"
+
+
+def _partial(docs: dict[str, Any], partial: dict[str, Any], arch: Any = "unknown") -> None:
+    v = _variant_entry(docs, "2.8.0", "cu129")
+    v["arch_list"] = arch
+    v["arch_evidence"] = {"linux-x86_64": {"sass": "unknown" if arch == "unknown" else "confirmed",
+                                           "ptx": "unknown" if arch == "unknown" else "confirmed",
+                                           "partial": partial}}
+
+
+@pytest.mark.parametrize(("partial", "arch", "message"), [
+    ({"oldest": "7.0"}, "unknown", "missing 'sources'"),
+    ({"sources": ["pytorch-issue-160269"]}, "unknown", "says nothing: give 'oldest', 'includes'"),
+    ({"oldest": "7.5", "includes": ["7.0"], "sources": ["pytorch-issue-160269"]}, "unknown",
+     "names a target older than 'oldest' (7.5)"),
+    ({"oldest": "sm_70", "sources": ["pytorch-issue-160269"]}, "unknown", "sm_70"),
+    ({"newest": "7.0", "sources": ["pytorch-issue-160269"]}, "unknown",
+     "is not a field of a partial list"),
+    ({"oldest": "7.0", "sources": ["pytorch-release-md"]}, "unknown",
+     "partial arch list without a primary source"),
+    ({"oldest": "7.0", "sources": ["pytorch-issue-160269"]}, ["7.0", "8.0"],
+     "only an unknown arch list can have a partial one"),
+])
+def test_a_bad_partial_list_is_named(documents: dict[str, Any], partial: dict[str, Any],
+                                     arch: Any, message: str) -> None:
+    docs = copy.deepcopy(documents)
+    _partial(docs, partial, arch)
+    _expect_error(docs, message)
+
+
 def test_the_older_status_field_still_reads_as_index_evidence(documents: dict[str, Any]) -> None:
     docs = copy.deepcopy(documents)
     v = _variant_entry(docs, "2.13.0", "xpu")

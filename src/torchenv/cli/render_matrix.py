@@ -98,7 +98,14 @@ def _fact_line(platform: Platform, fact: ArchFact) -> str:
     if fact.rule:
         how += f" by rule {fact.rule}"
     srcs = f" (sources: {', '.join(fact.sources)})" if fact.sources else ""
-    return f"{platform}: {arch} — {how}{srcs}"
+    line = f"{platform}: {arch} — {how}{srcs}"
+    part = fact.partial
+    if part is not None:
+        said = [f"nothing below {part.oldest}"] if part.oldest is not None else []
+        if part.includes:
+            said.append("has " + ", ".join(map(str, part.includes)))
+        line += f"; known in part: {', '.join(said)} (sources: {', '.join(part.sources)})"
+    return line
 
 
 def release_detail(matrix: Matrix, r: Release) -> None:

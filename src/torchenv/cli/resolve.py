@@ -281,8 +281,9 @@ def _alternatives(plan: Plan, request: Request, host: HostProfile,
     for label, torch, variant in named:
         if any((c.torch, c.variant) == (torch, variant) for c in out):
             continue
+        # the variant names its CUDA: a --cuda of the request must not contradict it
         other = resolve(replace(request, torch=TorchSpec(f"=={torch}"),
-                                variant=VariantName(variant)), host, matrix)
+                                variant=VariantName(variant), cuda=None), host, matrix)
         out.append(Choice(label, torch, variant, pip_command(other)))
     return out
 

@@ -73,7 +73,7 @@ from torchenv.detection.detect import apply_overrides
 from torchenv.detection.overrides import Overrides
 from torchenv.detection.profile import HostProfile, PythonInfo
 from torchenv.matrix.inference import toolkit_excludes
-from torchenv.matrix.model import Matrix, ToolkitFloor
+from torchenv.matrix.model import ArchFact, Matrix, ToolkitFloor
 from torchenv.resolver.request import Request
 from torchenv.resolver.resolve import evaluate
 from torchenv.resolver.rules import driver_floors, runs_on
@@ -223,19 +223,35 @@ def facts_of(matrix: Matrix, platform: str,
             else:
                 unknown.add(variant.cuda_version)
                 # the lists the per-GPU inference rules read for an unknown one split the
-                # GPUs too (matrix.inference: excluded-by-family, windows-covers-linux)
+                # GPUs too (matrix.inference: excluded-by-family, windows-covers-linux), and
+                # so do what partial lists say (oldest target, entries named)
                 around = fact.neighbours
-                if around is not None:
-                    lists.update(f.arch_list for _, f in (*around.older, *around.newer)
-                                 if f.arch_list is not None)
-                    if around.linux is not None and around.linux.arch_list is not None:
-                        lists.add(around.linux.arch_list)
+                near = [fact, *(f for _, f in (*around.older, *around.newer))] if around \
+                    else [fact]
+                lists.update(f.arch_list for f in near[1:] if f.arch_list is not None)
+                lists.update(_partial_lists(near))
+                if around is not None and around.linux is not None \
+                        and around.linux.arch_list is not None:
+                    lists.add(around.linux.arch_list)
         elif variant.kind == "rocm":
             targets = matrix.rocm_targets(name, torch_version)
             if targets is not None:
                 gfx.add(targets.gfx)
     return WindowFacts(platform, tuple(sorted(cudas)), tuple(sorted(lists)),
                        tuple(sorted(unknown)), tuple(sorted(gfx)), tuple(names))
+
+
+def _partial_lists(facts: list[ArchFact]) -> list[tuple[ArchEntry, ...]]:
+    """Lists whose answers split the capabilities where partial lists' rules do: the oldest
+    target alone, and the entries named."""
+    out: list[tuple[ArchEntry, ...]] = []
+    for f in facts:
+        if f.partial is not None:
+            if f.partial.oldest is not None:
+                out.append((f.partial.oldest,))
+            if f.partial.includes:
+                out.append(f.partial.includes)
+    return out
 
 
 @dataclass(frozen=True)

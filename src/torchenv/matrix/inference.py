@@ -121,6 +121,13 @@ RULES: Mapping[str, str] = {
         "a ranking hint, not evidence: every confirmed list of the same variant in the other "
         "releases runs the GPU"
     ),
+    "oldest-target": (
+        "a primary source says the build carries nothing older than this target (a partial list)"
+    ),
+    "named-in-list": (
+        "a primary source names a target in the build's list whose SASS runs the GPU natively "
+        "(a partial list)"
+    ),
     "release-ptx-policy": "the release wheels of this release carry no PTX (release policy)",
     "toolkit-bounds": (
         "a CUDA toolkit compiles for nothing newer than its newest or older than its oldest target"
@@ -296,6 +303,8 @@ def apply_inference(
     originals: dict[int, Variant] = {}
 
     def update(v: Variant, plat: Platform, fact: ArchFact) -> None:
+        if fact.partial is not None and fact.known and not agrees_with_partial(fact):
+            return  # a rule's list that contradicts what a source says of it is not used
         updates.setdefault(id(v), {})[plat] = fact
         originals[id(v)] = v
 
@@ -469,16 +478,43 @@ def entry_runs(entry: ArchEntry, cc: ComputeCapability, *, jit_ok: bool) -> bool
     return entry.ptx and jit_ok and (major, minor) >= (entry.major, entry.minor)
 
 
+def _below(cc: ComputeCapability | ArchEntry, oldest: ArchEntry) -> bool:
+    return (cc.major, cc.minor) < (oldest.major, oldest.minor)
+
+
+def agrees_with_partial(fact: ArchFact) -> bool:
+    """A list a rule gives to a fact with a :class:`PartialList` says what the partial list
+    says: nothing older than ``oldest``, every ``includes`` entry's SASS."""
+    part = fact.partial
+    if part is None or fact.arch_list is None:
+        return True
+    sass = {(e.major, e.minor, e.suffix) for e in fact.arch_list}
+    return (not (part.oldest and any(_below(e, part.oldest) for e in fact.arch_list))
+            and all((e.major, e.minor, e.suffix) in sass for e in part.includes))
+
+
 def list_includes(fact: ArchFact, cc: ComputeCapability) -> bool:
-    """A known list carries SASS that runs ``cc`` natively."""
-    return fact.known and fact.arch_list is not None and any(
-        entry_runs(e, cc, jit_ok=False) for e in fact.arch_list)
+    """The list carries SASS that runs ``cc`` natively: a known list, or the entries a partial
+    list names."""
+    if fact.known and fact.arch_list is not None:
+        return any(entry_runs(e, cc, jit_ok=False) for e in fact.arch_list)
+    return fact.partial is not None and any(
+        entry_runs(e, cc, jit_ok=False) for e in fact.partial.includes)
+
+
+def partial_excludes(fact: ArchFact, cc: ComputeCapability) -> bool:
+    """A partial list leaves ``cc`` out: ``cc`` is older than its oldest target."""
+    part = fact.partial
+    return part is not None and part.oldest is not None and _below(cc, part.oldest)
 
 
 def list_excludes(fact: ArchFact, cc: ComputeCapability) -> bool:
-    """A known list cannot run ``cc`` at all: no SASS for it and no PTX that could reach it
-    (where the PTX entry is unknown, any target at or below ``cc`` might carry PTX)."""
-    if not fact.known or fact.arch_list is None or list_includes(fact, cc):
+    """The list cannot run ``cc`` at all: a known list has no SASS for it and no PTX that could
+    reach it (where the PTX entry is unknown, any target at or below ``cc`` might carry PTX); a
+    partial list's oldest target is newer than ``cc``."""
+    if not fact.known or fact.arch_list is None:
+        return partial_excludes(fact, cc)
+    if list_includes(fact, cc):
         return False
     below = [e for e in fact.arch_list if (e.major, e.minor) <= (cc.major, cc.minor)]
     if fact.ptx == "unknown":
@@ -487,18 +523,19 @@ def list_excludes(fact: ArchFact, cc: ComputeCapability) -> bool:
 
 
 def _older_than_every_entry(fact: ArchFact, cc: ComputeCapability) -> bool:
-    assert fact.arch_list is not None
+    if fact.arch_list is None:
+        return partial_excludes(fact, cc)
     return all((cc.major, cc.minor) < (e.major, e.minor) for e in fact.arch_list)
 
 
 def neighbours_in_chain(chain: Sequence[tuple[TorchVersion, ArchFact | None]], pos: int,
                         linux: ArchFact | None = None) -> Neighbours:
     """The :class:`Neighbours` of the fact at ``pos`` of one variant's facts on one platform,
-    oldest first: the confirmed lists before and after it."""
+    oldest first: the confirmed lists (whole or partial) before and after it."""
     def confirmed(part: Sequence[tuple[TorchVersion, ArchFact | None]]
                   ) -> tuple[tuple[TorchVersion, ArchFact], ...]:
-        return tuple((t, f) for t, f in part
-                     if f is not None and f.sass == "confirmed" and f.arch_list is not None)
+        return tuple((t, f) for t, f in part if f is not None and (
+            (f.sass == "confirmed" and f.arch_list is not None) or f.partial is not None))
 
     return Neighbours(confirmed(chain[:pos]), confirmed(chain[pos + 1:]),
                       linux if linux is not None and linux.known else None)
@@ -513,14 +550,25 @@ def excluded_by_family(cc: ComputeCapability, around: Neighbours | None
     Applies when the nearest confirmed older and newer lists both leave the GPU out, or, with no
     confirmed newer list, when the GPU is older than every entry of every confirmed older list.
     """
-    if around is None or not around.older:
+    if around is None:
         return None
-    if around.newer:
-        pair = (around.older[-1], around.newer[0])
+    older, newer = _speaking(around.older, cc), _speaking(around.newer, cc)
+    if not older:
+        return None
+    if newer:
+        pair = (older[-1], newer[0])
         return pair if all(list_excludes(f, cc) for _, f in pair) else None
-    if all(_older_than_every_entry(f, cc) for _, f in around.older):
-        return around.older
+    if all(_older_than_every_entry(f, cc) for _, f in older):
+        return older
     return None
+
+
+def _speaking(facts: tuple[tuple[TorchVersion, ArchFact], ...], cc: ComputeCapability
+              ) -> tuple[tuple[TorchVersion, ArchFact], ...]:
+    """The neighbours that say something of ``cc``: every whole list, and the partial lists
+    that include or exclude it (one silent about it is passed over, not counted as doubt)."""
+    return tuple((t, f) for t, f in facts
+                 if f.known or list_includes(f, cc) or partial_excludes(f, cc))
 
 
 def family_includes(cc: ComputeCapability, around: Neighbours | None) -> bool | None:
@@ -529,7 +577,7 @@ def family_includes(cc: ComputeCapability, around: Neighbours | None) -> bool | 
     None when they differ or none is confirmed."""
     if around is None:
         return None
-    confirmed = [f for _, f in (*around.older, *around.newer)]
+    confirmed = [f for _, f in _speaking((*around.older, *around.newer), cc)]
     if confirmed and all(list_includes(f, cc) for f in confirmed):
         return True
     if confirmed and all(list_excludes(f, cc) for f in confirmed):

@@ -41,6 +41,7 @@ __all__ = [
     "Matrix",
     "Neighbours",
     "NvidiaGpu",
+    "PartialList",
     "Release",
     "RocmTargets",
     "Source",
@@ -99,12 +100,33 @@ class Neighbours:
 
 
 @dataclass(frozen=True)
+class PartialList:
+    """What a primary source says of a list it does not give whole: ``oldest``, the oldest
+    target the build carries (no SASS and no PTX below it, so a GPU older than it cannot run the
+    build), and ``includes``, SASS targets it is known to carry."""
+
+    oldest: Optional[ArchEntry] = None  # SASS only, no suffix: ``7.0``
+    includes: tuple[ArchEntry, ...] = ()
+    sources: tuple[str, ...] = ()
+    note: Optional[str] = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "oldest": str(self.oldest) if self.oldest is not None else None,
+            "includes": [str(a) for a in self.includes],
+            "sources": list(self.sources),
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
 class ArchFact:
     """What is known of one CUDA variant's compiled targets on one platform.
 
     SASS and PTX are judged apart: a wheel read confirms both (a missing ``compute_XX`` entry
     confirms there is no PTX), a build script that is later post-processed may confirm only the
-    SASS entries. ``rule`` names the inference rule when a class is ``inferred``.
+    SASS entries. ``rule`` names the inference rule when a class is ``inferred``. An unknown
+    list may still have a :class:`PartialList` (``partial``) from a primary source.
     """
 
     arch_list: Optional[tuple[ArchEntry, ...]]
@@ -114,13 +136,14 @@ class ArchFact:
     sources: tuple[str, ...] = ()
     note: Optional[str] = None
     neighbours: Optional[Neighbours] = None  # an unknown list only: see :class:`Neighbours`
+    partial: Optional[PartialList] = None  # an unknown list only
 
     @property
     def known(self) -> bool:
         return self.arch_list is not None and self.sass != "unknown"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "arch_list": ([str(a) for a in self.arch_list] if self.arch_list is not None
                           else None),
             "sass": self.sass,
@@ -129,6 +152,9 @@ class ArchFact:
             "sources": list(self.sources),
             "note": self.note,
         }
+        if self.partial is not None:
+            doc["partial"] = self.partial.to_json()
+        return doc
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from torchenv.matrix.model import (
     CondaAvailability,
     Matrix,
     NvidiaGpu,
+    PartialList,
     Release,
     RocmTargets,
     Source,
@@ -295,7 +296,35 @@ def _arch_fact(
     if sass == "inferred" or ptx == "inferred":
         raise ctx.fail(path, "'inferred' is set by the inference rules, not written in the data")
     srcs = ctx.sources(explicit, path) if "sources" in explicit else variant_sources
-    return ArchFact(arch, sass, ptx, sources=srcs, note=explicit.get("note"))
+    partial = _partial_list(ctx, explicit.get("partial"), f"{path}.partial")
+    if partial is not None and arch is not None:
+        raise ctx.fail(f"{path}.partial", "only an unknown arch list can have a partial one "
+                       "(a known list says everything it would)")
+    return ArchFact(arch, sass, ptx, sources=srcs, note=explicit.get("note"), partial=partial)
+
+
+def _partial_list(ctx: _Ctx, raw: Any, path: str) -> PartialList | None:
+    """``partial: {oldest: "7.0", includes: ["7.0"], sources: [...], note: ...}``: what a source
+    says of a list it does not give whole."""
+    if raw is None:
+        return None
+    entry = ctx.mapping(raw, path)
+    unknown = set(entry) - {"oldest", "includes", "sources", "note"}
+    if unknown:
+        raise ctx.fail(f"{path}.{sorted(unknown)[0]}", "is not a field of a partial list "
+                       "(oldest, includes, sources, note)")
+    oldest = (ctx.value(ArchEntry, entry["oldest"], f"{path}.oldest")
+              if entry.get("oldest") is not None else None)
+    if oldest is not None and (oldest.ptx or oldest.suffix):
+        raise ctx.fail(f"{path}.oldest", f"{oldest} is a target with a suffix: write the "
+                       "capability alone, e.g. '7.0'")
+    includes = ctx.arch_list(entry.get("includes") or [], f"{path}.includes") or ()
+    if oldest is None and not includes:
+        raise ctx.fail(path, "says nothing: give 'oldest', 'includes' or both")
+    if oldest is not None and any((e.major, e.minor) < (oldest.major, oldest.minor)
+                                  for e in includes):
+        raise ctx.fail(f"{path}.includes", f"names a target older than 'oldest' ({oldest})")
+    return PartialList(oldest, includes, ctx.sources(entry, path), entry.get("note"))
 
 
 def _runtime_tables(ctx: _Ctx, doc: Mapping[str, Any],
@@ -341,6 +370,12 @@ def _check_primary_sources(
                     raise ctx.fail(
                         f"torch {rel.torch} {v.name} {plat}",
                         "arch list is 'confirmed' without a primary source (only copies or "
+                        "third-party reports are cited)",
+                    )
+                if fact.partial is not None and not primary(fact.partial.sources):
+                    raise ctx.fail(
+                        f"torch {rel.torch} {v.name} {plat}",
+                        "partial arch list without a primary source (only copies or "
                         "third-party reports are cited)",
                     )
 

@@ -65,6 +65,10 @@ def _cuda_reasons(c: Candidate, host: HostProfile) -> list[str]:
     gpus = nv.visible_gpus()
     how = (f"inferred: {c.arch_rule}" if c.arch_evidence is Evidence.INFERRED
            else c.arch_evidence_name)
+    if c.arch_evidence is Evidence.CONFIRMED and not arch and c.arch_rule:
+        # an unknown list of which a source names the GPUs' targets
+        out.append(f"its arch list on {host.platform} is not known whole, but a source names "
+                   f"every visible GPU's target in it (rule {c.arch_rule}, confirmed)")
     if c.arch_evidence is Evidence.INFERRED and not arch and c.arch_rule:
         # an unknown list whose support a rule for one GPU at a time gives
         out.append(f"its arch list on {host.platform} is not known, but every visible GPU "

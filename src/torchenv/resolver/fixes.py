@@ -147,13 +147,17 @@ def no_match(request: Request, host: HostProfile, matrix: Matrix,
              rejected: list[Rejection]) -> NoMatch:
     """Unsatisfiable, with the nearest fixes first."""
     fixes = _driver_fixes(request, host, matrix, rejected)
+    best = None
     if request.torch or request.explicit_variant or request.cuda:
         best = _best_without_constraints(request, host, matrix)
         if best is not None:
             fixes.append(Fix((f"without the constraints, torch {best.release.torch} "
                               f"{best.variant.name} fits this machine",)))
     kinds = gpu_kinds(host)
-    if kinds & {"cuda", "rocm"} and any(r.category == "arch" for r in rejected):
+    # with only --cuda or --variant narrowing, a build for this GPU exists when one fits
+    # without them: then "no build was compiled for this GPU" would be false
+    if kinds & {"cuda", "rocm"} and any(r.category == "arch" for r in rejected) \
+            and (request.torch or best is None):
         first_rel = matrix.releases[-1].torch if matrix.releases else "?"
         last_rel = matrix.releases[0].torch if matrix.releases else "?"
         fixes.append(

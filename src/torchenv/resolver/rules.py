@@ -26,6 +26,8 @@ from torchenv.matrix.inference import (
     entry_runs,
     excluded_by_family,
     family_includes,
+    list_includes,
+    partial_excludes,
     toolkit_excludes,
     windows_covers_linux,
 )
@@ -35,7 +37,7 @@ from torchenv.values import ArchEntry, ComputeCapability, CudaVersion, DriverVer
 
 if TYPE_CHECKING:
     from torchenv.resolver.request import Request
-    from torchenv.values import TorchSpec
+    from torchenv.values import TorchSpec, TorchVersion
 
 __all__ = [
     "ArchVerdict",
@@ -349,14 +351,27 @@ def _unknown_list(matrix: Matrix, release: Release, variant: Variant, platform: 
             return ArchVerdict(f"GPU {g.index} ({cc.base.sm}) {why}",
                                Evidence.INFERRED, rule="toolkit-bounds",
                                sources=floor.sources if floor else ())
-    around = variant.arch_fact(platform).neighbours
+    fact = variant.arch_fact(platform)
+    part = fact.partial
+    if part is not None:
+        for g, cc in known:
+            if partial_excludes(fact, cc):
+                assert part.oldest is not None
+                return ArchVerdict(
+                    f"GPU {g.index} ({cc.base.sm}) is older than every target of torch "
+                    f"{release.torch} {variant.name} on {platform} (nothing below "
+                    f"{part.oldest.sm}; the rest of its list is not known)",
+                    Evidence.CONFIRMED, rule="oldest-target", sources=part.sources)
+        if all(list_includes(fact, cc) for _, cc in known):
+            return ArchVerdict(None, Evidence.CONFIRMED, rule="named-in-list",
+                               sources=part.sources)
+    around = fact.neighbours
     for g, cc in known:
         out = excluded_by_family(cc, around)
         if out is not None:
-            shown = (", ".join(f"{t} {_list_text(f.arch_list)}" for t, f in out)
+            shown = (", ".join(f"{t} {_fact_text(f)}" for t, f in out)
                      if len(out) <= 2 else
-                     f"{out[0][0]} to {out[-1][0]}, none below "
-                     f"{min(e for _, f in out for e in f.arch_list or ()).sm}")
+                     f"{out[0][0]} to {out[-1][0]}, none below {_oldest(out).sm}")
             return ArchVerdict(
                 f"GPU {g.index} ({cc.base.sm}) is left out by the confirmed {variant.name} "
                 f"lists on {platform} around torch {release.torch} ({shown}), whose own list "
@@ -380,8 +395,18 @@ def _unknown_list(matrix: Matrix, release: Release, variant: Variant, platform: 
         rule="neighbours-include" if neighbours else None, neighbours=neighbours)
 
 
-def _list_text(arch: Sequence[ArchEntry] | None) -> str:
-    return arch_range(arch) if arch else "(none)"
+def _fact_text(fact: ArchFact) -> str:
+    if fact.arch_list is None and fact.partial is not None and fact.partial.oldest is not None:
+        return f"(nothing below {fact.partial.oldest.sm})"
+    return arch_range(fact.arch_list) if fact.arch_list else "(none)"
+
+
+def _oldest(facts: Sequence[tuple[TorchVersion, ArchFact]]) -> ArchEntry:
+    """The oldest target over whole lists and partial lists' ``oldest``."""
+    targets = [e for _, f in facts for e in f.arch_list or ()]
+    targets += [f.partial.oldest for _, f in facts
+                if f.partial is not None and f.partial.oldest is not None]
+    return min(targets)
 
 
 def _known_list(fact: ArchFact, arch: Sequence[ArchEntry], variant: Variant,
