@@ -12,6 +12,7 @@ Also the suite's rules for what runs where:
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -61,7 +62,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """``-n`` alone hands out whole test files (``--dist loadfile``; an explicit ``--dist`` is
     kept), in collection order: a file's module fixtures (a browser, a Slurm cluster, rendered
-    files) are then built once, on one worker, and the longest files start first."""
+    files) are then built once, on one worker, and the longest files start first.
+
+    A run started in the background of a non-interactive shell inherits SIGINT ignored, and so
+    would every child it starts: the children that tests interrupt get it back, as a terminal
+    user's process has it."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     explicit = any(arg == "--dist" or arg.startswith("--dist=")
                    for arg in config.invocation_params.args)
     if getattr(config.option, "dist", "no") == "load" and not explicit:
