@@ -103,6 +103,35 @@ def test_a_host_with_only_the_kernel_module_derives_its_cuda_version(tmp_path: P
 
 
 @pytest.mark.usefixtures("no_nvml")
+def test_resolve_on_a_kernel_module_only_host_builds_the_matrix_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Detection completes the facts from the matrix the command has already loaded."""
+    from torchenv.cli import main
+    from torchenv.matrix import loader
+
+    (tmp_path / "proc/driver/nvidia/gpus/0000:01:00.0").mkdir(parents=True)
+    (tmp_path / "proc/driver/nvidia/version").write_text(
+        data("proc_driver_nvidia_version_open_565.57.01.txt"))
+    (tmp_path / "proc/driver/nvidia/gpus/0000:01:00.0/information").write_text(
+        "Model: \t\t NVIDIA H200\nDevice Minor: \t 0\n")
+    for key, value in clean_env(TORCHENV_PROBE_ROOT=str(tmp_path), TORCHENV_NVIDIA_SMI="off",
+                                TORCHENV_NO_OVERLAY="1").items():
+        monkeypatch.setenv(key, value)
+    built: list[int] = []
+    real = loader.load_matrix
+
+    def counted(*args: object, **kwargs: object) -> Matrix:
+        built.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(loader, "load_matrix", counted)
+    assert main(["resolve", "--json", "--python", "3.12"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["variant"].startswith("cu") and len(built) == 1
+
+
+@pytest.mark.usefixtures("no_nvml")
 def test_a_jetson_module_derives_nothing(tmp_path: Path) -> None:
     """35.3.1 is an L4T release, below every desktop driver floor: no CUDA version is made up."""
     (tmp_path / "proc/driver/nvidia").mkdir(parents=True)

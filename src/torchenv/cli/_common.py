@@ -219,9 +219,11 @@ def overrides_from_args(
 
 
 def host_from_args(
-    args: argparse.Namespace, *, python_executable: str | None = None
+    args: argparse.Namespace, *, python_executable: str | None = None,
+    matrix: Matrix | None = None,
 ) -> HostProfile:
-    """The HostProfile for a command: ``--host FILE`` or detection, then the overrides."""
+    """The HostProfile for a command: ``--host FILE`` or detection, then the overrides.
+    ``matrix``: the one the command has loaded, for what detection completes from it."""
     from torchenv.detection.detect import apply_overrides, detect
 
     environ: Mapping[str, str] = os.environ
@@ -248,7 +250,7 @@ def host_from_args(
             raise BadInput(f"--host: {host_file} is nested too deeply to be a host profile",
                            hint=hint) from exc
         return apply_overrides(HostProfile.from_json(data, origin=host_file), overrides)
-    return detect(overrides, python=python_executable)
+    return detect(overrides, python=python_executable, matrix=matrix)
 
 
 def load_matrix_reported() -> Matrix:

@@ -207,8 +207,8 @@ def _decide(
     from torchenv.resolver.resolve import resolve
 
     request = _request(args, _project_defaults(os.getcwd()) if defaults is None else defaults)
-    host = host_from_args(args, python_executable=python_exe)
     matrix = load_matrix_reported()
+    host = host_from_args(args, python_executable=python_exe, matrix=matrix)
     _check_known(request, matrix)
     plan = resolve(request, host, matrix)
     warning = index_base_warning(request.index_base)
