@@ -11,9 +11,10 @@ from torchenv.matrix.inference import (
     infer_from_adjacent_releases,
     infer_from_runtime_table,
     infer_ptx_from_policy,
+    infer_same_as,
     toolkit_excludes,
 )
-from torchenv.matrix.model import ArchFact, Matrix, ToolkitFloor
+from torchenv.matrix.model import ArchFact, Matrix, SameAs, ToolkitFloor
 from torchenv.values import (
     ArchEntry,
     ComputeCapability,
@@ -174,3 +175,28 @@ def test_every_inferred_fact_names_a_rule_and_every_confirmed_one_a_primary_sour
                 if "confirmed" in (fact.sass, fact.ptx):
                     assert any(matrix.sources[s].primary for s in fact.sources)
     assert inferred >= 10
+
+
+def test_a_build_its_release_manager_calls_unchanged_takes_the_earlier_list(
+        matrix: Matrix) -> None:
+    """2.6 and 2.7 left the CUDA 11.8 build as 2.5 had it (#138609, #147383): their unknown
+    lists take 2.5.1's on both platforms, through 2.6 for 2.7, with every source on the way."""
+    for platform in ("linux-x86_64", "win-amd64"):
+        base = _fact(matrix, "2.5.1", "cu118", platform)
+        assert base.sass == "confirmed"
+        for torch, cited in (("2.6.0", "pytorch-issue-138609"),
+                             ("2.7.1", "pytorch-issue-147383")):
+            fact = _fact(matrix, torch, "cu118", platform)
+            assert (fact.arch_list, fact.sass, fact.ptx, fact.rule) == (
+                base.arch_list, "inferred", "inferred", "unchanged-by-statement")
+            assert cited in fact.sources and set(base.sources) <= set(fact.sources)
+    assert "pytorch-issue-138609" in _fact(matrix, "2.7.1", "cu118", "linux-x86_64").sources
+
+
+def test_a_statement_gives_nothing_where_the_earlier_list_is_unknown() -> None:
+    statement = SameAs(TorchVersion("2.5.1"), ("s",))
+    assert infer_same_as(ArchFact(None, "unknown", "unknown"), statement) is None
+    known = ArchFact(arch("7.0", "8.0+PTX"), "confirmed", "unknown", sources=("w",))
+    got = infer_same_as(known, statement)
+    assert got is not None and (got.arch_list, got.sass, got.ptx, got.sources) == (
+        arch("7.0", "8.0+PTX"), "inferred", "unknown", ("s", "w"))

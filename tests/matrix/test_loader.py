@@ -377,6 +377,34 @@ def test_a_bad_partial_list_is_named(documents: dict[str, Any], partial: dict[st
     _expect_error(docs, message)
 
 
+@pytest.mark.parametrize(("same_as", "message"), [
+    ({"torch": "2.5.1"}, "missing 'sources'"),
+    ({"torch": "2.7.1", "sources": ["pytorch-issue-147383"]}, "is not an older release"),
+    ({"torch": "1.99.0", "sources": ["pytorch-issue-147383"]}, "is not an older release"),
+    ({"torch": "2.0.0", "sources": ["pytorch-issue-147383"]}, "has no cu118 build"),
+    ({"torch": "2.5.1", "sources": ["pytorch-release-md"]},
+     "same_as: cites no primary source"),
+    ({"torch": "2.5.1", "sources": ["pytorch-issue-147383"], "list": ["3.7"]},
+     "is not a field of same_as"),
+])
+def test_a_bad_same_as_is_named(documents: dict[str, Any], same_as: dict[str, Any],
+                                message: str) -> None:
+    docs = copy.deepcopy(documents)
+    _variant_entry(docs, "2.6.0", "cu118")["same_as"] = same_as
+    if same_as.get("torch") == "2.0.0":  # a release with CUDA builds, none of them 11.8
+        _variant_entry(docs, "2.6.0", "cu118")["same_as"]["torch"] = _no_cu118(docs)
+    _expect_error(docs, message)
+
+
+def _no_cu118(docs: dict[str, Any]) -> str:
+    for s in docs["variants.yaml"]["variant_sets"]:
+        if not any(v["name"] == "cu118" for v in s["variants"]):
+            for torch in s["releases"]:
+                if TorchVersion(torch) < TorchVersion("2.6.0"):
+                    return str(torch)
+    raise AssertionError("every release before 2.6 has cu118")
+
+
 def test_the_older_status_field_still_reads_as_index_evidence(documents: dict[str, Any]) -> None:
     docs = copy.deepcopy(documents)
     v = _variant_entry(docs, "2.13.0", "xpu")

@@ -42,9 +42,10 @@ Row = tuple[str, dict[str, Any], dict[str, Any], Any, str]
 
 _LATEST_WIN: list[Row] = [
     ("win kepler 3.5 latest", {"gpus": ["3.5"]}, {}, None, "toolkit-bounds"),
-    # the Windows cu118 lists of 2.0-2.5 carry 3.7 (and 3.7+PTX); 2.6/2.7 cu118 are unknown
-    ("win kepler 3.7 latest", {"gpus": ["3.7"]}, {}, ("2.5.1", "cu118", "confirmed"),
-     "confirmed"),
+    # the Windows cu118 lists of 2.0-2.5 carry 3.7 (and 3.7+PTX); 2.6 and 2.7 left the 11.8
+    # build unchanged (their release manager)
+    ("win kepler 3.7 latest", {"gpus": ["3.7"]}, {}, ("2.7.1", "cu118", "inferred"),
+     "unchanged-by-statement"),
     # 2.15.0 has no cu126: the 2.14 cu126 Windows list (RELEASE.md table) is the newest with
     # Maxwell, Pascal and Volta
     *[(f"win {name} {cc} latest", {"gpus": [cc]}, {}, ("2.14.1", "cu126", "confirmed"),
@@ -82,14 +83,18 @@ _PINNED_WIN: list[Row] = [
      ("2.6.0", "cu124", "inferred"), "windows-covers-linux"),
     ("win ampere 8.6 ==2.6", {"gpus": ["8.6"]}, {"torch": "==2.6.*"},
      ("2.6.0", "cu124", "inferred"), "windows-covers-linux"),
-    ("win blackwell 12.0 ==2.6", {"gpus": ["12.0"]}, {"torch": "==2.6.*"}, None,
-     "toolkit-bounds"),
+    # only the 11.8 build's 3.7+PTX reaches it (a long JIT)
+    ("win blackwell 12.0 ==2.6", {"gpus": ["12.0"]}, {"torch": "==2.6.*"},
+     ("2.6.0", "cu118", "inferred"), "ptx-jit"),
     ("win pascal 6.1 ==2.7", {"gpus": ["6.1"]}, {"torch": "==2.7.*"},
      ("2.7.1", "cu126", "inferred"), "windows-covers-linux"),
     ("win ampere 8.6 ==2.7", {"gpus": ["8.6"]}, {"torch": "==2.7.*"},
      ("2.7.1", "cu126", "inferred"), "windows-covers-linux"),
-    # nothing known of 2.7 cu128 on either platform; the later cu128 lists all have sm_120
+    # nothing known of 2.7 cu128 on either platform (the later cu128 lists all have sm_120):
+    # known support through the 11.8 build's 3.7+PTX comes first, evidence before recency
     ("win blackwell 12.0 ==2.7", {"gpus": ["12.0"]}, {"torch": "==2.7.*"},
+     ("2.7.1", "cu118", "inferred"), "ptx-jit"),
+    ("win blackwell 12.0 ==2.7 cu128", {"gpus": ["12.0"]}, {"torch": "==2.7.*", "cuda": "12.8"},
      ("2.7.1", "cu128", "unknown"), "neighbours-include"),
 ]
 _PINNED_WIN = [(i, {"platform": WIN, "driver": WIN_DRIVER, **o}, r, e, rule)
@@ -98,15 +103,18 @@ _LATEST_WIN = [(i, {"platform": WIN, "driver": WIN_DRIVER, **o}, r, e, rule)
                for i, o, r, e, rule in _LATEST_WIN]
 
 _PTX: list[Row] = [
-    # before 2.8 no Windows build is known to carry sm_120: the 2.5.1 cu118 Windows list reaches
-    # it only through its 3.7+PTX (a long JIT, said in the warnings)
+    # before 2.8 no Windows build is known to carry sm_120: the cu118 Windows lists reach it
+    # only through their 3.7+PTX (a long JIT, said in the warnings)
     ("win blackwell 12.0 <2.8: PTX of 3.7", {"platform": WIN, "driver": WIN_DRIVER,
                                              "gpus": ["12.0"]}, {"torch": "<2.8"},
+     ("2.7.1", "cu118", "inferred"), "ptx-jit"),
+    ("win blackwell 12.0 <2.6: PTX of 3.7", {"platform": WIN, "driver": WIN_DRIVER,
+                                             "gpus": ["12.0"]}, {"torch": "<2.6"},
      ("2.5.1", "cu118", "confirmed"), "ptx-jit"),
     # a Pascal and a Blackwell card: no known list runs both natively on Windows
     ("win pascal+blackwell latest", {"platform": WIN, "driver": WIN_DRIVER,
                                      "gpus": ["6.1", "12.0"]}, {},
-     ("2.5.1", "cu118", "confirmed"), "ptx-jit"),
+     ("2.7.1", "cu118", "inferred"), "ptx-jit"),
     ("win ampere+blackwell latest", {"platform": WIN, "driver": WIN_DRIVER,
                                      "gpus": ["8.6", "12.0"]}, {},
      ("2.15.0", "cu132", "inferred"), "windows-covers-linux"),
@@ -122,9 +130,9 @@ _KEPLER = [
     *_linux("kepler", "3.7", K80_DRIVER, [
         ("2.4", ("2.4.1", "cu118", "confirmed"), "confirmed"),
         ("2.5", ("2.5.1", "cu118", "confirmed"), "confirmed"),
-        # 2.6/2.7 cu118 lists are unknown; every confirmed cu118 list has 3.7
-        ("2.6", ("2.6.0", "cu118", "unknown"), "neighbours-include"),
-        ("2.7", ("2.7.1", "cu118", "unknown"), "neighbours-include"),
+        # 2.6 and 2.7 left the 11.8 build unchanged (their release manager)
+        ("2.6", ("2.6.0", "cu118", "inferred"), "unchanged-by-statement"),
+        ("2.7", ("2.7.1", "cu118", "inferred"), "unchanged-by-statement"),
         # from 2.8 no CUDA 11 build: a 470 driver runs none
         *[(pin, None, "driver") for pin in
           ("2.8", "2.9", "2.10", "2.11", "2.12", "2.13", "2.14", "2.15")],
@@ -132,10 +140,9 @@ _KEPLER = [
     *_linux("kepler", "3.5", K80_DRIVER, [
         ("2.4", None, "arch"),
         ("2.5", None, "arch"),
-        # the confirmed cu118 lists of 2.0-2.5 all start at 3.7: an unknown later one is not a
-        # blank cheque
-        ("2.6", None, "excluded-by-family"),
-        ("2.7", None, "excluded-by-family"),
+        # the cu118 lists of 2.0-2.7 all start at 3.7
+        ("2.6", None, "arch"),
+        ("2.7", None, "arch"),
         *[(pin, None, "driver") for pin in
           ("2.8", "2.9", "2.10", "2.11", "2.12", "2.13", "2.14", "2.15")],
     ]),
@@ -172,16 +179,15 @@ _OLD_LINUX = [
 ]
 
 _OTHER: list[Row] = [
-    # old drivers: CUDA 11.8 only. The 2.6/2.7 cu118 lists are unknown, so the newest build
-    # known to run is 2.5.1 cu118; 2.7.1 cu118 is named as the newer unverified one
-    ("ampere 8.6 driver 520 (CUDA 11.8)", {"driver": "520.61.05", "gpus": ["8.6"]}, {},
-     ("2.5.1", "cu118", "confirmed"), "confirmed"),
-    ("turing 7.5 driver 520 (CUDA 11.8)", {"driver": "520.61.05", "gpus": ["7.5"]}, {},
-     ("2.5.1", "cu118", "confirmed"), "confirmed"),
-    ("ampere 8.6 driver 470 (CUDA 11.4)", {"driver": K80_DRIVER, "gpus": ["8.6"]}, {},
-     ("2.5.1", "cu118", "confirmed"), "confirmed"),
-    ("kepler 3.7 driver 520 latest", {"driver": "520.61.05", "gpus": ["3.7"]}, {},
-     ("2.5.1", "cu118", "confirmed"), "confirmed"),
+    # old drivers: CUDA 11.8 only. 2.7.1 is the last CUDA 11.8 release, and its 11.8 build is
+    # 2.5's unchanged (the release manager's plans for 2.6 and 2.7)
+    *[(f"{gen} {cc} driver {drv} ({cuda})", {"driver": drv_full, "gpus": [cc]}, {},
+       ("2.7.1", "cu118", "inferred"), "unchanged-by-statement")
+      for gen, cc, drv, drv_full, cuda in [
+          ("ampere", "8.6", "520", "520.61.05", "CUDA 11.8"),
+          ("turing", "7.5", "520", "520.61.05", "CUDA 11.8"),
+          ("ampere", "8.6", "470", K80_DRIVER, "CUDA 11.4"),
+          ("kepler", "3.7", "520", "520.61.05", "CUDA 11.8")]],
     ("pascal 6.1 driver 390", {"driver": "390.116", "gpus": ["6.1"]}, {}, None, "driver"),
     # current Linux hosts
     ("linux ada 8.9 580 latest", {"driver": LINUX_DRIVER, "gpus": ["8.9"]}, {},
@@ -280,8 +286,10 @@ def test_profile(matrix: Matrix, spec: dict[str, Any], request_args: dict[str, A
     plan = resolve(request, host, matrix)
     assert plan.evidence is not None
     assert (plan.torch, plan.variant, plan.evidence.arch) == expected
-    if rule in ("confirmed", "ptx-jit"):
+    if rule == "confirmed":
         assert plan.evidence.arch == "confirmed"
+    elif rule == "ptx-jit":  # the evidence of the list is the expected tuple's
+        assert plan.evidence.arch in ("confirmed", "inferred")
     elif rule == "neighbours-include":
         assert plan.evidence.arch_rule == "neighbours-include"
         assert any("rule neighbours-include" in r for r in plan.reasons)
@@ -307,7 +315,7 @@ def test_the_table_covers_what_it_claims() -> None:
     assert rules >= {"confirmed", "windows-covers-linux", "neighbours-include", "ptx-jit",
                      "toolkit-bounds", "excluded-by-family", "arch", "driver",
                      "adjacent-releases-agree", "unchanged-between-releases",
-                     "oldest-target", "named-in-list"}
+                     "oldest-target", "named-in-list", "unchanged-by-statement"}
     windows = {row[1]["gpus"][0] for row in TABLE if row[1].get("platform") == WIN}
     assert windows >= {"3.5", "3.7", "5.0", "6.1", "7.0", "7.5", "8.0", "8.6", "8.9", "9.0",
                        "10.0", "12.0"}

@@ -62,7 +62,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from torchenv.matrix.model import ArchFact, Neighbours, Release, ToolkitFloor, Variant
+from torchenv.matrix.model import ArchFact, Neighbours, Release, SameAs, ToolkitFloor, Variant
 from torchenv.values import (
     ArchEntry,
     ComputeCapability,
@@ -120,6 +120,9 @@ RULES: Mapping[str, str] = {
     "neighbours-include": (
         "a ranking hint, not evidence: every confirmed list of the same variant in the other "
         "releases runs the GPU"
+    ),
+    "unchanged-by-statement": (
+        "a primary source says the build is an earlier release's build unchanged"
     ),
     "oldest-target": (
         "a primary source says the build carries nothing older than this target (a partial list)"
@@ -309,6 +312,7 @@ def apply_inference(
         originals[id(v)] = v
 
     by_variant = chains(releases)
+    _infer_from_statements(releases, by_variant, updates, update)
     _infer_from_neighbours(by_variant, update)
     if tables:
         _infer_from_tables(releases, tables, updates, update)
@@ -398,6 +402,36 @@ def _rule_name(pos: int, older: int, newer: int) -> str:
 
 
 _Chains = dict[tuple[VariantName, Platform], list[tuple[TorchVersion, Variant]]]
+
+
+def infer_same_as(source: ArchFact, statement: SameAs) -> ArchFact | None:
+    """Rule ``unchanged-by-statement``: the known list of the release a statement names, for
+    the build it calls unchanged; None when that list is not known either."""
+    if not source.known:
+        return None
+    return ArchFact(source.arch_list, sass="inferred",
+                    ptx="inferred" if source.ptx != "unknown" else "unknown",
+                    rule="unchanged-by-statement",
+                    sources=tuple(dict.fromkeys((*statement.sources, *source.sources))),
+                    note=statement.note)
+
+
+def _infer_from_statements(releases: Sequence[Release], by_variant: _Chains, updates: _Updates,
+                           update: Callable[[Variant, Platform, ArchFact], None]) -> None:
+    """Rule ``unchanged-by-statement`` over every unknown list of a build with ``same_as``,
+    oldest first, so that a statement may name a release whose list a statement gave."""
+    by_torch = {r.torch: r for r in releases}
+    for (name, plat), chain in by_variant.items():
+        for _, v in chain:
+            fact = v.arch_facts.get(plat)
+            if v.same_as is None or fact is None or fact.known:
+                continue
+            earlier = by_torch[v.same_as.torch].variant(name)
+            assert earlier is not None  # checked when the data was read
+            source = updates.get(id(earlier), {}).get(plat) or earlier.arch_facts.get(plat)
+            inferred = infer_same_as(source, v.same_as) if source is not None else None
+            if inferred is not None:
+                update(v, plat, replace(inferred, partial=fact.partial))
 
 
 def _infer_from_neighbours(by_variant: _Chains,

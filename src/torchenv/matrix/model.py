@@ -44,6 +44,7 @@ __all__ = [
     "PartialList",
     "Release",
     "RocmTargets",
+    "SameAs",
     "Source",
     "ToolkitFloor",
     "Variant",
@@ -158,6 +159,17 @@ class ArchFact:
 
 
 @dataclass(frozen=True)
+class SameAs:
+    """A primary source's word that a build is an earlier release's build unchanged (the
+    release manager's "no changes to CUDA 11.8" of 2.6 and 2.7): rule
+    ``unchanged-by-statement`` gives it that release's lists where its own are unknown."""
+
+    torch: TorchVersion
+    sources: tuple[str, ...]
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
 class Variant:
     """A build of a release on the wheel index: ``cpu``, ``cu128``, ``rocm6.3``, ``xpu``."""
 
@@ -174,6 +186,7 @@ class Variant:
     note: Optional[str] = None
     # per platform, filled by the loader and the inference rules; platforms of a CUDA variant only
     arch_facts: Mapping[Platform, ArchFact] = field(default_factory=dict)
+    same_as: Optional[SameAs] = None
 
     @property
     def status(self) -> str:

@@ -27,6 +27,7 @@ from torchenv.matrix.model import (
     PartialList,
     Release,
     RocmTargets,
+    SameAs,
     Source,
     ToolkitFloor,
     Variant,
@@ -253,7 +254,38 @@ def _variant(ctx: _Ctx, raw: Any, path: str) -> Variant:
         sources=sources,
         note=v.get("note"),
         arch_facts=facts,
+        same_as=_same_as(ctx, v.get("same_as"), f"{path}.same_as"),
     )
+
+
+def _same_as(ctx: _Ctx, raw: Any, path: str) -> SameAs | None:
+    """``same_as: {torch: "2.5.1", sources: [...], note: ...}`` (checked against the releases
+    in :func:`_check_same_as`)."""
+    if raw is None:
+        return None
+    entry = ctx.mapping(raw, path)
+    unknown = set(entry) - {"torch", "sources", "note"}
+    if unknown:
+        raise ctx.fail(f"{path}.{sorted(unknown)[0]}", "is not a field of same_as "
+                       "(torch, sources, note)")
+    return SameAs(ctx.value(TorchVersion, entry.get("torch"), f"{path}.torch"),
+                  ctx.sources(entry, path), entry.get("note"))
+
+
+def _check_same_as(ctx: _Ctx, releases: list[Release]) -> None:
+    """A ``same_as`` names an older release that has the same variant."""
+    by_torch = {r.torch: r for r in releases}
+    for rel in releases:
+        for v in rel.variants:
+            if v.same_as is None:
+                continue
+            where = f"torch {rel.torch} {v.name}.same_as"
+            other = by_torch.get(v.same_as.torch)
+            if other is None or not other.torch < rel.torch:
+                raise ctx.fail(where, f"torch {v.same_as.torch} is not an older release in the "
+                               "matrix")
+            if other.variant(v.name) is None:
+                raise ctx.fail(where, f"torch {v.same_as.torch} has no {v.name} build")
 
 
 def _evidence_class(ctx: _Ctx, value: Any, path: str) -> str:
@@ -372,6 +404,11 @@ def _check_primary_sources(
                         "arch list is 'confirmed' without a primary source (only copies or "
                         "third-party reports are cited)",
                     )
+                if v.same_as is not None and not primary(v.same_as.sources):
+                    raise ctx.fail(
+                        f"torch {rel.torch} {v.name} same_as",
+                        "cites no primary source (only copies or third-party reports)",
+                    )
                 if fact.partial is not None and not primary(fact.partial.sources):
                     raise ctx.fail(
                         f"torch {rel.torch} {v.name} {plat}",
@@ -439,6 +476,7 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
             if sid not in sources:
                 raise c.fail(path, f"source {sid!r} is not defined in any file's 'sources' list")
     _check_primary_sources(vctx, releases, sources)
+    _check_same_as(vctx, releases)
     tables = _runtime_tables(vctx, vdoc, by_torch)
     return Matrix(
         schema_version=SCHEMA_VERSION,
