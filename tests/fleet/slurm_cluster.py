@@ -176,7 +176,8 @@ def _slurm_conf(root: Path, hw: NodeHardware, munge_socket: Path, ctld_port: int
         for name, port in slurmd_ports.items())
     return f"""\
 # A test cluster of {len(slurmd_ports)} node(s), each a slurmd on this host: every path under
-# {root}, its own ports, no cgroups, no accounting.
+# {root}, its own ports, no cgroups, no accounting. MinJobAge=0 keeps every finished
+# job's record, and makes 'sbatch --wait' poll every 2 s (it backs off to 32 s otherwise).
 ClusterName=torchenvtest
 SlurmctldHost={hw.name}(127.0.0.1)
 SlurmUser=root
@@ -201,6 +202,7 @@ ReturnToService=2
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
+MinJobAge=0
 {node_lines}
 PartitionName={partition} Nodes={",".join(slurmd_ports)} Default=YES MaxTime=INFINITE State=UP
 """
