@@ -25,17 +25,20 @@ def real_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "junit": junit.read_text("utf-8")}
 
 
-
-@pytest.fixture(scope="session")
-def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """A two-node Slurm cluster on this machine (two slurmd), stopped (every daemon it started,
-    by pid) at the end of the session; skipped only when Slurm cannot be started here."""
+@pytest.fixture(scope="module")
+def slurm_cluster(request: pytest.FixtureRequest,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A Slurm cluster on this machine of ``SLURM_NODES`` nodes (a constant of the test module;
+    2 without one), stopped at the end of the module; skipped only when Slurm cannot be started
+    here. Stopping it ends every daemon it started, by pid, and then anything still running for
+    it, which fails the module's last test: nothing may outlive the jobs."""
     root = tmp_path_factory.mktemp("slurm")
     try:
-        cluster = start_cluster(root)
+        cluster = start_cluster(root, nodes=getattr(request.module, "SLURM_NODES", 2))
     except ClusterUnavailable as exc:
         pytest.skip(f"no Slurm cluster on this machine: {exc}")
     try:
         yield cluster
     finally:
-        cluster.stop()
+        left = cluster.stop()
+    assert not left, f"processes left running for the cluster (now killed): {left}"

@@ -94,16 +94,44 @@ class Cluster:
             out.append(f"--- {log.name}\n" + "\n".join(text))
         return "\n".join(out)
 
-    def stop(self) -> None:
-        """Cancel this cluster's jobs, then end its daemons (slurmd, slurmctld, munged)."""
+    def processes(self) -> dict[int, str]:
+        """Every process still running for this cluster, pid → command line: those working in
+        :attr:`root` (its daemons, a ``slurmstepd``) and those whose ``SLURM_CONF`` names
+        :attr:`conf` (a job's tasks, a client)."""
+        found = {}
+        conf = f"SLURM_CONF={self.conf}".encode()
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit() or int(proc.name) == os.getpid():
+                continue
+            with contextlib.suppress(OSError, IndexError):  # gone meanwhile
+                if (proc / "stat").read_text().rsplit(") ", 1)[1].startswith("Z"):
+                    continue
+                cwd = Path(os.readlink(proc / "cwd"))
+                if cwd == self.root or self.root in cwd.parents \
+                        or conf in (proc / "environ").read_bytes().split(b"\0"):
+                    command = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
+                    found[int(proc.name)] = command.decode("utf-8", "replace").strip()
+        return found
+
+    def stop(self) -> dict[int, str]:
+        """Cancel this cluster's jobs, end its daemons (slurmd, slurmctld, munged), then kill
+        what still runs for it (:meth:`processes`); returns those, which nothing should have
+        left."""
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             jobs = self.run("squeue", "-h", "-o", "%i", timeout=10).stdout.split()
             if jobs:
                 self.run("scancel", *jobs, timeout=10)
+                # KillWait (30 s) passes between the tasks' SIGTERM and their SIGKILL
                 _wait(lambda: not self.run("squeue", "-h", "-o", "%i", timeout=10).stdout.strip(),
-                      15)
+                      45)
         for pid_file in reversed(self.pid_files):
             _end(pid_file)
+        _wait(lambda: not self.processes(), 5)
+        left = self.processes()
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return left
 
 
 def start_cluster(root: Path, nodes: int = 2) -> Cluster:
@@ -258,6 +286,6 @@ def _alive(pid: int) -> bool:
         return False
     # a daemon of ours that already exited but is not yet reaped is a zombie: count it as gone
     with contextlib.suppress(OSError):
-        if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].startswith("Z"):
             return False
     return True

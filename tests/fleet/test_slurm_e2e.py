@@ -1,13 +1,18 @@
-"""The rendered sbatch script on a real Slurm cluster: two slurmd on this machine, CPU torch.
+"""The rendered sbatch script on a real Slurm cluster: several slurmd on this machine, CPU torch.
 
 ``sbatch --wait`` runs it; srun starts one task per node, which runs the real ``torchenv
 detect`` and ``torchenv validate`` (the full level's gloo collectives meet across both nodes,
 four ranks, through torchrun's c10d rendezvous on the first node's address), then the batch
 step runs the blame probes when a collective failed, and merges the verdict.
 
-Each fault of the fleet table is planted on node-2 only, through the interpreter the nodes run
-(a wrapper that changes what node-2 does), and the verdict is asserted per node: which node
-fails, which stays in service, what cause the table shows.
+Each test asserts on a job of its own, on two nodes of its own (one for the single-node job),
+named in the script with ``--sbatch-arg=--nodelist=...``. The jobs of every selected test are
+submitted together when the first one starts, so that they run at once: most of them spend
+their time waiting (on a hanging node, a collective's timeout, a time limit) while the full
+level compiles. Each fault of the fleet table is planted on the job's second node only,
+through the interpreter the nodes run (a wrapper that changes what that node does), and the
+verdict is asserted per node: which node fails, which stays in service, what cause the table
+shows.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from tests.conftest import run_cli
@@ -29,26 +36,27 @@ from hermetic import hermetic
 
 pytestmark = pytest.mark.slow
 
-NODE_1, NODE_2 = "node-1", "node-2"
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def on_node_2(tmp: Path, fault: str, *, everywhere: str = "") -> Path:
-    """An interpreter wrapper that runs ``fault`` (shell lines) on node-2 only and
-    ``everywhere`` on every node, then Python."""
-    wrapper = tmp / "faulty" / "python"
-    wrapper.parent.mkdir(exist_ok=True)
-    wrapper.write_text(f'#!/bin/bash\n{everywhere}\n'
-                       f'if [ "${{SLURMD_NODENAME:-}}" = {NODE_2} ]; then\n'
-                       f'{fault}\nfi\nexec "{sys.executable}" "$@"\n')
-    wrapper.chmod(0o755)
-    return wrapper
+def rdzv_ports(count: int, span: int = 3) -> list[int]:
+    """``count`` rendezvous ports, each free with the ``span - 1`` after it (the blame probes
+    of a two-node job use the next two), no two jobs' ranges overlapping."""
+    ports: list[int] = []
+    while len(ports) < count:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port: int = s.getsockname()[1]
+        if any(abs(port - p) < span for p in ports):
+            continue
+        try:
+            for extra in range(1, span):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port + extra))
+        except OSError:
+            continue
+        ports.append(port)
+    return ports
 
 
 # The full level's checks that its verdict requires, and only those: the collectives across
@@ -59,44 +67,141 @@ REQUIRED_ONLY = ('case " $* " in *" validate "*) set -- "$@" --only '
                  'esac')
 
 
-# validate (not detect, not fleet report) never ends on node-2
+# validate (not detect, not fleet report) never ends on the faulty node
 HANG = 'case " $* " in *" validate "*) exec sleep 3600;; esac'
-
-
-def render(cluster: Cluster, tmp: Path, *flags: str, nodes: int = 2, out: Path | None = None,
-           python: str = sys.executable) -> tuple[Path, Path]:
-    out = out or tmp / "reports"
-    out.mkdir(exist_ok=True)
-    script = tmp / "validate.sbatch"
-    rendered = run_cli(["fleet", "slurm", "--nodes", str(nodes), "--gpus-per-node", "0",
-                        "--output-dir", str(out), "--python", python,
-                        "--partition", cluster.partition, "--rdzv-port", str(free_port()),
-                        "-o", str(script), "--force", *flags])
-    assert rendered.returncode == 0, rendered.stderr
-    return script, out
 
 
 def job_env(cluster: Cluster, env: dict[str, str] | None = None) -> dict[str, str]:
     return {**hermetic({**cluster.env, "TORCHENV_NO_OVERLAY": "1"}), **(env or {})}
 
 
-def submit(cluster: Cluster, tmp: Path, *flags: str, nodes: int = 2,
-           env: dict[str, str] | None = None, out: Path | None = None,
-           python: str = sys.executable, time_limit: str = "15"
-           ) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """Render the script with ``flags``, run it with ``sbatch --wait``; the job's report folder."""
-    script, out = render(cluster, tmp, "--time", time_limit, *flags, nodes=nodes, out=out,
-                         python=python)
-    proc = subprocess.run(["sbatch", "--wait", "--parsable", str(script)], capture_output=True,
-                          text=True, env=job_env(cluster, env), cwd=tmp, timeout=900,
-                          check=False)
-    job_id = proc.stdout.split()[0].split(";")[0] if proc.stdout.split() else "?"
-    return proc, out / job_id
+@dataclass
+class Job:
+    """A submitted job: ``sbatch --wait`` still running for it, its nodes, its report folder."""
+
+    id: str
+    nodes: tuple[str, ...]
+    folder: Path
+    tmp: Path
+    cluster: Cluster
+    sbatch: subprocess.Popen[str]
+
+    def finish(self, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+        """Wait for ``sbatch --wait``: its exit status is the job's."""
+        stdout, stderr = self.sbatch.communicate(timeout=timeout)
+        return subprocess.CompletedProcess(self.sbatch.args, self.sbatch.returncode, stdout,
+                                           stderr)
+
+    def log(self) -> str:
+        return "".join(p.read_text("utf-8", "replace")
+                       for p in self.folder.parent.glob(f"slurm-{self.id}.out"))
 
 
-def job_output(folder: Path) -> str:
-    return "".join(p.read_text("utf-8", "replace")
-                   for p in folder.parent.glob(f"slurm-{folder.name}.out"))
+@dataclass
+class Setup:
+    """Where a test's job goes: its folder, its nodes (the first hosts the rendezvous, a fault
+    is planted on the last) and its rendezvous port."""
+
+    cluster: Cluster
+    tmp: Path
+    nodes: tuple[str, ...]
+    rdzv_port: int
+
+    @property
+    def faulty(self) -> str:
+        return self.nodes[-1]
+
+    def on_faulty_node(self, fault: str, *, everywhere: str = "") -> Path:
+        """An interpreter wrapper that runs ``fault`` (shell lines) on :attr:`faulty` only
+        and ``everywhere`` on every node, then Python."""
+        wrapper = self.tmp / "faulty" / "python"
+        wrapper.parent.mkdir(exist_ok=True)
+        wrapper.write_text(f'#!/bin/bash\n{everywhere}\n'
+                           f'if [ "${{SLURMD_NODENAME:-}}" = {self.faulty} ]; then\n'
+                           f'{fault}\nfi\nexec "{sys.executable}" "$@"\n')
+        wrapper.chmod(0o755)
+        return wrapper
+
+    def submit(self, *flags: str, out: Path | None = None, python: str = sys.executable,
+               env: dict[str, str] | None = None, time_limit: str = "15") -> Job:
+        """Render the script with ``flags`` for this job's nodes and start ``sbatch --wait``
+        on it; returns once Slurm has the job."""
+        out = out or self.tmp / "reports"
+        out.mkdir(exist_ok=True)
+        script = self.tmp / "validate.sbatch"
+        rendered = run_cli(["fleet", "slurm", "--nodes", str(len(self.nodes)),
+                            "--gpus-per-node", "0", "--output-dir", str(out),
+                            "--python", python, "--partition", self.cluster.partition,
+                            f"--sbatch-arg=--nodelist={','.join(self.nodes)}",
+                            "--rdzv-port", str(self.rdzv_port), "--time", time_limit,
+                            "-o", str(script), "--force", *flags])
+        assert rendered.returncode == 0, rendered.stderr
+        sbatch = subprocess.Popen(["sbatch", "--wait", "--parsable", str(script)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=job_env(self.cluster, env), cwd=self.tmp)
+        assert sbatch.stdout is not None
+        # --parsable prints the job id as soon as Slurm has the job, then waits for its end
+        first = sbatch.stdout.readline()
+        if not first.strip():
+            sbatch.wait(60)
+            pytest.fail(f"sbatch did not submit: {sbatch.stderr and sbatch.stderr.read()}")
+        job_id = first.split(";")[0].strip()
+        return Job(job_id, self.nodes, out / job_id, self.tmp, self.cluster, sbatch)
+
+
+@dataclass(frozen=True)
+class Plan:
+    nodes: int
+    submit: Callable[[Setup], Job]
+
+
+PLANS: dict[str, Plan] = {}
+"""The job each test asserts on, by the test's name."""
+
+
+def job_of(submit: Callable[[Setup], Job], nodes: int = 2) -> Callable[[F], F]:
+    """Give the decorated test the job that ``submit`` starts (on ``nodes`` nodes of its
+    own), as its ``job`` fixture."""
+    def register(test: F) -> F:
+        PLANS[test.__name__] = Plan(nodes, submit)
+        return test
+    return register
+
+
+@pytest.fixture(scope="module")
+def jobs(request: pytest.FixtureRequest, slurm_cluster: Cluster,
+         tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Job]]:
+    """The jobs of every selected test of this module, submitted at once; at the end, every
+    ``sbatch --wait`` has returned (the cluster's teardown cancels what still runs)."""
+    names = [item.originalname for item in request.session.items
+             if isinstance(item, pytest.Function) and item.module is request.module
+             and item.originalname in PLANS]
+    free = list(slurm_cluster.nodes)
+    ports = iter(rdzv_ports(len(names)))
+    submitted: dict[str, Job] = {}
+    try:
+        for name in names:
+            plan = PLANS[name]
+            assert len(free) >= plan.nodes, f"SLURM_NODES is too small for {name}"
+            nodes, free = tuple(free[:plan.nodes]), free[plan.nodes:]
+            setup = Setup(slurm_cluster, tmp_path_factory.mktemp(name[5:]), nodes,
+                          next(ports))
+            submitted[name] = plan.submit(setup)
+        yield submitted
+    finally:
+        for job in submitted.values():
+            if job.sbatch.poll() is None:
+                slurm_cluster.run("scancel", job.id)
+                try:
+                    job.sbatch.communicate(timeout=60)
+                except subprocess.TimeoutExpired:
+                    job.sbatch.kill()
+                    job.sbatch.communicate()
+
+
+@pytest.fixture
+def job(request: pytest.FixtureRequest, jobs: dict[str, Job]) -> Job:
+    return jobs[request.node.originalname]
 
 
 def report(folder: Path) -> tuple[int, dict[str, Any]]:
@@ -109,180 +214,215 @@ def nodes_of(verdict: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {n["node"]: n for n in verdict["nodes"]}
 
 
-def test_two_nodes_pass_the_full_validation_through_sbatch(slurm_cluster: Cluster,
-                                                           tmp_path: Path) -> None:
-    proc, folder = submit(slurm_cluster, tmp_path)
-    log = job_output(folder)
-    assert proc.returncode == 0, f"{proc.stderr}\n{log}\n{slurm_cluster.logs()}"
-    assert (folder / "expected-nodes.txt").read_text().split() == [NODE_1, NODE_2]
-    for node in (NODE_1, NODE_2):
+@job_of(lambda s: s.submit())
+def test_two_nodes_pass_the_full_validation_through_sbatch(job: Job) -> None:
+    proc = job.finish()
+    log = job.log()
+    assert proc.returncode == 0, f"{proc.stderr}\n{log}\n{job.cluster.logs()}"
+    assert (job.folder / "expected-nodes.txt").read_text().split() == list(job.nodes)
+    for node in job.nodes:
         for kind in ("detect.json", "validate.json", "junit.xml", "exit", "stderr"):
-            assert (folder / f"{node}.{kind}").is_file(), (node, kind)
+            assert (job.folder / f"{node}.{kind}").is_file(), (node, kind)
     assert "OK: 2 of 2 nodes passed" in log and "blame probes" not in log
-    status, verdict = report(folder)
+    status, verdict = report(job.folder)
     assert status == 0 and verdict["ok"] is True and verdict["probes"] == []
-    for node in nodes_of(verdict).values():
-        assert node["status"] == "pass" and node["level"] == "full" and node["gpus"] == 0
+    for summary in nodes_of(verdict).values():
+        assert summary["status"] == "pass" and summary["level"] == "full"
+        assert summary["gpus"] == 0
     checks = {c["name"]: c for c in json.loads(
-        (folder / f"{NODE_2}.validate.json").read_text())["checks"]}
-    # the collectives ran across both nodes, through the rendezvous on node-1's address
+        (job.folder / f"{job.nodes[1]}.validate.json").read_text())["checks"]}
+    # the collectives ran across both nodes, through the rendezvous on the first one's address
     assert checks["gloo_allreduce"]["status"] == "pass", checks["gloo_allreduce"]
     assert checks["ddp_step"]["status"] == "pass", checks["ddp_step"]
 
 
-def test_a_bad_gloo_interface_on_node_2_fails_node_2_only(slurm_cluster: Cluster,
-                                                          tmp_path: Path) -> None:
-    """The fleet's collectives fail on both nodes; the probes find node-2 failing even alone,
-    node-1 passing alone with no partner left: node-2 is drained, node-1 stays a suspect."""
-    python = on_node_2(tmp_path, "export GLOO_SOCKET_IFNAME=bad0", everywhere=REQUIRED_ONLY)
-    proc, folder = submit(slurm_cluster, tmp_path, "--timeout", "30", "--probe-timeout", "30",
-                          python=str(python))
-    log = job_output(folder)
+def bad_gloo_interface(s: Setup) -> Job:
+    python = s.on_faulty_node("export GLOO_SOCKET_IFNAME=bad0", everywhere=REQUIRED_ONLY)
+    return s.submit("--timeout", "30", "--probe-timeout", "30", python=str(python))
+
+
+@job_of(bad_gloo_interface)
+def test_a_bad_gloo_interface_on_the_second_node_fails_that_node_only(job: Job) -> None:
+    """The fleet's collectives fail on both nodes; the probes find the second node failing
+    even alone, the first passing alone with no partner left: the second is drained, the
+    first stays a suspect."""
+    first, second = job.nodes
+    proc = job.finish()
+    log = job.log()
     assert proc.returncode == 1, f"{proc.stderr}\n{log}"
-    status, verdict = report(folder)
+    status, verdict = report(job.folder)
     nodes = nodes_of(verdict)
     assert status == 1
-    assert nodes[NODE_2]["status"] == "fail", nodes[NODE_2]
-    assert [f["name"] for f in nodes[NODE_2]["failed_checks"]] == ["fabric"]
-    assert "Unable to find address for: bad0" in nodes[NODE_2]["failed_checks"][0]["error"]
-    assert nodes[NODE_1]["status"] == "suspect", nodes[NODE_1]
-    assert not nodes[NODE_1]["failed_checks"] and nodes[NODE_1]["collective_failures"]
-    assert [d["node"] for d in verdict["drain"]] == [NODE_2]
+    assert nodes[second]["status"] == "fail", nodes[second]
+    assert [f["name"] for f in nodes[second]["failed_checks"]] == ["fabric"]
+    assert "Unable to find address for: bad0" in nodes[second]["failed_checks"][0]["error"]
+    assert nodes[first]["status"] == "suspect", nodes[first]
+    assert not nodes[first]["failed_checks"] and nodes[first]["collective_failures"]
+    assert [d["node"] for d in verdict["drain"]] == [second]
     assert {p["probe"]: p["passed"] for p in verdict["probes"]} == {
-        f"0+{NODE_1}": True, f"0+{NODE_2}": False}
-    assert "blame probes, round 0" in log and f"kubectl cordon -- {NODE_2}\n" in log
+        f"0+{first}": True, f"0+{second}": False}
+    assert "blame probes, round 0" in log and f"kubectl cordon -- {second}\n" in log
     # each probe ran as one task on its one node (srun takes the allocation's count otherwise)
     assert "can't honor" not in log
-    for node in (NODE_1, NODE_2):
-        assert sorted(p.name for p in (folder / "probes" / f"0+{node}").iterdir()) == [
+    for node in (first, second):
+        assert sorted(p.name for p in (job.folder / "probes" / f"0+{node}").iterdir()) == [
             f"{node}.exit", f"{node}.stderr", f"{node}.validate.json"]
 
 
-def test_node_2_hanging_at_the_full_level_is_named_and_node_1_stays(slurm_cluster: Cluster,
-                                                                    tmp_path: Path) -> None:
-    """node-2's validate never ends: node-1's collectives time out waiting for it, the time
-    reserve stops the job and prints the verdict: node-2 cut short, node-1 passed locally."""
-    python = on_node_2(tmp_path, HANG, everywhere=REQUIRED_ONLY)
-    proc, folder = submit(slurm_cluster, tmp_path, "--timeout", "20", "--merge-time", "60",
-                          python=str(python), time_limit="4")
-    log = job_output(folder)
+# The time reserve's USR1 comes 30 to 60 s before the 3-minute limit here (slurmctld looks
+# every 30 s, and sends it when the next look would be late), so 2 minutes into the job at the
+# earliest: the first node has long finished its part by then, even with every other job of
+# this module importing torch at the same time.
+
+
+def full_level_hang(s: Setup) -> Job:
+    # the first node's collectives give up 25 s after they start (--timeout 10 and its slack)
+    python = s.on_faulty_node(HANG, everywhere=REQUIRED_ONLY)
+    return s.submit("--timeout", "10", "--merge-time", "30", python=str(python), time_limit="3")
+
+
+@job_of(full_level_hang)
+def test_the_second_node_hanging_at_the_full_level_is_named_and_the_first_stays(
+        job: Job) -> None:
+    """The second node's validate never ends: the first node's collectives time out waiting
+    for it, the time reserve stops the job and prints the verdict: the second node cut short,
+    the first passed locally."""
+    first, second = job.nodes
+    proc = job.finish()
+    log = job.log()
     assert proc.returncode == 1, f"{proc.stderr}\n{log}"
     assert "time-limit: stopping the node tasks" in log and "FAILED" in log
-    status, verdict = report(folder)
+    status, verdict = report(job.folder)
     nodes = nodes_of(verdict)
     assert status == 1
     assert verdict["job_end"] == "time-limit"
-    assert nodes[NODE_2]["status"] == "incomplete"
-    assert any("cut short" in p for p in nodes[NODE_2]["problems"])
-    assert nodes[NODE_1]["status"] == "suspect" and not nodes[NODE_1]["failed_checks"]
-    assert [d["node"] for d in verdict["drain"]] == [NODE_2]
+    assert nodes[second]["status"] == "incomplete"
+    assert any("cut short" in p for p in nodes[second]["problems"])
+    assert nodes[first]["status"] == "suspect" and not nodes[first]["failed_checks"]
+    assert [d["node"] for d in verdict["drain"]] == [second]
 
 
-def test_node_2_hanging_at_the_quick_level_still_gets_a_verdict(slurm_cluster: Cluster,
-                                                                tmp_path: Path) -> None:
-    python = on_node_2(tmp_path, HANG)
-    proc, folder = submit(slurm_cluster, tmp_path, "--level", "quick", "--merge-time", "60",
-                          python=str(python), time_limit="2")
-    log = job_output(folder)
+def quick_level_hang(s: Setup) -> Job:
+    python = s.on_faulty_node(HANG)
+    return s.submit("--level", "quick", "--merge-time", "30", python=str(python),
+                    time_limit="3")
+
+
+@job_of(quick_level_hang)
+def test_the_second_node_hanging_at_the_quick_level_still_gets_a_verdict(job: Job) -> None:
+    first, second = job.nodes
+    proc = job.finish()
+    log = job.log()
     assert proc.returncode == 1, f"{proc.stderr}\n{log}"
     assert "torchenv fleet report" in log and "FAILED" in log, log
-    status, verdict = report(folder)
+    status, verdict = report(job.folder)
     nodes = nodes_of(verdict)
     assert status == 1
     assert verdict["job_end"] == "time-limit"
-    assert nodes[NODE_1]["status"] == "pass"
-    assert nodes[NODE_2]["status"] == "incomplete"
-    assert [d["node"] for d in verdict["drain"]] == [NODE_2]
+    assert nodes[first]["status"] == "pass"
+    assert nodes[second]["status"] == "incomplete"
+    assert [d["node"] for d in verdict["drain"]] == [second]
 
 
-def test_a_job_cancelled_mid_run_blames_no_node(slurm_cluster: Cluster, tmp_path: Path) -> None:
-    python = on_node_2(tmp_path, HANG)
-    script, out = render(slurm_cluster, tmp_path, "--level", "quick", "--time", "15",
-                         python=str(python))
-    env = job_env(slurm_cluster)
-    sub = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True,
-                         env=env, cwd=tmp_path, timeout=60, check=False)
-    assert sub.returncode == 0, sub.stderr
-    job = sub.stdout.split()[0].split(";")[0]
-    folder = out / job
+@job_of(lambda s: s.submit("--level", "quick", python=str(s.on_faulty_node(HANG))))
+def test_a_job_cancelled_mid_run_blames_no_node(job: Job) -> None:
+    first = job.nodes[0]
     deadline = time.monotonic() + 300
-    while not (folder / f"{NODE_1}.exit").exists() and time.monotonic() < deadline:
+    while not (job.folder / f"{first}.exit").exists() and time.monotonic() < deadline:
         time.sleep(1)
-    assert (folder / f"{NODE_1}.exit").exists(), slurm_cluster.logs()
-    slurm_cluster.run("scancel", job, env=env)
-    while slurm_cluster.run("squeue", "-h", "-j", job, env=env).stdout.strip():
+    assert (job.folder / f"{first}.exit").exists(), job.cluster.logs()
+    assert job.sbatch.poll() is None, "the job ended before it was cancelled"
+    job.cluster.run("scancel", job.id)
+    # sbatch --wait returns as soon as the job is cancelled, while its batch step still stops
+    # the nodes and prints the verdict: the job is over once it has left the queue
+    while job.cluster.run("squeue", "-h", "-j", job.id).stdout.strip():
         assert time.monotonic() < deadline, "the cancelled job did not end"
         time.sleep(1)
-    log = job_output(folder)
+    job.finish(timeout=60)
+    log = job.log()
     assert "cancelled: stopping the node tasks" in log and "torchenv fleet report" in log, log
-    status, verdict = report(folder)
+    status, verdict = report(job.folder)
     assert status == 1 and verdict["job_end"] == "cancelled" and verdict["drain"] == []
-    assert nodes_of(verdict)[NODE_1]["status"] == "pass"
+    assert nodes_of(verdict)[first]["status"] == "pass"
     assert "the job was cancelled" in log and "Nodes to drain" not in log
 
 
-def test_node_2_killed_by_signal_9_shows_the_signal(slurm_cluster: Cluster,
-                                                    tmp_path: Path) -> None:
-    """As the out-of-memory killer does: validate on node-2 gets SIGKILL."""
+def killed_by_signal_9(s: Setup) -> Job:
     # killed once validate has started a child (its checks run), however fast the machine
-    python = on_node_2(tmp_path, 'case " $* " in *" validate "*) ( until pgrep -P $$ '
-                                 '>/dev/null; do sleep 0.2; done; sleep 1; kill -9 $$ ) & ;; '
-                                 'esac')
-    proc, folder = submit(slurm_cluster, tmp_path, "--level", "quick", python=str(python))
-    log = job_output(folder)
+    python = s.on_faulty_node('case " $* " in *" validate "*) ( until pgrep -P $$ '
+                              '>/dev/null; do sleep 0.2; done; sleep 1; kill -9 $$ ) & ;; '
+                              'esac')
+    return s.submit("--level", "quick", python=str(python))
+
+
+@job_of(killed_by_signal_9)
+def test_the_second_node_killed_by_signal_9_shows_the_signal(job: Job) -> None:
+    """As the out-of-memory killer does: validate on the second node gets SIGKILL."""
+    first, second = job.nodes
+    proc = job.finish()
+    log = job.log()
     assert proc.returncode == 1, f"{proc.stderr}\n{log}"
-    assert (folder / f"{NODE_2}.exit").read_text().strip() == "137"
-    status, verdict = report(folder)
+    assert (job.folder / f"{second}.exit").read_text().strip() == "137"
+    status, verdict = report(job.folder)
     nodes = nodes_of(verdict)
     assert status == 1
-    assert nodes[NODE_1]["status"] == "pass"
-    assert nodes[NODE_2]["status"] == "incomplete"
-    assert nodes[NODE_2]["cause"][0] == ("validate killed by signal 9, SIGKILL, out of memory "
+    assert nodes[first]["status"] == "pass"
+    assert nodes[second]["status"] == "incomplete"
+    assert nodes[second]["cause"][0] == ("validate killed by signal 9, SIGKILL, out of memory "
                                          "or killed")
     assert "killed by signal 9" in log
 
 
-def test_torchenv_missing_on_node_2_names_the_cause_in_the_table(slurm_cluster: Cluster,
-                                                                 tmp_path: Path) -> None:
-    python = on_node_2(tmp_path, 'exec env -u PYTHONPATH /usr/bin/python3 -I "$@"')
-    proc, folder = submit(slurm_cluster, tmp_path, "--level", "quick", python=str(python))
-    log = job_output(folder)
+@job_of(lambda s: s.submit("--level", "quick", python=str(s.on_faulty_node(
+    'exec env -u PYTHONPATH /usr/bin/python3 -I "$@"'))))
+def test_torchenv_missing_on_the_second_node_names_the_cause_in_the_table(job: Job) -> None:
+    first, second = job.nodes
+    proc = job.finish()
+    log = job.log()
     assert proc.returncode == 1, f"{proc.stderr}\n{log}"
-    status, verdict = report(folder)
+    status, verdict = report(job.folder)
     nodes = nodes_of(verdict)
     assert status == 1
-    assert nodes[NODE_1]["status"] == "pass"
-    assert nodes[NODE_2]["status"] == "incomplete"
-    assert nodes[NODE_2]["cause"][-1].endswith("No module named torchenv")
+    assert nodes[first]["status"] == "pass"
+    assert nodes[second]["status"] == "incomplete"
+    assert nodes[second]["cause"][-1].endswith("No module named torchenv")
     assert "No module named torchenv" in log.split("torchenv fleet report", 1)[1]
 
 
-def test_a_failing_node_still_writes_its_reports_and_fails_the_job(slurm_cluster: Cluster,
-                                                                   tmp_path: Path) -> None:
-    planted = tmp_path / "planted.py"
+def planted_failure(s: Setup) -> Job:
+    planted = s.tmp / "planted.py"
     planted.write_text("def check_planted_failure(ctx):\n"
                        "    raise RuntimeError('this node fails on purpose')\n")
     # a folder and an interpreter path that only survive sbatch, srun and bash when quoted
-    out = tmp_path / "it's a \"fleet\" $(touch pwned) %j dir"
-    wrapper = tmp_path / "my env" / "python"
+    out = s.tmp / "it's a \"fleet\" $(touch pwned) %j dir"
+    wrapper = s.tmp / "my env" / "python"
     wrapper.parent.mkdir()
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
     wrapper.chmod(0o755)
-    proc, folder = submit(slurm_cluster, tmp_path, "--level", "quick", nodes=1, out=out,
-                          python=str(wrapper),
-                          env={"TORCHENV_VALIDATE_EXTRA_CHECKS": str(planted)})
-    log = job_output(folder)
+    return s.submit("--level", "quick", out=out, python=str(wrapper),
+                    env={"TORCHENV_VALIDATE_EXTRA_CHECKS": str(planted)})
+
+
+@job_of(planted_failure, nodes=1)
+def test_a_failing_node_still_writes_its_reports_and_fails_the_job(job: Job) -> None:
+    proc = job.finish()
+    log = job.log()
     assert proc.returncode == 1, f"{proc.stderr}\n{log}"
-    (node,) = (folder / "expected-nodes.txt").read_text().split()
-    assert (folder / f"{node}.exit").read_text().strip() == "1"
-    assert (folder / f"{node}.detect.json").is_file()
+    (node,) = (job.folder / "expected-nodes.txt").read_text().split()
+    assert (node,) == job.nodes
+    assert (job.folder / f"{node}.exit").read_text().strip() == "1"
+    assert (job.folder / f"{node}.detect.json").is_file()
     assert "FAILED" in log and "planted_failure" in log
-    status, verdict = report(folder)
+    status, verdict = report(job.folder)
     assert status == 1
     (summary,) = verdict["nodes"]
     assert summary["status"] == "fail"
     assert [f["name"] for f in summary["failed_checks"]] == ["planted_failure"]
     assert verdict["drain"] == [{"node": node, "reasons": ["failed planted_failure"]}]
-    junit = ET.parse(folder / "fleet-junit.xml").getroot()
+    junit = ET.parse(job.folder / "fleet-junit.xml").getroot()
     assert junit.get("failures") == "1"
-    assert not list(tmp_path.glob("pwned"))
+    assert not list(job.tmp.glob("pwned"))
+
+
+SLURM_NODES = sum(plan.nodes for plan in PLANS.values())
+"""Every job on nodes of its own (read by the ``slurm_cluster`` fixture)."""
