@@ -30,8 +30,8 @@ def slurm_cluster(request: pytest.FixtureRequest,
                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A Slurm cluster on this machine of ``SLURM_NODES`` nodes (a constant of the test module;
     2 without one), stopped at the end of the module; skipped only when Slurm cannot be started
-    here. Stopping it ends every daemon it started, by pid, and then anything still running for
-    it, which fails the module's last test: nothing may outlive the jobs."""
+    here. Stopping it ends every daemon it started, by pid, then kills anything still running
+    for it, an error of the module's last test: nothing may outlive the jobs."""
     root = tmp_path_factory.mktemp("slurm")
     try:
         cluster = start_cluster(root, nodes=getattr(request.module, "SLURM_NODES", 2))

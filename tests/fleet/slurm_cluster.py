@@ -124,8 +124,7 @@ class Cluster:
                 # KillWait (30 s) passes between the tasks' SIGTERM and their SIGKILL
                 _wait(lambda: not self.run("squeue", "-h", "-o", "%i", timeout=10).stdout.strip(),
                       45)
-        for pid_file in reversed(self.pid_files):
-            _end(pid_file)
+        _end(self.pid_files)
         _wait(lambda: not self.processes(), 5)
         left = self.processes()
         for pid in left:
@@ -266,17 +265,20 @@ def _wait(ready: Callable[[], bool], seconds: float) -> bool:
     return False
 
 
-def _end(pid_file: Path) -> None:
-    """SIGTERM the daemon named in ``pid_file``, SIGKILL after 10 s."""
-    try:
-        pid = int(pid_file.read_text().strip())
-    except (OSError, ValueError):
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-        if not _wait(lambda: not _alive(pid), 10):
-            os.kill(pid, signal.SIGKILL)
-            _wait(lambda: not _alive(pid), 5)
+def _end(pid_files: list[Path]) -> None:
+    """SIGTERM the daemons named in ``pid_files``, all at once; SIGKILL those left after 10 s."""
+    pids = []
+    for pid_file in pid_files:
+        with contextlib.suppress(OSError, ValueError):
+            pids.append(int(pid_file.read_text().strip()))
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    if not _wait(lambda: not any(_alive(pid) for pid in pids), 10):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        _wait(lambda: not any(_alive(pid) for pid in pids), 5)
 
 
 def _alive(pid: int) -> bool:

@@ -18,6 +18,7 @@ shows.
 from __future__ import annotations
 
 import json
+import random
 import socket
 import subprocess
 import sys
@@ -41,21 +42,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def rdzv_ports(count: int, span: int = 3) -> list[int]:
     """``count`` rendezvous ports, each free with the ``span - 1`` after it (the blame probes
-    of a two-node job use the next two), no two jobs' ranges overlapping."""
+    of a two-node job use the next two), no two ranges overlapping. They lie below the
+    kernel's ephemeral range, so that no port the kernel hands out meanwhile (a connection's
+    own end, a torchrun worker's) can be one of them."""
+    ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+    below = range(10000, int(ephemeral[0]) - span, span)
     ports: list[int] = []
-    while len(ports) < count:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port: int = s.getsockname()[1]
-        if any(abs(port - p) < span for p in ports):
-            continue
+    for port in random.sample(below, min(200, len(below))):
+        if len(ports) == count:
+            break
         try:
-            for extra in range(1, span):
+            for offset in range(span):
                 with socket.socket() as s:
-                    s.bind(("127.0.0.1", port + extra))
+                    s.bind(("127.0.0.1", port + offset))
         except OSError:
             continue
         ports.append(port)
+    assert len(ports) == count, f"no {count} free port ranges below {ephemeral[0]}"
     return ports
 
 
