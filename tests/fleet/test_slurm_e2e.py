@@ -64,8 +64,9 @@ def rdzv_ports(count: int, span: int = 3) -> list[int]:
 
 # The full level's checks that its verdict requires, and only those: the collectives across
 # the nodes (and the probes) are what these tests are about; the whole full level runs once,
-# in the first test (it takes minutes on two nodes of one small machine).
-REQUIRED_ONLY = ('case " $* " in *" validate "*) set -- "$@" --only '
+# in the first test (it takes minutes on two nodes of one small machine). A blame probe's
+# validate keeps its own --only.
+REQUIRED_ONLY = ('case " $* " in *" --only "*) ;; *" validate "*) set -- "$@" --only '
                  'import_torch,build,gloo_allreduce,gloo_broadcast,gloo_allgather,ddp_step;; '
                  'esac')
 
@@ -241,7 +242,10 @@ def test_two_nodes_pass_the_full_validation_through_sbatch(job: Job) -> None:
 
 def bad_gloo_interface(s: Setup) -> Job:
     python = s.on_faulty_node("export GLOO_SOCKET_IFNAME=bad0", everywhere=REQUIRED_ONLY)
-    return s.submit("--timeout", "30", "--probe-timeout", "30", python=str(python))
+    # a probe that passes is done as soon as it can be, the failing one once its ranks start:
+    # the probes' timeout is only room for the first node's probe to start its ranks while
+    # the other jobs' nodes import torch
+    return s.submit("--timeout", "30", "--probe-timeout", "60", python=str(python))
 
 
 @job_of(bad_gloo_interface)
