@@ -1,12 +1,13 @@
 """A real Slurm cluster on this machine: munged, slurmctld and a slurmd per node, under a temp dir.
 
 The nodes (``node-1``, ``node-2``, ...) are several ``slurmd -N NAME`` daemons on this one host,
-each with its own port, spool and log, all at address 127.0.0.1: two nodes to Slurm, srun and
-the fleet script, which reaches the rendezvous through the first node's ``NodeAddr``.
+each with its own port, spool and log, all at address 127.0.0.1: separate nodes to Slurm, srun
+and the fleet script, which reaches the rendezvous through the first node's ``NodeAddr``.
 Everything the daemons keep (key, sockets, state, spool, logs, pid files) lives under the folder
 given to :func:`start_cluster`, the ports are free ones picked now, and :meth:`Cluster.stop`
-ends exactly the daemons it started, by the pids they wrote. Clients find the cluster through
-``SLURM_CONF`` in :attr:`Cluster.env`.
+ends exactly the daemons it started, by the pids they wrote, then whatever still runs for the
+cluster (a job's task that escaped its step, a ``slurmstepd`` left without its slurmd), and
+names it. Clients find the cluster through ``SLURM_CONF`` in :attr:`Cluster.env`.
 
 Needs root (``SlurmUser=root``) and the Debian packages ``slurmctld slurmd slurm-client munge``;
 :class:`ClusterUnavailable` says which is missing, or which daemon did not come up and why.
