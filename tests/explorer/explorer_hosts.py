@@ -119,19 +119,29 @@ def _gfx_targets(matrix: Matrix) -> st.SearchStrategy[str]:
     return st.one_of(st.sampled_from(gfx_names(matrix)), made_up)
 
 
-@st.composite
-def machines(draw: st.DrawFn, matrix: Matrix, tables: Tables) -> Machine:
-    platform = draw(st.sampled_from(PLATFORMS))
-    python = draw(st.sampled_from(python_tags(matrix, platform)))
-    kind = draw(st.sampled_from(["none", "nvidia", "nvidia", "nvidia", "nvidia", "amd"]))
-    if kind == "nvidia":
-        gpu = GpuChoice("nvidia", cc=draw(_capabilities(matrix)), driver=draw(drivers(matrix)))
-    elif kind == "amd":
-        gpu = GpuChoice("amd", gfx=draw(_gfx_targets(matrix)))
-    else:
-        gpu = GpuChoice("none")
-    spec = draw(st.none() | st.none() | specifiers(matrix, tables))
-    return Machine(platform, python, gpu, spec)
+def machines(matrix: Matrix, tables: Tables) -> st.SearchStrategy[Machine]:
+    """Any machine the page can describe. Its parts are built once, not per example: each
+    reads the matrix, and hypothesis validates every new strategy (most of the time a
+    thousand machines took)."""
+    pythons = {platform: st.sampled_from(python_tags(matrix, platform)) for platform in PLATFORMS}
+    kinds = st.sampled_from(["none", "nvidia", "nvidia", "nvidia", "nvidia", "amd"])
+    capability, driver, gfx = _capabilities(matrix), drivers(matrix), _gfx_targets(matrix)
+    spec = st.none() | st.none() | specifiers(matrix, tables)
+
+    @st.composite
+    def machine(draw: st.DrawFn) -> Machine:
+        platform = draw(st.sampled_from(PLATFORMS))
+        python = draw(pythons[platform])
+        kind = draw(kinds)
+        if kind == "nvidia":
+            gpu = GpuChoice("nvidia", cc=draw(capability), driver=draw(driver))
+        elif kind == "amd":
+            gpu = GpuChoice("amd", gfx=draw(gfx))
+        else:
+            gpu = GpuChoice("none")
+        return Machine(platform, python, gpu, draw(spec))
+
+    return machine()
 
 
 def specifiers(matrix: Matrix, tables: Tables) -> st.SearchStrategy[str]:
