@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,21 @@ from torchenv.explorer.page import MAX_PAGE_BYTES
 from torchenv.matrix.model import Matrix
 
 
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory
+            ) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """One real run, shared by the tests of what it writes and of the capped ``--jobs``: every
+    class of machine is answered (tens of seconds), so it runs once."""
+    out = tmp_path_factory.mktemp("html") / "explorer.html"
+    result = run_cli(["matrix", "html", "-o", str(out), "--specifiers", "none", "--jobs", "4000",
+                      "--json"], timeout=300)
+    return out, result
+
+
 @pytest.mark.slow
-def test_writes_one_page_and_says_what_it_wrote(matrix: Matrix, tmp_path: Path) -> None:
-    out = tmp_path / "explorer.html"
-    result = run_cli(["matrix", "html", "-o", str(out), "--specifiers", "none", "--json"],
-                     timeout=300)
+def test_writes_one_page_and_says_what_it_wrote(
+        matrix: Matrix, written: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    out, result = written
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     html = out.read_text(encoding="utf-8")
@@ -72,9 +83,9 @@ def test_the_default_series_are_the_newest(matrix: Matrix) -> None:
 
 
 @pytest.mark.slow
-def test_more_jobs_than_cpus_are_capped(tmp_path: Path) -> None:
-    result = run_cli(["matrix", "html", "-o", str(tmp_path / "x.html"), "--specifiers", "none",
-                      "--jobs", "4000"], timeout=300)
+def test_more_jobs_than_cpus_are_capped(
+        written: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    _, result = written
     assert result.returncode == 0, result.stderr
     cpus = os.cpu_count() or 1
     assert f"--jobs 4000 is more than the {cpus} CPU(s) here; using {cpus}" in result.stderr
