@@ -100,32 +100,36 @@ def test_table_output_and_exit_status() -> None:
 
 
 def test_planted_hang_and_abort_are_reported_and_the_suite_goes_on(tmp_path: Path) -> None:
+    """Only the planted checks run: ``--timeout`` replaces every check's budget, and a real
+    check given the hang's few seconds fails on a busy machine (the quick suite is proved
+    above)."""
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     junit = tmp_path / "failures.xml"
-    proc = run_cli("validate", "--json", "--timeout", "5", "--junit", str(junit),
+    proc = run_cli("validate", "--json", "--timeout", "3", "--junit", str(junit),
+                   "--only", "planted_hang,planted_abort,planted_after",
                    env={"TORCHENV_VALIDATE_EXTRA_CHECKS": str(HERE / "_planted_checks.py"),
                         "TMPDIR": str(tmpdir)})
     assert proc.returncode == 1, proc.stderr
     root = ET.parse(junit).getroot()
     check_junit_schema(root)
     failed = {c.get("name") for c in root.iter("testcase") if c.find("failure") is not None}
-    assert {"planted_hang", "planted_abort"} <= failed
+    assert failed == {"planted_hang", "planted_abort"}
     doc = load(proc.stdout)
     checks = by_name(doc)
+    assert set(checks) == {"import_torch", "device_count", "planted_hang", "planted_abort",
+                           "planted_after"}
     assert doc["ok"] is False
     hang = checks["planted_hang"]
     assert hang["status"] == "fail"
-    assert "did not finish within 5 s" in hang["error"]
-    assert 4.5 <= hang["seconds"] < 30
+    assert "did not finish within 3 s" in hang["error"]
+    assert 2.7 <= hang["seconds"] < 30
     abort = checks["planted_abort"]
     assert abort["status"] == "fail"
     assert "SIGABRT" in abort["error"]
     assert abort["hint"]
     assert checks["planted_after"]["status"] == "pass"
     assert "after a hang and a crash" in checks["planted_after"]["detail"]
-    for name in CPU_CHECKS:
-        assert checks[name]["status"] == "pass"
     assert listing(tmpdir) == []
 
 
@@ -248,7 +252,7 @@ def test_a_wrapper_printing_json_first_is_passed_over(tmp_path: Path) -> None:
     wrapper = tmp_path / "python-wrapper"
     wrapper.write_text(f'#!/bin/sh\necho \'{{"status": "ready"}}\'\nexec {sys.executable} "$@"\n')
     wrapper.chmod(0o755)
-    proc = run_cli("validate", "--json", "--python", str(wrapper))
+    proc = run_cli("validate", "--json", "--python", str(wrapper), "--only", "matmul")
     assert proc.returncode == 0, proc.stderr
     assert by_name(load(proc.stdout))["matmul"]["status"] == "pass"
 
@@ -269,15 +273,15 @@ def test_markup_in_a_checks_output_is_printed_as_is(tmp_path: Path) -> None:
     plant = tmp_path / "markup.py"
     plant.write_text("def check_markup(ctx):\n"
                      "    raise Fail('[enforce fail at alloc.cpp:42] . [/a] bad')\n")
-    proc = run_cli("validate", env={"TORCHENV_VALIDATE_EXTRA_CHECKS": str(plant),
-                                    "COLUMNS": "250"})
+    proc = run_cli("validate", "--only", "markup",
+                   env={"TORCHENV_VALIDATE_EXTRA_CHECKS": str(plant), "COLUMNS": "250"})
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert "[enforce fail at alloc.cpp:42] . [/a] bad" in proc.stdout
 
 
 def test_a_sticky_cuda_error_restarts_the_child_for_the_checks_after_it(tmp_path: Path) -> None:
-    proc = run_cli("validate", "--json", env={
+    proc = run_cli("validate", "--json", "--only", "planted_poison,planted_next", env={
         "TORCHENV_VALIDATE_EXTRA_CHECKS": str(HERE / "_planted_poison.py"),
         "PLANTED_PID_DIR": str(tmp_path)})
     assert proc.returncode == 1
@@ -297,8 +301,11 @@ def test_a_plain_failure_keeps_the_same_child(tmp_path: Path) -> None:
                      "    raise RuntimeError('an ordinary error')\n\n"
                      "def check_plain_next(ctx):\n"
                      f"    open({str(tmp_path / 'b')!r}, 'w').write(str(os.getpid()))\n")
-    proc = run_cli("validate", "--json", env={"TORCHENV_VALIDATE_EXTRA_CHECKS": str(plant)})
+    proc = run_cli("validate", "--json", "--only", "plain_fail,plain_next",
+                   env={"TORCHENV_VALIDATE_EXTRA_CHECKS": str(plant)})
     assert proc.returncode == 1
+    checks = by_name(load(proc.stdout))
+    assert checks["plain_fail"]["status"] == "fail" and checks["plain_next"]["status"] == "pass"
     assert (tmp_path / "a").read_text() == (tmp_path / "b").read_text()
 
 
