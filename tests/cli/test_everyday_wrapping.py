@@ -150,11 +150,14 @@ def test_doctor_fix_is_one_line_on_an_80_column_terminal(bare_python: Path) -> N
 
 #: an old Windows driver: the pick (2.5.1 cu118) is older than builds whose arch list is not
 #: known, and the reason naming one of them gives the flags that take it
-OLD_WIN = ["--driver", "472.12", "--gpu", "8.6", "--python", "3.12", "--platform", "win-amd64"]
+# a Volta card held to CUDA 12.9: 2.8.0 cu129, with the newer cu129 builds whose lists are not
+# known named in a reason that carries the flags to take them
+VOLTA_CU129 = ["--driver", "580.65.06", "--gpu", "7.0", "--cuda", "12.9", "--python", "3.12",
+               "--platform", "linux-x86_64"]
 
 
 def test_resolve_commands_and_flags_are_one_line_on_an_80_column_terminal() -> None:
-    flags = [*OLD_WIN, "--index-base", LONG_BASE]
+    flags = [*VOLTA_CU129, "--index-base", LONG_BASE]
     doc = json.loads(run_cli(["resolve", *flags, "--json"]).stdout)
     out = _on_a_terminal(["resolve", *flags])
     for command in doc["commands"].values():
