@@ -405,6 +405,28 @@ def _no_cu118(docs: dict[str, Any]) -> str:
     raise AssertionError("every release before 2.6 has cu118")
 
 
+@pytest.mark.parametrize(("partial", "kept"), [
+    ({"oldest": "7.0"}, False),  # the rule's 5.0-9.0 has 5.0 and 6.0 below it
+    ({"includes": ["8.9"]}, False),  # not in 5.0-9.0
+    ({"oldest": "5.0", "includes": ["6.0"]}, True),
+])
+def test_a_rule_never_gives_a_list_that_contradicts_the_partial_one(
+        documents: dict[str, Any], partial: dict[str, Any], kept: bool) -> None:
+    """2.8.0 cu126 on Linux takes 5.0-9.0 from its neighbours (adjacent-releases-agree) unless
+    what a source says of it disagrees; either way what the source says stays with it."""
+    docs = copy.deepcopy(documents)
+    _variant_entry(docs, "2.8.0", "cu126")["arch_evidence"] = {"linux-x86_64": {
+        "sass": "unknown", "ptx": "unknown",
+        "partial": {**partial, "sources": ["pytorch-issue-160269"]}}}
+    rel = build_matrix(docs, origin=ORIGIN).release(TorchVersion("2.8.0"))
+    assert rel is not None
+    fact = rel.variant(VariantName("cu126")).arch_fact(Platform("linux-x86_64"))  # type: ignore[union-attr]
+    assert fact.partial is not None and fact.partial.sources == ("pytorch-issue-160269",)
+    assert fact.known is kept, fact
+    if kept:
+        assert fact.rule is not None and "adjacent-releases-agree" in fact.rule
+
+
 def test_the_older_status_field_still_reads_as_index_evidence(documents: dict[str, Any]) -> None:
     docs = copy.deepcopy(documents)
     v = _variant_entry(docs, "2.13.0", "xpu")

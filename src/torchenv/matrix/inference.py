@@ -306,8 +306,13 @@ def apply_inference(
     originals: dict[int, Variant] = {}
 
     def update(v: Variant, plat: Platform, fact: ArchFact) -> None:
-        if fact.partial is not None and fact.known and not agrees_with_partial(fact):
-            return  # a rule's list that contradicts what a source says of it is not used
+        written = v.arch_facts.get(plat)
+        if written is not None and written.partial is not None:
+            # what a source says of the list stays with it, and a rule's list that
+            # contradicts it is not used
+            fact = replace(fact, partial=written.partial)
+            if fact.known and not agrees_with_partial(fact):
+                return
         updates.setdefault(id(v), {})[plat] = fact
         originals[id(v)] = v
 
@@ -431,7 +436,7 @@ def _infer_from_statements(releases: Sequence[Release], by_variant: _Chains, upd
             source = updates.get(id(earlier), {}).get(plat) or earlier.arch_facts.get(plat)
             inferred = infer_same_as(source, v.same_as) if source is not None else None
             if inferred is not None:
-                update(v, plat, replace(inferred, partial=fact.partial))
+                update(v, plat, inferred)
 
 
 def _infer_from_neighbours(by_variant: _Chains,
@@ -569,7 +574,8 @@ def neighbours_in_chain(chain: Sequence[tuple[TorchVersion, ArchFact | None]], p
     def confirmed(part: Sequence[tuple[TorchVersion, ArchFact | None]]
                   ) -> tuple[tuple[TorchVersion, ArchFact], ...]:
         return tuple((t, f) for t, f in part if f is not None and (
-            (f.sass == "confirmed" and f.arch_list is not None) or f.partial is not None))
+            (f.sass == "confirmed" and f.arch_list is not None)
+            or (f.partial is not None and not f.known)))
 
     return Neighbours(confirmed(chain[:pos]), confirmed(chain[pos + 1:]),
                       linux if linux is not None and linux.known else None)
