@@ -165,6 +165,23 @@ def test_a_rank_dying_late_keeps_every_earlier_pass(tmp_path: Path) -> None:
     assert "SIGABRT" in crash["error"] or "Signal 6" in crash["error"], crash
 
 
+def test_a_name_no_rank_could_list_is_a_failure_of_the_launch_not_a_skip(
+        tmp_path: Path) -> None:
+    """Extra collectives are known only once the ranks list them: when the launch ends before
+    that, a name asked for may have been one, so the run fails rather than passing over it."""
+    proc = _collectives_with(tmp_path, "_planted_import_crash.py", "planted_unlisted")
+    assert proc.returncode == 1, proc.stderr
+    checks = by_name(load(proc.stdout))
+    unlisted = checks["planted_unlisted"]
+    assert unlisted["status"] == "fail", unlisted
+    assert "ended before its ranks listed their extra checks" in unlisted["error"], unlisted
+    assert "torchrun (gloo, 2 processes)" in unlisted["error"], unlisted
+    assert checks["gloo_allreduce"]["status"] == "fail"
+    # the progress speaks of the checks asked for only
+    assert "gloo_allreduce started" in proc.stderr
+    assert "nccl_allreduce started" not in proc.stderr, proc.stderr
+
+
 def test_a_start_up_crash_on_one_rank_reports_its_own_exception(tmp_path: Path) -> None:
     proc = _collectives_with(tmp_path, "_planted_startup_crash.py")
     assert proc.returncode == 1, proc.stderr

@@ -180,19 +180,20 @@ def main() -> int:
 
 
 def run(probe: Any, journal: Journal, out_dir: str, backend: str, timeout: float) -> int:
-    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-    torch: Any = importlib.import_module("torch")
-    dist: Any = importlib.import_module("torch.distributed")
     rank = journal.rank
-    world = int(os.environ["WORLD_SIZE"])
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    device = "cpu"
     extras, before_init = extra_collectives()
-    # the names first, so that a check whose every rank hangs is still reported (as a failure)
+    # the names first, even before torch (whose import is slow on a busy node), so that a
+    # check whose every rank hangs is still reported (as a failure)
     plan_tmp = os.path.join(out_dir, f".extra.{rank}.tmp")
     with open(plan_tmp, "w", encoding="utf-8") as f:
         json.dump(sorted(extras), f)
     os.replace(plan_tmp, os.path.join(out_dir, "extra.json"))
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    torch: Any = importlib.import_module("torch")
+    dist: Any = importlib.import_module("torch.distributed")
+    world = int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = "cpu"
     journal.start("init_process_group")
     if backend == "nccl":
         torch.cuda.set_device(local_rank)

@@ -295,6 +295,8 @@ class _Outcome:
     launch: Launch
     proc: ProcessResult
     merged: dict[str, CheckResult]
+    planned: bool
+    """Whether its ranks listed their extra checks before the launch ended."""
     warnings: list[str] = field(default_factory=list)
     transports: list[str] = field(default_factory=list)
 
@@ -355,17 +357,24 @@ def judge_bus_bandwidth(result: CheckResult, transports: Sequence[str],
 def run_collectives(options: ValidationOptions, env: Mapping[str, str], scratch: Path,
                     notify: Callable[[ProgressEvent], None], *, cuda_devices: int,
                     nccl_available: bool, slices: Sequence[str], token: str,
-                    fabric: Sequence[FabricPath] = ()) -> list[CheckResult]:
-    """Launch the collective checks with torchrun and judge them; ``token`` marks every process
-    of the launches so that none outlives them; ``fabric`` describes the GPUs' links (NVML), to
-    judge the bus bandwidth by."""
+                    fabric: Sequence[FabricPath] = (),
+                    unknown: Sequence[str] = ()) -> list[CheckResult]:
+    """Launch the collective checks with torchrun and judge those ``options`` selects;
+    ``token`` marks every process of the launches so that none outlives them; ``fabric``
+    describes the GPUs' links (NVML), to judge the bus bandwidth by.
+
+    ``unknown``: names asked for that no other check has, which only the ranks can say are
+    extra collectives; one no rank listed because a launch ended first is a failure of that
+    launch, not a name that matched nothing.
+    """
     timeout = options.timeout if options.timeout is not None else DEFAULT_TIMEOUT
     nccl_blocked = nccl_unavailable(cuda_devices=cuda_devices, nccl_available=nccl_available,
                                     slices=slices)
     launches = collective_launches(cuda_devices=cuda_devices, nccl_usable=nccl_blocked is None,
                                    nnodes=options.nnodes, nproc_per_node=options.nproc_per_node)
     for c in COLLECTIVE_CHECKS:
-        notify(("start", c.name))
+        if options.selects(c.name):
+            notify(("start", c.name))
     limit, grace = collective_deadline(timeout)
     outcomes: list[_Outcome] = []
     extra_names: list[str] = []
@@ -384,10 +393,11 @@ def run_collectives(options: ValidationOptions, env: Mapping[str, str], scratch:
                             stderr_path=str(out_dir / "torchrun.err"),
                             token=token or uuid.uuid4().hex)
         try:
-            planned = [str(n) for n in json.loads((out_dir / "extra.json").read_text("utf-8"))]
+            planned: Optional[list[str]] = [
+                str(n) for n in json.loads((out_dir / "extra.json").read_text("utf-8"))]
         except (OSError, ValueError, TypeError):
-            planned = []
-        names = [*_launch_checks(launch), *planned]
+            planned = None
+        names = [*_launch_checks(launch), *(planned or ())]
         journals = read_journals(out_dir)
         merged = merge_rank_results(journals, names, expected_ranks=launch.nproc)
         transports = nccl_transports(out_dir) if launch.backend == "nccl" else []
@@ -400,11 +410,14 @@ def run_collectives(options: ValidationOptions, env: Mapping[str, str], scratch:
                 metrics={**r.metrics, "nccl_transports": transports})
         extra_names = list(dict.fromkeys(
             [*extra_names, *(n for n in merged if n not in COLLECTIVE_NAMES)]))
-        outcomes.append(_Outcome(launch, proc, merged, nccl_warnings(out_dir), transports))
+        outcomes.append(_Outcome(launch, proc, merged, planned is not None,
+                                 nccl_warnings(out_dir), transports))
 
     results: list[CheckResult] = []
     required = {c.name: c.required for c in COLLECTIVE_CHECKS}
     for name in [*COLLECTIVE_NAMES, *extra_names]:
+        if not options.selects(name):
+            continue
         needs_nccl = name in COLLECTIVE_NAMES and next(
             c.nccl for c in COLLECTIVE_CHECKS if c.name == name)
         result = _collective_result(name, needs_nccl, required.get(name, True), outcomes,
@@ -414,7 +427,23 @@ def run_collectives(options: ValidationOptions, env: Mapping[str, str], scratch:
             result = judge_bus_bandwidth(result, used, fabric)
         results.append(result)
         notify(("result", result))
+    unplanned = next((o for o in outcomes if not o.planned), None)
+    for name in unknown:
+        if unplanned is not None and name not in extra_names:
+            result = _unplanned(name, unplanned)
+            results.append(result)
+            notify(("result", result))
     return results
+
+
+def _unplanned(name: str, o: _Outcome) -> CheckResult:
+    launch = f"torchrun ({o.launch.backend}, {o.launch.nproc} processes)"
+    return CheckResult(
+        name=name, status="fail", seconds=o.proc.seconds, required=True, level="full",
+        error=f"{launch} ended before its ranks listed their extra checks, so whether "
+              f"{name!r} is one of them is unknown: {_torchrun_failure(o.proc)}",
+        hint="see the log; 'torchenv validate --json' lists the names of the checks",
+        log=o.proc.stderr.strip()[-3000:] or None)
 
 
 def _collective_result(name: str, needs_nccl: bool, required: bool,

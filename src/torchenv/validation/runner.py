@@ -309,11 +309,11 @@ def validate(options: ValidationOptions,
             slices = gpu_slices(hello.get("cuda_device_names") or (), vgpus(gpus[0]))
             used = [g for g in gpus[0] if any(
                 nvml_gpu_of(r.metrics.get("gpu") or {}, [g]) for r in results)] or gpus[0]
-            results += [r for r in run_collectives(
+            results += run_collectives(
                 options, env, scratch, notify, cuda_devices=int(hello.get("cuda_devices", 0)),
                 nccl_available=bool(hello.get("nccl_available", True)), slices=slices,
-                token=token, fabric=[fabric_path(g) for g in used])
-                if options.selects(r.name)]
+                token=token, fabric=[fabric_path(g) for g in used],
+                unknown=_unknown_names(options, probe_names))
         if health:
             notify(("start", "node health"))  # the node's health needs NVML, not torch
             after = read_gpus(env)[0] if gpus[0] else None  # the counters after the workload
@@ -383,8 +383,14 @@ def _wants_collectives(options: ValidationOptions, probe_names: set[str]) -> boo
     check has (an extra collective is only known once its ranks report)."""
     if options.only is None:
         return True
-    return any(n in COLLECTIVE_NAMES or (n not in probe_names and not n.startswith("health"))
-               for n in options.only)
+    return any(n in COLLECTIVE_NAMES for n in options.only) or bool(
+        _unknown_names(options, probe_names))
+
+
+def _unknown_names(options: ValidationOptions, probe_names: set[str]) -> list[str]:
+    """The ``--only`` names that no probe, collective or health check has."""
+    return sorted(n for n in options.only or () if n not in COLLECTIVE_NAMES
+                  and n not in probe_names and not n.startswith("health"))
 
 
 def _unmatched(options: ValidationOptions, results: Sequence[CheckResult]) -> list[CheckResult]:
