@@ -1,4 +1,5 @@
-"""Resolve benchmarks: ``resolve --json`` end to end, a full in-process sweep, peak RSS.
+"""Resolve benchmarks: ``resolve --json`` end to end and where its time goes, a full in-process
+sweep, peak RSS.
 
 Usage: python bench/bench_resolve.py [--runs N] [--sweep-runs N] [--rss-runs N]
                                      [--no-pyc] [--cwd DIR]
@@ -10,6 +11,11 @@ Targets
   * every platform x every Python version the matrix knows x 6 hardware profiles, resolved
     in-process (Overrides.from_sources + apply_overrides + resolve; NoMatch counts as a result):
     <= 1 s per sweep. The matrix is loaded once, outside the timed sweep (reported separately).
+  * (information) where the time goes, each line adding to the one before: the interpreter;
+    importing every module ``resolve --json`` loads from outside torchenv (found by running it);
+    then torchenv's own modules too, doing nothing (with what re-creating its dataclasses costs,
+    in-process); then the whole command (the difference is the work: matrix, detection,
+    decision, JSON).
   * peak RSS of ``torchenv resolve --json``: <= 60 MB (ru_maxrss of the child, read in a fresh
     wrapper process via resource.getrusage(RUSAGE_CHILDREN); /usr/bin/time -v as a cross-check).
 """
@@ -188,6 +194,75 @@ def bench_rss(rss_runs: int) -> list:  # type: ignore[type-arg]
     return rows
 
 
+# Run in a child: the modules ``resolve --json`` loads (top-level names outside torchenv, full
+# names inside), and the cost of creating its dataclasses again with the same fields and options.
+MODULES_PROBE = """\
+import sys
+before = set(sys.modules)
+import io
+from torchenv.cli import main
+stdout, sys.stdout = sys.stdout, io.StringIO()
+main(["resolve", "--json"])
+sys.stdout = stdout
+loaded = sorted(set(sys.modules) - before)
+import dataclasses, json, time
+own = [m for m in loaded if m.split(".")[0] == "torchenv"]
+others = sorted({m.split(".")[0] for m in loaded if m.split(".")[0] != "torchenv"
+                 and not m.startswith("_")})
+classes = [c for m in own for c in vars(sys.modules[m]).values()
+           if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == m]
+t0 = time.perf_counter()
+for c in classes:
+    p = c.__dataclass_params__
+    dataclasses.make_dataclass(c.__name__, [(f.name, f.type, f) for f in dataclasses.fields(c)],
+                               frozen=p.frozen, order=p.order, eq=p.eq)
+ms = (time.perf_counter() - t0) * 1000.0
+print(json.dumps({"own": own, "others": others, "dataclasses": len(classes), "ms": ms}))
+"""
+
+
+def bench_parts(runs: int) -> list:  # type: ignore[type-arg]
+    """Where ``resolve --json``'s time goes: the interpreter, the modules it loads from outside
+    torchenv, torchenv's own modules (of which re-creating its dataclasses), and the work."""
+    import json
+
+    found = json.loads(subprocess.run([PYTHON, "-c", MODULES_PROBE], capture_output=True,
+                                      text=True, env=bench_env(), cwd=child_cwd(),
+                                      check=True).stdout.splitlines()[-1])
+    others = ", ".join(found["others"])
+    cases = {
+        "python -c pass": [PYTHON, "-c", "pass"],
+        "baseline: import packaging.version, yaml": [PYTHON, "-c", BASELINE_SRC],
+        "import what resolve loads from outside torchenv": [PYTHON, "-c", f"import {others}"],
+        "... and torchenv's modules (no work)": [
+            PYTHON, "-c", f"import {others}, {', '.join(found['own'])}"],
+        "python -m torchenv resolve --json": [PYTHON, "-m", "torchenv", "resolve", "--json"],
+    }
+    t = alternate(cases, runs=runs)
+    m = {name: median(xs) for name, xs in t.items()}
+    stdlib = m["import what resolve loads from outside torchenv"]
+    own = m["... and torchenv's modules (no work)"]
+    full = m["python -m torchenv resolve --json"]
+    print(f"\nloaded from outside torchenv ({len(found['others'])}): {others}")
+    print(f"torchenv modules loaded: {len(found['own'])}; dataclasses among them: "
+          f"{found['dataclasses']}")
+    return [
+        row("python -c pass", t["python -c pass"], note="the interpreter"),
+        row("baseline: import packaging.version, yaml",
+            t["baseline: import packaging.version, yaml"], note="1.0x"),
+        row("import what resolve loads from outside torchenv",
+            t["import what resolve loads from outside torchenv"],
+            note=f"+{stdlib - m['python -c pass']:.0f} ms over the interpreter; "
+                 f"{stdlib / m['baseline: import packaging.version, yaml']:.2f}x baseline"),
+        row("... and torchenv's modules (no work)", t["... and torchenv's modules (no work)"],
+            note=f"+{own - stdlib:.0f} ms; re-creating its {found['dataclasses']} dataclasses "
+                 f"in-process: {found['ms']:.0f} ms"),
+        row("python -m torchenv resolve --json", t["python -m torchenv resolve --json"],
+            note=f"+{full - own:.0f} ms of work (matrix, detection, decision, JSON); "
+                 f"{full / stdlib:.2f}x the modules from outside torchenv"),
+    ]
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_args(p)
@@ -211,6 +286,9 @@ def main() -> int:
         e2e.append(row(name, t[name], f"<= {RATIO_TARGET}x baseline", r <= RATIO_TARGET,
                        f"{r:.2f}x"))
     print_table(e2e, "resolve --json end to end (detection included)")
+
+    print_table(bench_parts(args.runs), "where resolve --json's time goes (medians; "
+                "each line adds to the one before)")
 
     sweep = bench_sweep(args.sweep_runs)
     print_table(sweep, "in-process sweep")
