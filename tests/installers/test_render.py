@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from installer_helpers import clean_env, resolve_json, torchenv
+from installer_helpers import clean_env, resolve_json, torchenv, torchenv_here
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 
@@ -46,9 +46,9 @@ CONDA_SUBDIR = {"linux-x86_64": "linux-64", "win-amd64": "win-64", "macos-arm64"
 
 
 def render(fmt: str, flags: list[str], cwd: Path, *extra: str) -> tuple[str, dict[str, Any]]:
-    """(file text, plan JSON) from ``torchenv env --format FMT --json``."""
-    proc = torchenv("env", "--format", fmt, "--json", *flags, *extra, cwd=cwd)
-    out = json.loads(proc.stdout)
+    """(file text, plan JSON) from ``torchenv env --format FMT --json``, run in this process
+    (the other tests here run it as a child, as a user does)."""
+    out = json.loads(torchenv_here("env", "--format", fmt, "--json", *flags, *extra, cwd=cwd))
     assert out["format"] == fmt
     return out["content"], out["plan"]
 
