@@ -55,6 +55,17 @@ def test_unsatisfiable_exits_3_with_a_null_torch_and_reasons() -> None:
     doc = json.loads(r.stdout)
     assert doc["torch"] is None and doc["rejected"]
     assert any("--variant cpu" in f for f in doc["fixes"])
+    # the failure keys every --json failure has: the nearest fix is the hint
+    assert doc["exit_code"] == 3 and doc["hint"] == doc["fixes"][0]
+
+
+def test_without_candidates_the_text_does_not_offer_to_list_them() -> None:
+    r = run_cli(["resolve", "--gpu", "8.6"])  # a GPU whose driver cannot be read
+    assert r.returncode == 3
+    assert "driver version could not be read" in r.stderr
+    assert "--explain lists every candidate" not in r.stderr
+    r = run_cli(["resolve", "--driver", "390.116", "--gpu", "6.1", "--python", "3.12"])
+    assert "--explain lists every candidate" in r.stderr
 
 
 def test_unsatisfiable_on_the_terminal_prints_the_fixes() -> None:

@@ -276,7 +276,9 @@ def test_install_dry_run_prints_a_runnable_pip_command(
         cwd=cli_cwd,
     )
     out = json.loads(proc.stdout)
-    assert out["ran"] is False
+    assert out["ran"] is False and out["returncode"] is None
+    # the plan is the one resolve prints, commands included
+    assert out["plan"]["commands"]["pip"] and out["plan"]["commands"]["uv"]
     argv = shlex.split(out["command"])
     assert argv[:4] == [sys.executable, "-m", "pip", "install"]
     # the same command, with pip's own name: exactly the cu128 files

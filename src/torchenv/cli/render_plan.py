@@ -193,5 +193,6 @@ def render_no_match(exc: NoMatch, *, explain: bool) -> None:
         for title, lines in groups.items():
             err.print(f"  {escape(title)}: {len(lines)} candidates, e.g. {escape(lines[0])}",
                       soft_wrap=True)
-        err.print("  (--explain lists every candidate)")
+        if exc.rejected:
+            err.print("  (--explain lists every candidate)")
     sys.stderr.flush()

@@ -515,10 +515,14 @@ def run_install(args: argparse.Namespace) -> int:
         print(f"torchenv: warning: {w}", file=out)
     for w in plan.host_warnings:
         print(f"torchenv: warning: detection could not read everything: {w}", file=out)
+    # the keys of the --json document; returncode, timed_out and output_tail are null until
+    # the installer runs
+    document: dict[str, object] = {
+        "command": command, "argv": argv, "ran": False, "returncode": None, "timed_out": None,
+        "output_tail": None, "notes": notes, "plan": plan.to_json(_commands(args, plan, host))}
     if args.dry_run:
         if args.json:
-            emit_json({"command": command, "argv": argv, "ran": False, "notes": notes,
-                       "plan": plan.to_json()})
+            emit_json(document)
         else:
             print(command)
         return 0
@@ -540,24 +544,13 @@ def run_install(args: argparse.Namespace) -> int:
         if answer not in ("y", "yes"):
             print("nothing installed", file=out)
             if args.json:
-                emit_json({"command": command, "argv": argv, "ran": False, "notes": notes,
-                           "plan": plan.to_json()})
+                emit_json(document)
             return 1
     echo = _Echo(to_stderr_only=args.json)
     result = run_process(argv, timeout=timeout, on_output=echo)
     if args.json:
-        emit_json(
-            {
-                "command": command,
-                "argv": argv,
-                "ran": True,
-                "returncode": result.returncode,
-                "timed_out": result.timed_out,
-                "output_tail": echo.tail,
-                "notes": notes,
-                "plan": plan.to_json(),
-            }
-        )
+        emit_json({**document, "ran": True, "returncode": result.returncode,
+                   "timed_out": result.timed_out, "output_tail": echo.tail})
     if not result.ok:
         print(f"torchenv: error: {result.describe_failure()}", file=out)
         if result.timed_out:

@@ -274,6 +274,8 @@ class NoMatch(Unsatisfiable):
             "commands": {},
             "warnings": [],
             "error": self.message,
+            "hint": self.fixes[0].text(spell) if self.fixes else None,
+            "exit_code": self.exit_code,
             "fixes": [f.text(spell) for f in self.fixes],
             "rejected": [r.to_json() for r in self.rejected],
             "matrix_version": self.matrix_version,
