@@ -114,3 +114,28 @@ def test_a_network_error_exits_4_never_1() -> None:
     from torchenv.errors import NetworkError
 
     assert NetworkError("offline").exit_code == 4
+
+
+def _value_options() -> Iterator[tuple[str, list[str], str]]:
+    for path, leaf in _leaves(build_parser()):
+        for action in leaf._actions:
+            if action.option_strings and action.nargs != 0:
+                yield " ".join(path), list(path), action.option_strings[-1]
+
+
+@pytest.mark.parametrize(("command", "path", "option"),
+                         [pytest.param(c, p, o, id=f"{c} {o}") for c, p, o in _value_options()])
+def test_an_empty_value_is_refused_by_the_parser_naming_the_option(
+        command: str, path: list[str], option: str) -> None:
+    """``--host "$FILE"`` with the variable unset gives ``--host ''``: never "not given"."""
+    parser = build_parser()
+    leaf = dict(_leaves(parser))[tuple(path)]
+    words = _required_words(leaf)
+    if option in words:  # a required option: its own empty value replaces the placeholder
+        words[words.index(option) + 1] = ""
+    else:
+        words += [option, ""]
+    with pytest.raises(BadInput) as caught:
+        parse(parser, [*path, *words])
+    assert option in str(caught.value)
+    assert caught.value.hint and f"torchenv {command} --help" in caught.value.hint

@@ -46,13 +46,29 @@ COMMANDS = {
 """Each command and the module of :mod:`torchenv.cli` that registers it."""
 
 
+def _given_value(text: str) -> str:
+    """An option's text value as given, refused when empty: ``--host "$FILE"`` with the
+    variable unset must not quietly mean "this machine"."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is {'blank' if text else 'empty'}: give a value, or leave the option out")
+    return text
+
+
 class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors go through the one error boundary (exit 2)."""
+    """An ArgumentParser whose usage errors go through the one error boundary (exit 2), and
+    whose options and arguments without a type of their own refuse an empty value."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.register("type", None, _given_value)  # the type of those declared without one
         # the innermost (sub)command's defaults win, so a usage error names its own --help
         self.set_defaults(_usage_prog=self.prog)
+
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        action = super().add_subparsers(**kwargs)
+        action.type = str  # the words after a command are for the command's own parser to judge
+        return action
 
     def error(self, message: str) -> NoReturn:
         raise BadInput(message, hint=f"see '{self.prog} --help'")
