@@ -54,3 +54,39 @@ def test_the_command_line_refuses_a_fullwidth_gpu() -> None:
     assert res.returncode == 2
     assert "--gpu: '\uff18.\uff16' is not a compute capability" in res.stderr
     assert "outside ASCII" in res.stderr
+
+
+# --------------------------------------------------------------- "no accelerator" beside one
+
+_D = "550.54.15"
+
+
+@pytest.mark.parametrize(("flags", "environ", "conflict"), [
+    ({"no_gpu": True, "driver": _D}, {}, "--no-gpu conflicts with --driver 550.54.15"),
+    ({"no_gpu": True, "gpus": ["8.6"]}, {}, "--no-gpu conflicts with --gpu 8.6"),
+    ({"no_gpu": True, "rocm_archs": ["gfx1100"]}, {}, "--no-gpu conflicts with --rocm-arch"),
+    ({}, {"TORCHENV_GPUS": "", "TORCHENV_DRIVER_VERSION": _D},
+     "TORCHENV_GPUS='' conflicts with TORCHENV_DRIVER_VERSION=550.54.15"),
+], ids=["flag-driver", "flag-gpu", "flag-rocm", "variables"])
+def test_no_accelerator_beside_one_from_the_same_kind_of_source_is_refused(
+        flags: dict[str, object], environ: dict[str, str], conflict: str) -> None:
+    with pytest.raises(BadInput, match=conflict):
+        Overrides.from_sources(environ=environ, **flags)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("flags", "environ", "no_gpu", "driver", "gpus"), [
+    # the flag --driver wins over an empty TORCHENV_GPUS: the GPUs are detected
+    ({"driver": _D}, {"TORCHENV_GPUS": ""}, False, _D, None),
+    # the flag --no-gpu wins over the variables that describe a GPU
+    ({"no_gpu": True}, {"TORCHENV_DRIVER_VERSION": _D}, True, None, ()),
+    ({"no_gpu": True}, {"TORCHENV_GPUS": "8.6"}, True, None, ()),
+    # an empty TORCHENV_GPUS alone: no GPU
+    ({}, {"TORCHENV_GPUS": ""}, True, None, ()),
+], ids=["driver-flag", "no-gpu-flag-driver-variable", "no-gpu-flag-gpus-variable", "empty"])
+def test_between_a_flag_and_a_variable_the_flag_wins(
+        flags: dict[str, object], environ: dict[str, str], no_gpu: bool, driver: str | None,
+        gpus: tuple[str, ...] | None) -> None:
+    o = Overrides.from_sources(environ=environ, **flags)  # type: ignore[arg-type]
+    assert o.no_gpu is no_gpu
+    assert (str(o.driver) if o.driver else None) == driver
+    assert o.gpus == gpus

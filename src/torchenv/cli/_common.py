@@ -195,17 +195,6 @@ def overrides_from_args(
         elif variable is not None and variable in environ and (
                 environ[variable].strip() or field == "gpus"):  # empty TORCHENV_GPUS: no GPU
             given(args, field, "variable")
-    if getattr(args, "no_gpu", False):
-        described = [(flag, value) for flag, value in (
-            ("--driver", getattr(args, "driver", None)),
-            ("--gpu", getattr(args, "gpu", None)),
-            ("--rocm-arch", getattr(args, "rocm_arch", None))) if value]
-        if described:
-            flag, value = described[0]
-            shown = value if isinstance(value, str) else value[0]
-            raise BadInput(f"--no-gpu conflicts with {flag} {shown}: one says there is no "
-                           "accelerator, the other describes one",
-                           hint=f"drop --no-gpu, or drop {flag}")
     return Overrides.from_sources(
         driver=getattr(args, "driver", None),
         gpus=getattr(args, "gpu", None),

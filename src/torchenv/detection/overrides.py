@@ -174,8 +174,14 @@ class Overrides:
         no_gpu: bool = False,
         environ: Mapping[str, str] | None = None,
     ) -> Overrides:
-        """Flags first, then ``TORCHENV_*`` variables; every value validated (BadInput, exit 2)."""
+        """Flags first, then ``TORCHENV_*`` variables; every value validated (BadInput, exit 2).
+
+        "No accelerator" (``no_gpu``, or an empty ``TORCHENV_GPUS``) beside a described one (a
+        driver, GPUs, ROCm targets) is a contradiction when both come from flags or both from
+        variables; between a flag and a variable, the flag wins.
+        """
         env = environ or {}
+        flag_driver = driver
         if driver is None and env.get("TORCHENV_DRIVER_VERSION", "").strip():
             driver = env["TORCHENV_DRIVER_VERSION"]
             driver_origin = "TORCHENV_DRIVER_VERSION"
@@ -183,6 +189,7 @@ class Overrides:
             driver_origin = "--driver"
         gpu_origin = "--gpu"
         gpu_list: list[str] | None = list(gpus) if gpus else None
+        no_gpu_origin = "--no-gpu"
         if gpu_list is None and "TORCHENV_GPUS" in env:
             gpu_origin = "TORCHENV_GPUS"
             raw = env["TORCHENV_GPUS"].strip()
@@ -192,8 +199,32 @@ class Overrides:
                                hint="give comma-separated compute capabilities, e.g. 8.6,9.0; "
                                "an empty value means no GPU", field="gpus",
                                value=env["TORCHENV_GPUS"])
-            if not gpu_list:
-                no_gpu = True  # CLI.md: an empty TORCHENV_GPUS means "no GPU" (as --no-gpu)
+            if not gpu_list and not no_gpu:
+                if flag_driver or rocm_archs:
+                    gpu_list = None  # a flag describing a GPU wins over the variable
+                else:
+                    # CLI.md: an empty TORCHENV_GPUS means "no GPU" (as --no-gpu)
+                    no_gpu, no_gpu_origin = True, "TORCHENV_GPUS=''"
+        # every value given is read, even one that a flag then overrides: a malformed variable
+        # is bad input wherever it is
+        driver_version = read_driver_version(driver, origin=driver_origin) if driver else None
+        capabilities = (tuple(read_compute_capability(g, origin=gpu_origin) for g in gpu_list)
+                        if gpu_list is not None else None)
+        if no_gpu:
+            by_flag = no_gpu_origin == "--no-gpu"
+            described = [(origin, value) for origin, value in (
+                (driver_origin, driver), (gpu_origin, gpu_list and gpu_list[0]),
+                ("--rocm-arch", rocm_archs and rocm_archs[0])) if value]
+            same_kind = [(o, v) for o, v in described if o.startswith("--") == by_flag]
+            if same_kind:
+                origin, value = same_kind[0]
+                raise BadInput(
+                    f"{no_gpu_origin} conflicts with {origin}{' ' if by_flag else '='}{value}: "
+                    "one says there is no "
+                    "accelerator, the other describes one",
+                    hint=f"drop {origin}, or drop --no-gpu" if by_flag else
+                    f"unset {origin}, or set TORCHENV_GPUS to the GPUs' compute capabilities")
+            driver_version, capabilities = None, ()  # the flag wins over variables describing one
         if platform is None and env.get("TORCHENV_PLATFORM", "").strip():
             platform = env["TORCHENV_PLATFORM"]
             plat_origin = "TORCHENV_PLATFORM"
@@ -205,9 +236,8 @@ class Overrides:
         else:
             py_origin = "--python"
         return cls(
-            driver=read_driver_version(driver, origin=driver_origin) if driver else None,
-            gpus=tuple(read_compute_capability(g, origin=gpu_origin) for g in gpu_list)
-            if gpu_list is not None else None,
+            driver=driver_version,
+            gpus=capabilities,
             rocm_archs=tuple(normalize_rocm_arch(a) for a in rocm_archs) if rocm_archs else None,
             platform=read_platform(platform, origin=plat_origin) if platform else None,
             python=normalize_python(python, origin=py_origin) if python else None,
