@@ -338,6 +338,18 @@ def test_cpu_is_never_chosen_silently_on_a_gpu_host(matrix: Matrix) -> None:
     assert Fix(({"variant": "cpu"}, " installs the CPU build explicitly")) in info.value.fixes
 
 
+def test_the_macos_arm64_build_is_not_a_build_for_an_nvidia_gpu(matrix: Matrix) -> None:
+    """It uses Apple's GPU: an NVIDIA GPU described on macOS arm64 has no build, as on macOS
+    x86_64, instead of quietly getting the MPS build."""
+    for platform in ("macos-arm64", "macos-x86_64"):
+        with pytest.raises(NoMatch) as info:
+            resolve(Request(), _host("580.65.06", "8.6", platform=platform), matrix)
+        assert any(r.category == "cpu-on-gpu-host" for r in info.value.rejected)
+    plan = resolve(Request(variant=VariantName("cpu")),
+                   _host("580.65.06", "8.6", platform="macos-arm64"), matrix)
+    assert plan.accelerator == "mps"
+
+
 def test_torchvision_and_torchaudio_follow_the_pairing(matrix: Matrix) -> None:
     for r in matrix.releases:
         if "3.10" not in r.python.get("linux-x86_64", ()):

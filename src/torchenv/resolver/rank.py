@@ -91,13 +91,14 @@ def ranked(request: Request, host: HostProfile,
            matrix: Matrix) -> tuple[list[Candidate], list[Rejection]]:
     """The compatible candidates best first, and the rejected ones.
 
-    On a host with an NVIDIA or AMD GPU a CPU build is never chosen silently: when no GPU build
-    fits, the CPU builds are rejected too (unless a variant was asked for by name).
+    On a host with an NVIDIA or AMD GPU a CPU build is never chosen silently: when no build for
+    one of its GPUs fits, the CPU builds are rejected too (unless a variant was asked for by
+    name). The macOS arm64 build uses Apple's GPU, not one of those.
     """
     compatible, rejected = evaluate(request, host, matrix)
     kinds = gpu_kinds(host)
     if (kinds & {"cuda", "rocm"} and not request.explicit_variant
-            and not any(c.gpu_build for c in compatible)):
+            and not any(c.variant.kind in kinds for c in compatible)):
         rejected += [Rejection.of(c.release.torch, c.variant.name,
                                   "CPU build: not chosen on a GPU host without --variant cpu",
                                   "cpu-on-gpu-host") for c in compatible]
