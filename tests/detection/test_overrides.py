@@ -65,10 +65,8 @@ _D = "550.54.15"
     ({"no_gpu": True, "driver": _D}, {}, "--no-gpu conflicts with --driver 550.54.15"),
     ({"no_gpu": True, "gpus": ["8.6"]}, {}, "--no-gpu conflicts with --gpu 8.6"),
     ({"no_gpu": True, "rocm_archs": ["gfx1100"]}, {}, "--no-gpu conflicts with --rocm-arch"),
-    ({}, {"TORCHENV_GPUS": "", "TORCHENV_DRIVER_VERSION": _D},
-     "TORCHENV_GPUS='' conflicts with TORCHENV_DRIVER_VERSION=550.54.15"),
-], ids=["flag-driver", "flag-gpu", "flag-rocm", "variables"])
-def test_no_accelerator_beside_one_from_the_same_kind_of_source_is_refused(
+], ids=["flag-driver", "flag-gpu", "flag-rocm"])
+def test_no_gpu_beside_a_flag_describing_one_is_refused(
         flags: dict[str, object], environ: dict[str, str], conflict: str) -> None:
     with pytest.raises(BadInput, match=conflict):
         Overrides.from_sources(environ=environ, **flags)  # type: ignore[arg-type]
@@ -80,10 +78,12 @@ def test_no_accelerator_beside_one_from_the_same_kind_of_source_is_refused(
     # the flag --no-gpu wins over the variables that describe a GPU
     ({"no_gpu": True}, {"TORCHENV_DRIVER_VERSION": _D}, True, None, ()),
     ({"no_gpu": True}, {"TORCHENV_GPUS": "8.6"}, True, None, ()),
-    # an empty TORCHENV_GPUS alone: no GPU
+    # an empty TORCHENV_GPUS alone, or beside the driver's variable: no GPU
     ({}, {"TORCHENV_GPUS": ""}, True, None, ()),
-], ids=["driver-flag", "no-gpu-flag-driver-variable", "no-gpu-flag-gpus-variable", "empty"])
-def test_between_a_flag_and_a_variable_the_flag_wins(
+    ({}, {"TORCHENV_GPUS": "", "TORCHENV_DRIVER_VERSION": _D}, True, None, ()),
+], ids=["driver-flag", "no-gpu-flag-driver-variable", "no-gpu-flag-gpus-variable", "empty",
+        "empty-and-driver-variable"])
+def test_a_flag_wins_over_a_variable_and_an_empty_gpus_variable_over_the_driver_s(
         flags: dict[str, object], environ: dict[str, str], no_gpu: bool, driver: str | None,
         gpus: tuple[str, ...] | None) -> None:
     o = Overrides.from_sources(environ=environ, **flags)  # type: ignore[arg-type]

@@ -177,8 +177,8 @@ class Overrides:
         """Flags first, then ``TORCHENV_*`` variables; every value validated (BadInput, exit 2).
 
         "No accelerator" (``no_gpu``, or an empty ``TORCHENV_GPUS``) beside a described one (a
-        driver, GPUs, ROCm targets) is a contradiction when both come from flags or both from
-        variables; between a flag and a variable, the flag wins.
+        driver, GPUs, ROCm targets) is a contradiction when both come from flags; between a flag
+        and a variable the flag wins, and among variables the empty ``TORCHENV_GPUS`` does.
         """
         env = environ or {}
         flag_driver = driver
@@ -211,20 +211,16 @@ class Overrides:
         capabilities = (tuple(read_compute_capability(g, origin=gpu_origin) for g in gpu_list)
                         if gpu_list is not None else None)
         if no_gpu:
-            by_flag = no_gpu_origin == "--no-gpu"
-            described = [(origin, value) for origin, value in (
+            flags = [(origin, value) for origin, value in (
                 (driver_origin, driver), (gpu_origin, gpu_list and gpu_list[0]),
-                ("--rocm-arch", rocm_archs and rocm_archs[0])) if value]
-            same_kind = [(o, v) for o, v in described if o.startswith("--") == by_flag]
-            if same_kind:
-                origin, value = same_kind[0]
-                raise BadInput(
-                    f"{no_gpu_origin} conflicts with {origin}{' ' if by_flag else '='}{value}: "
-                    "one says there is no "
-                    "accelerator, the other describes one",
-                    hint=f"drop {origin}, or drop --no-gpu" if by_flag else
-                    f"unset {origin}, or set TORCHENV_GPUS to the GPUs' compute capabilities")
-            driver_version, capabilities = None, ()  # the flag wins over variables describing one
+                ("--rocm-arch", rocm_archs and rocm_archs[0]))
+                if value and origin.startswith("--")]
+            if no_gpu_origin == "--no-gpu" and flags:
+                origin, value = flags[0]
+                raise BadInput(f"--no-gpu conflicts with {origin} {value}: one says there is no "
+                               "accelerator, the other describes one",
+                               hint=f"drop {origin}, or drop --no-gpu")
+            driver_version, capabilities = None, ()  # over the variables that describe one
         if platform is None and env.get("TORCHENV_PLATFORM", "").strip():
             platform = env["TORCHENV_PLATFORM"]
             plat_origin = "TORCHENV_PLATFORM"

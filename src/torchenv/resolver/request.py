@@ -27,8 +27,13 @@ class Request:
             from torchenv.matrix.index import check_index_base
 
             check_index_base(self.index_base)
-        if self.cuda is not None and self.variant is not None and self.variant.kind != "cuda":
-            raise BadInput(f"--cuda {self.cuda} contradicts --variant {self.variant}",
+        if (self.cuda is not None and self.variant is not None
+                and self.variant.cuda != self.cuda):
+            built = (f"a CUDA {self.variant.cuda} build" if self.variant.cuda is not None
+                     else {"cpu": "the CPU build", "rocm": "a ROCm build"}.get(
+                         self.variant.kind, f"the {self.variant.kind.upper()} build"))
+            raise BadInput(f"{self.cuda} contradicts the variant {self.variant} ({built})",
+                           hint="give one of them: a CUDA variant names its CUDA version",
                            field="cuda", value=str(self.cuda))
 
     @property
