@@ -73,6 +73,22 @@ def test_a_hanging_interpreter_named_to_detect_is_bad_input(tmp_path: Path) -> N
     assert res.returncode == 2, res.stdout + res.stderr
     assert f"interpreter {hang} did not answer within 1 s" in res.stderr
     assert time.monotonic() - start < 5
+    # the message names the flag that gave the interpreter
+    assert res.stderr.startswith("torchenv: error: --python-exe: "), res.stderr
+
+
+@pytest.mark.parametrize(("args", "env", "named"), [
+    (["detect", "--python-exe", "/bin/false"], {}, "--python-exe"),
+    (["install", "--dry-run", "--python-exe", "/bin/false"], {}, "--python-exe"),
+    (["resolve", "--python", "/bin/false"], {}, "--python"),
+    (["resolve"], {"TORCHENV_PYTHON": "/bin/false"}, "TORCHENV_PYTHON"),
+], ids=["detect", "install", "resolve-flag", "resolve-variable"])
+def test_an_interpreter_that_fails_is_blamed_on_what_named_it(
+        args: list[str], env: dict[str, str], named: str) -> None:
+    res = run_cli(args, clean_env(**env), timeout=60)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr.startswith(
+        f"torchenv: error: {named}: cannot inspect the interpreter /bin/false"), res.stderr
 
 
 @pytest.mark.parametrize(

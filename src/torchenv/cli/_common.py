@@ -220,7 +220,9 @@ def host_from_args(
     if wanted and is_interpreter_path(wanted):
         # `--python PATH` (or TORCHENV_PYTHON=PATH) names an interpreter to inspect rather than
         # a version to target; the variable is consumed here, so it is not read as a version
-        python_executable = python_executable or wanted
+        if python_executable is None:
+            python_executable = wanted
+            given(args, "interpreter", sources(args).get("python", "flag"))
         args.target_python = None
         environ = {k: v for k, v in os.environ.items() if k != "TORCHENV_PYTHON"}
     overrides = overrides_from_args(args, environ)

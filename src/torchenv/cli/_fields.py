@@ -33,7 +33,7 @@ __all__ = [
     "spell",
 ]
 
-Source = Literal["flag", "variable", "pyproject"]
+Source = Literal["flag", "variable", "pyproject", "alias"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class Field:
     flag: str
     variable: Optional[str] = None
     pyproject: Optional[str] = None  # the key in [tool.torchenv]
+    alias: Optional[str] = None  # the flag of the commands that give it by another name
 
     def name(self, source: Source) -> str:
         """The words naming ``source`` (the flag when the field has no such source)."""
@@ -50,10 +51,13 @@ class Field:
             return self.variable
         if source == "pyproject" and self.pyproject:
             return f"pyproject.toml [tool.torchenv] {self.pyproject}"
+        if source == "alias" and self.alias:
+            return self.alias
         return self.flag
 
     def names(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(self.name(s) for s in ("flag", "variable", "pyproject")))
+        return tuple(dict.fromkeys(self.name(s)
+                                   for s in ("flag", "variable", "pyproject", "alias")))
 
 
 FIELDS: dict[str, Field] = {
@@ -65,6 +69,8 @@ FIELDS: dict[str, Field] = {
     "pypi_base": Field("--pypi-base", "TORCHENV_PYPI_BASE"),  # matrix update
     # the host (overrides of what detection finds)
     "python": Field("--python", "TORCHENV_PYTHON", "python"),
+    # an interpreter to inspect: --python PATH, or --python-exe where that names it
+    "interpreter": Field("--python", "TORCHENV_PYTHON", alias="--python-exe"),
     "platform": Field("--platform", "TORCHENV_PLATFORM"),
     "driver": Field("--driver", "TORCHENV_DRIVER_VERSION"),
     "gpus": Field("--gpu", "TORCHENV_GPUS"),

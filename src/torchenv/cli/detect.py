@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from torchenv.cli._common import add_json_flag, add_target_flags, emit_json, host_from_args
+from torchenv.cli._fields import given
 
 if TYPE_CHECKING:
     import argparse
@@ -32,6 +33,8 @@ def register(sub: Subcommands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.python_exe:
+        given(args, "interpreter", "alias")
     profile = host_from_args(args, python_executable=args.python_exe)
     if args.json:
         emit_json(profile.to_json())

@@ -500,6 +500,8 @@ def run_install(args: argparse.Namespace) -> int:
     from torchenv.installers.render import install_argv
 
     timeout = _install_timeout(args.timeout)  # before anything is detected or started
+    if args.python_exe:
+        given(args, "interpreter", "alias")
     python = args.python_exe or sys.executable
     uv = _uv_for(python, dry_run=args.dry_run) if args.installer == "uv" else None
     defaults = _project_defaults(os.getcwd())

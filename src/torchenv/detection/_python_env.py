@@ -60,22 +60,22 @@ def inspect_interpreter(executable: str, *, timeout: float = 5.0,
     hint = "give the path of a Python 3.8 or newer interpreter, e.g. .venv/bin/python"
     if res.timed_out:
         raise BadInput(f"interpreter {executable} did not answer within {timeout:g} s",
-                       hint=hint, field="python", value=executable)
+                       hint=hint, field="interpreter", value=executable)
     if not res.ok:
         raise BadInput(f"cannot inspect the interpreter {executable}: {res.describe_failure()}",
-                       hint=hint, field="python", value=executable)
+                       hint=hint, field="interpreter", value=executable)
     try:
         import json  # another interpreter's report only
 
         facts = json.loads(res.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError, RecursionError) as exc:
         raise BadInput(f"interpreter {executable} printed {res.stdout[:200]!r}, not the "
-                       "expected JSON", hint="is it a Python interpreter?", field="python",
+                       "expected JSON", hint="is it a Python interpreter?", field="interpreter",
                        value=executable) from exc
     problem = shape_problem(facts)
     if problem is not None:
         raise BadInput(f"interpreter {executable} printed facts of the wrong shape: {problem}",
-                       hint="is it a Python interpreter?", field="python", value=executable)
+                       hint="is it a Python interpreter?", field="interpreter", value=executable)
     checked: dict[str, Any] = facts
     return checked
 

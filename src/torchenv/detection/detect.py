@@ -473,7 +473,7 @@ def _no_answer(python: str, limit: float) -> BadInput:
     return BadInput(f"interpreter {python} did not answer within {limit:g} s",
                     hint="give the path of a Python 3.8 or newer interpreter that starts "
                     "(TORCHENV_PROBE_TIMEOUT sets how long it may take, at most 5 s)",
-                    field="python", value=python)
+                    field="interpreter", value=python)
 
 
 def _probe_python(python: Optional[str], env: Mapping[str, str], warnings: list[str],
