@@ -172,7 +172,12 @@ def test_matrix_check_rejects_a_broken_overlay(tmp_path: Path) -> None:
     overlay = tmp_path / "o.yaml"
     overlay.write_text("releases:\n  - torch: nope\n")
     r = run_cli(["matrix", "check", "--overlay", str(overlay)])
-    assert r.returncode == 2 and "overlay ignored" in r.stderr
+    assert r.returncode == 2
+    assert r.stdout.startswith("matrix check failed: the overlay is not usable")
+    assert ("error: overlay not usable (every other command ignores it): "
+            f"matrix/data/releases.yaml with the overlay {overlay}: ") in r.stderr
+    assert "'nope' is not a torch version" in r.stderr
+    assert "warning: overlay" not in r.stderr
 
 
 def test_an_empty_torchenv_gpus_means_no_gpu_even_with_a_driver() -> None:

@@ -126,8 +126,9 @@ def run_check(args: argparse.Namespace) -> int:
         raise BadInput(f"--overlay: {args.overlay} does not exist")
     matrix = load_matrix(overlay=overlay)  # raises MatrixError (exit 2) for the embedded data
     problems = []
-    if matrix.overlay_error:
-        problems.append(f"overlay ignored: {matrix.overlay_error}")
+    if matrix.overlay_error:  # a failure of the check; the other commands only ignore it
+        problems.append(f"overlay not usable (every other command ignores it): "
+                        f"{matrix.overlay_error}")
     if not cached:
         problems.append(
             "cache.json does not match the YAML (run 'torchenv matrix check "
@@ -162,7 +163,8 @@ def run_check(args: argparse.Namespace) -> int:
             f"matrix {matrix.matrix_version}: {summary['releases']} releases, "
             f"{summary['variants']} release variants, all checks passed"
             if summary["ok"]
-            else "matrix check failed"
+            else "matrix check failed" + (": the overlay is not usable" if matrix.overlay_error
+                                          else "")
         )
         if unverified:
             print(
@@ -171,7 +173,7 @@ def run_check(args: argparse.Namespace) -> int:
                 + (" …" if len(unverified) > 8 else "")
             )
         for p in problems:
-            print(f"warning: {p}", file=sys.stderr)
+            print(f"{'error' if p.startswith('overlay') else 'warning'}: {p}", file=sys.stderr)
         if provenance is not None:
             print(f"cited commits: {len(provenance.checked)} on their branch, "
                   f"{len(provenance.problems)} not, {len(provenance.unchecked)} not checkable here")

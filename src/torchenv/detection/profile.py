@@ -325,7 +325,9 @@ class HostProfile:
     def from_json(cls, d: Any, *, origin: str = "host profile") -> HostProfile:
         """Read a ``detect --json`` document; raises :class:`BadInput` naming ``origin``."""
         if not isinstance(d, dict):
-            raise BadInput(f"{origin}: expected a JSON object from 'torchenv detect --json'")
+            raise BadInput(f"{origin}: expected a JSON object from 'torchenv detect --json'",
+                           hint="create it with 'torchenv detect --json > host.json' on the "
+                           "machine it describes")
         if _nesting_depth(d, _MAX_DEPTH) > _MAX_DEPTH:
             raise BadInput(f"{origin}: nested more than {_MAX_DEPTH} levels deep; not a torchenv "
                            "host profile",

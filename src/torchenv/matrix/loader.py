@@ -297,7 +297,10 @@ def load_matrix(
         overlay_doc = read_yaml(overlay_path)
         if not isinstance(overlay_doc, dict):
             raise MatrixError(f"{overlay_path}: expected a mapping at the top level")
-        matrix = build_matrix(merge_overlay(documents, overlay_doc), origin=origin)
+        # an error in a merged file names the overlay too: its entries are in there
+        merged_origin = {name: f"{path} with the overlay {overlay_path}"
+                         for name, path in origin.items()}
+        matrix = build_matrix(merge_overlay(documents, overlay_doc), origin=merged_origin)
     except MatrixError as exc:  # unreadable, too large, not YAML, invalid: the embedded data used
         matrix = build_matrix(documents, origin=origin)
         return replace(matrix, overlay=str(overlay_path), overlay_error=exc.message)
