@@ -30,6 +30,15 @@ def test_matrix_show_release_says_conda_answers_in_words() -> None:
     assert line == "  conda: pytorch channel does not have it, conda-forge has it"
 
 
+def test_matrix_show_release_takes_one_release_only() -> None:
+    """--torch 2.7 is the 2.7 series; --release 2.7 is never quietly 2.7.0."""
+    r = run_cli(["matrix", "show", "--release", "2.7"])
+    assert r.returncode == 2 and "2.7 names a series of releases, not one" in r.stderr
+    assert "give one of 2.7.0, 2.7.1, or --torch 2.7 for the series" in r.stderr
+    r = run_cli(["matrix", "show", "--release", "2.7.1", "--torch", "<2"])
+    assert r.returncode == 2 and "give one of them" in r.stderr
+
+
 def test_matrix_show_release_says_what_is_known_of_a_list_in_part() -> None:
     out = run_cli(["matrix", "show", "--release", "2.8.0"], env={"COLUMNS": "400"}).stdout
     lines = [line.strip() for line in out.splitlines()]

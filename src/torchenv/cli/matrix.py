@@ -81,10 +81,20 @@ def run_show(args: argparse.Namespace) -> int:
     matrix = load_matrix_reported()
     releases = select(matrix, read_torch_spec(args.torch) if args.torch else None)
     if args.release:
+        if args.torch:
+            raise BadInput(f"--release {args.release} shows one release and --torch "
+                           f"{args.torch} selects the table's rows", hint="give one of them")
         try:
-            rel = matrix.release(TorchVersion.plain(args.release))
+            version = TorchVersion.plain(args.release)
         except InvalidValue:
-            rel = None
+            version = None
+        series = [str(r.torch) for r in matrix.releases if version is not None
+                  and len(version.release) < 3 and r.torch.release[:2] == version.release[:2]]
+        if series:  # "2.7" is read as the 2.7 series by --torch: never as 2.7.0 here
+            raise BadInput(f"--release: {args.release} names a series of releases, not one",
+                           hint=f"give one of {', '.join(sorted(series))}, or --torch "
+                           f"{args.release} for the series")
+        rel = matrix.release(version) if version is not None else None
         if rel is None:
             raise BadInput(
                 f"--release: torch {args.release} is not in the matrix",
