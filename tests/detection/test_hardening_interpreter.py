@@ -248,3 +248,11 @@ def test_the_cli_exits_2_for_a_named_driver_path_that_is_not_there(tmp_path: Pat
     assert res.returncode == 2, res.stdout + res.stderr
     assert f"torchenv: error: {variable}: {path} does not exist" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_a_probe_root_that_is_not_a_directory_is_bad_input(tmp_path: Path) -> None:
+    """Read in place of /, a missing folder would find no GPU on a GPU host."""
+    for root in (tmp_path / "missing", make_exe(tmp_path, "file", "true\n")):
+        res = run_cli(["resolve"], clean_env(TORCHENV_PROBE_ROOT=str(root)), timeout=60)
+        assert res.returncode == 2, res.stdout + res.stderr
+        assert f"torchenv: error: TORCHENV_PROBE_ROOT: {root} is not a directory" in res.stderr

@@ -25,9 +25,10 @@ by an override is not run at all. The order, and where each fact comes from:
    torch is never imported.
 
 A probe that fails or times out adds a warning and leaves the rest of the profile intact, with
-two exceptions that are the user's own input and so exit 2 (BadInput): an interpreter named to
-be inspected that does not answer (never replaced by this one), and a driver path named in
-``TORCHENV_NVML_LIBRARY`` or ``TORCHENV_NVIDIA_SMI`` that cannot be used.
+exceptions that are the user's own input and so exit 2 (BadInput): an interpreter named to
+be inspected that does not answer (never replaced by this one), a driver path named in
+``TORCHENV_NVML_LIBRARY`` or ``TORCHENV_NVIDIA_SMI`` that cannot be used, and a
+``TORCHENV_PROBE_ROOT`` that is not a directory.
 The probes that wait on child processes or on the driver (NVIDIA, ROCm, another interpreter)
 run at the same time, each in its own thread with its own warnings, and are merged in the order
 above, so the profile does not depend on which finished first; all of them end within one
@@ -140,6 +141,9 @@ def detect(
     env: Mapping[str, str] = os.environ if environ is None else environ
     if root is None and env.get("TORCHENV_PROBE_ROOT", "").strip():
         root = env["TORCHENV_PROBE_ROOT"].strip()
+        if not os.path.isdir(root):  # every probe would find nothing: a GPU host read as none
+            raise BadInput(f"TORCHENV_PROBE_ROOT: {root} is not a directory",
+                           hint="give the folder to read in place of /, or unset it")
     base = os.fspath(root) if root is not None else "/"
     limit = probe_timeout(env) if timeout is None else timeout
     warnings: list[str] = []
