@@ -176,7 +176,7 @@ def test_missing_torch_table(bare_venv: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--python", "/nonexistent/python"], "cannot run /nonexistent/python"),
+    (["--python", "/nonexistent/python"], "--python: interpreter /nonexistent/python does not"),
     (["--timeout", "0"], "--timeout"),
     (["--nnodes", "2"], "--rdzv-endpoint"),
     (["--level", "full", "--nproc-per-node", "1000"], "--nproc-per-node 1000: this node has"),
@@ -261,7 +261,8 @@ def test_a_wrapper_printing_json_first_is_passed_over(tmp_path: Path) -> None:
 
 def test_an_interpreter_answering_in_another_shape_is_one_clear_failure(tmp_path: Path) -> None:
     fake = tmp_path / "not-python"
-    fake.write_text('#!/bin/sh\necho \'{"event": "hello", "checks": 5}\'\nsleep 30\n')
+    fake.write_text(f'#!/bin/sh\nif [ "$1" = "-I" ]; then exec {sys.executable} "$@"; fi\n'
+                    'echo \'{"event": "hello", "checks": 5}\'\nsleep 30\n')  # inspected as Python
     fake.chmod(0o755)
     proc = run_cli("validate", "--json", "--python", str(fake), timeout=60)
     assert proc.returncode == 1

@@ -1,5 +1,6 @@
-"""``validate`` at its edges, before any torch child runs: an interpreter that floods its output
-is stopped at the cap, and an interrupt during detection still gives the ``--json`` document.
+"""``validate`` at its edges, before any torch child runs: what is not a usable Python is refused
+as bad input, an interpreter that floods its output is stopped at the cap, and an interrupt
+during detection still gives the ``--json`` document.
 Real CLI processes, real floods, real signals; nothing here imports torch."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.validation.helpers import MARK, check_contract, marked
@@ -38,6 +40,45 @@ def _script(tmp_path: Path, name: str, body: str) -> Path:
     return path
 
 
+def _interpreter(tmp_path: Path, body: str) -> Path:
+    """A stand-in interpreter that answers torchenv's inspection (``python -I -c ...``) as
+    this Python does and runs ``body`` as the validation child (``python -u _probe.py``)."""
+    return _script(tmp_path, "python",
+                   f'if [ "$1" = "-I" ]; then exec {sys.executable} "$@"; fi\n{body}')
+
+
+OLD_PYTHONS = sorted(str(p) for pattern in ("2.*", "3.[0-6].*")
+                     for p in Path.home().glob(f".pyenv/versions/{pattern}/bin/python"))
+"""Interpreters too old for torchenv's inspection, where pyenv has them."""
+
+
+@pytest.mark.parametrize("make", [
+    lambda tmp: Path("/bin/false"),
+    lambda tmp: Path("/bin/sh"),
+    lambda tmp: _script(tmp, "python", "echo 'Python 3.12.0'"),
+    lambda tmp: _script(tmp, "python", "echo '{\"version_info\": [3, 12]}'"),
+    lambda tmp: tmp,
+    lambda tmp: tmp / "missing" / "python",
+    *[lambda tmp, old=old: Path(old) for old in OLD_PYTHONS],
+], ids=["false", "sh", "prints-text", "prints-other-json", "a-folder", "missing",
+        *[Path(old).parent.parent.name for old in OLD_PYTHONS]])
+def test_what_is_not_a_usable_python_is_refused_before_the_validation_child(
+        tmp_path: Path, make: Any) -> None:
+    python = make(tmp_path)
+    mark = uuid.uuid4().hex
+    proc = subprocess.run([sys.executable, "-m", "torchenv", "validate", "--python", str(python),
+                           "--json"], capture_output=True, text=True, timeout=60,
+                          env=_env(tmp_path, mark), check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "validation child" not in proc.stderr  # refused before it started
+    doc = json.loads(proc.stdout)
+    assert doc["exit_code"] == 2 and set(doc) == {"error", "hint", "exit_code"}, doc
+    assert doc["error"].startswith((f"--python: interpreter {python} ",
+                                    f"--python: cannot inspect the interpreter {python}: ")), doc
+    assert "python" in doc["hint"].lower() and "torchenv install" not in doc["hint"], doc
+
+
 @pytest.mark.parametrize(("body", "says"), [
     ("exec cat /dev/zero", "a line longer than 1 MiB"),
     ("exec yes", "KiB that is not the validation protocol"),
@@ -46,7 +87,7 @@ def _script(tmp_path: Path, name: str, body: str) -> Path:
 def test_an_interpreter_that_floods_is_stopped_at_the_cap(tmp_path: Path, body: str,
                                                           says: str) -> None:
     mark = uuid.uuid4().hex
-    python = _script(tmp_path, "python", body)
+    python = _interpreter(tmp_path, body)
     began = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "torchenv", "validate", "--python", str(python),
                            "--json"], capture_output=True, text=True, timeout=60,
@@ -111,7 +152,7 @@ def test_json_nested_past_the_stack_is_other_output_not_a_hang(tmp_path: Path) -
     mark = uuid.uuid4().hex
     deep = tmp_path / "deep.json"
     deep.write_text('{"a":' * 40_000 + "1" + "}" * 40_000 + "\n")
-    python = _script(tmp_path, "python", f"cat {deep}")
+    python = _interpreter(tmp_path, f"cat {deep}")
     began = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "torchenv", "validate", "--python", str(python),
                            "--json"], capture_output=True, text=True, timeout=60,

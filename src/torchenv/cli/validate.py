@@ -75,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         _check_endpoint(args.rdzv_endpoint)
     python = interpreter_path(args.python or sys.executable)
     only = _only(args.only)
+    if args.python is not None:
+        _check_interpreter(python)  # before detection and before any child imports torch
     try:
         host = _gpu_host()  # detection: seconds, or a probe's whole timeout on a hung driver
         _check_nproc(args.nproc_per_node, host)
@@ -166,6 +168,23 @@ def _only(value: Optional[str]) -> Optional[frozenset[str]]:
         raise BadInput(f"--only: {value!r} names no check",
                        hint="give check names separated by commas, e.g. --only matmul,amp")
     return names
+
+
+def _check_interpreter(python: str) -> None:
+    """Refuse what is not a Python torchenv can inspect (missing, not executable, not Python,
+    too old to run the inspection) with the check doctor and detect make: bad input named as
+    such, not an import_torch failure blaming the torch installed there."""
+    from torchenv.detection._python_env import inspect_interpreter
+
+    try:
+        inspect_interpreter(python, timeout=_INSPECT_TIMEOUT)
+    except BadInput as exc:
+        raise BadInput(exc.message, hint=exc.hint, field="python", value=python) from exc
+
+
+_INSPECT_TIMEOUT = 30.0
+"""Seconds the interpreter may take to answer (doctor's limit: a cold start from a network
+file system can take seconds)."""
 
 
 def _check_writable(path: str) -> None:
