@@ -1,6 +1,7 @@
 """``validate`` at its edges, before any torch child runs: what is not a usable Python is refused
-as bad input, an interpreter that floods its output is stopped at the cap, and an interrupt
-during detection still gives the ``--json`` document.
+as bad input, an interpreter that floods its output is stopped at the cap, an interrupt
+during detection still gives the ``--json`` document, and an ``--only`` check that could not
+run without torch says so.
 Real CLI processes, real floods, real signals; nothing here imports torch."""
 
 from __future__ import annotations
@@ -165,3 +166,28 @@ def test_json_nested_past_the_stack_is_other_output_not_a_hang(tmp_path: Path) -
     [only] = doc["checks"]
     assert only["name"] == "import_torch" and only["status"] == "fail", only
     assert "exited with status 0 while importing torch" in only["error"], only
+
+
+def test_an_only_check_that_torch_was_needed_for_says_so(tmp_path: Path) -> None:
+    """This Python without its site-packages is a real interpreter without torch: a named
+    check of the level did not run because of that, and says so; a name that is no check of
+    the level (a typo, a full-level check at quick) stays 'no check of this name'."""
+    mark = uuid.uuid4().hex
+    python = _script(tmp_path, "python", f'exec {sys.executable} -S "$@"')
+    proc = subprocess.run([sys.executable, "-m", "torchenv", "validate", "--python", str(python),
+                           "--json", "--only", "matmul,amp[cuda:1],no_such_check,torch_compile"],
+                          capture_output=True, text=True, timeout=60, env=_env(tmp_path, mark),
+                          check=False)
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(proc.stdout)
+    check_contract(doc)
+    checks = {c["name"]: c for c in doc["checks"]}
+    assert checks["import_torch"]["error"] == "torch is not installed in this interpreter"
+    for name in ("matmul", "amp[cuda:1]"):
+        assert checks[name]["status"] == "skip", checks[name]
+        assert checks[name]["reason"] == "not run: torch could not be imported (see import_torch)"
+    for name in ("no_such_check", "torch_compile"):
+        assert checks[name]["status"] == "skip", checks[name]
+        assert checks[name]["reason"].startswith("no check of this name ran here (level quick)")
+    assert set(checks) == {"import_torch", "matmul", "amp[cuda:1]", "no_such_check",
+                           "torch_compile"}

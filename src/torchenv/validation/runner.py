@@ -325,7 +325,7 @@ def validate(options: ValidationOptions,
                 if options.selects(r.name):
                     results.append(r)
                     notify(("result", r))
-        results += _unmatched(options, results)
+        results += _unmatched(options, results, torch_imported=torch_version is not None)
         results = [_with_peak(r, options.peak_lookup, gpus[0]) for r in results]
     except Exception:
         raise
@@ -393,15 +393,34 @@ def _unknown_names(options: ValidationOptions, probe_names: set[str]) -> list[st
                   and n not in probe_names and not n.startswith("health"))
 
 
-def _unmatched(options: ValidationOptions, results: Sequence[CheckResult]) -> list[CheckResult]:
-    """A skip for each ``--only`` name that matched no check, so a typo is not a silent pass."""
+def _unmatched(options: ValidationOptions, results: Sequence[CheckResult], *,
+               torch_imported: bool) -> list[CheckResult]:
+    """A skip for each ``--only`` name that matched no check, so a typo is not a silent pass;
+    a check of the level that did not run because torch could not be imported says so."""
     if options.only is None:
         return []
     seen = {r.name for r in results} | {r.name.split("[", 1)[0] for r in results}
     seen |= {"health"} if any(r.name.startswith("health_") for r in results) else set()
-    return [CheckResult(name=n, status="skip", reason="no check of this name ran here "
-                        f"(level {options.level}); 'torchenv validate --json' lists the names")
-            for n in sorted(options.only - seen)]
+    needs_torch = set() if torch_imported else _torch_checks(options)
+    return [CheckResult(name=n, status="skip", reason=(
+        "not run: torch could not be imported (see import_torch)"
+        if n.split("[", 1)[0] in needs_torch else
+        f"no check of this name ran here (level {options.level}); 'torchenv validate --json' "
+        "lists the names")) for n in sorted(options.only - seen)]
+
+
+def _torch_checks(options: ValidationOptions) -> set[str]:
+    """The names of the checks at ``options.level`` that run only once torch is imported: the
+    probe's own (as it registers them), device_count and, at the full level, the collectives."""
+    from torchenv.validation._probe import SPECS
+
+    levels = {"quick"} if options.level == "quick" else {"quick", "full"}
+    names = {spec.name for spec in SPECS if spec.level in levels}
+    if options.host is not None:
+        names.add("device_count")
+    if options.level == "full":
+        names.update(COLLECTIVE_NAMES)
+    return names
 
 
 def _hello_metrics(results: Sequence[CheckResult]) -> Mapping[str, Any]:
