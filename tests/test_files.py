@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from torchenv._files import user_cache_dir, write_atomic
+from torchenv._files import check_target, user_cache_dir, write_atomic
 from torchenv.errors import BadInput
 
 
@@ -65,6 +65,27 @@ def test_an_unwritable_place_is_bad_input(tmp_path: Path) -> None:
         write_atomic(tmp_path / "missing" / "x.txt", "data")
     with pytest.raises(BadInput, match="cannot write"):
         write_atomic(Path("/proc/torchenv-test.txt"), "data")
+
+
+def test_check_target_refuses_now_what_write_atomic_would_refuse_later(tmp_path: Path) -> None:
+    """Each place write_atomic refuses, refused by check_target with the same message, and
+    nothing left behind by either; a place it accepts is accepted, and stays untouched."""
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "kept.txt").write_text("keep")
+    os.mkfifo(tmp_path / "pipe")
+    refused = [(tmp_path / "folder", True), (tmp_path / "missing" / "x.txt", True),
+               (tmp_path / "kept.txt", False), (tmp_path / "pipe", True),
+               (Path("/proc/torchenv-test.txt"), True)]
+    for path, force in refused:
+        with pytest.raises(BadInput) as early:
+            check_target(path, force=force)
+        with pytest.raises(BadInput) as late:
+            write_atomic(path, "data", force=force)
+        assert (early.value.message, early.value.hint) == (late.value.message, late.value.hint)
+    check_target(tmp_path / "kept.txt", force=True)
+    check_target(tmp_path / "new.txt", force=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "kept.txt", "pipe"]
+    assert (tmp_path / "kept.txt").read_text() == "keep"
 
 
 @pytest.mark.parametrize(("platform", "env", "expected"), [

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
     StrPath: TypeAlias = "str | os.PathLike[str]"
 
-__all__ = ["MAX_READ_BYTES", "PIPE_WAIT_SECONDS", "read_bytes_capped", "read_text_capped",
-           "user_cache_dir", "write_atomic"]
+__all__ = ["MAX_READ_BYTES", "PIPE_WAIT_SECONDS", "check_target", "read_bytes_capped",
+           "read_text_capped", "user_cache_dir", "write_atomic"]
 
 MAX_READ_BYTES = 8 * 1024 * 1024
 """The most torchenv reads of a file a user names; the largest real overlay is far below it."""
@@ -124,12 +124,31 @@ def _new_file_mode() -> int:
     return 0o666 & ~umask
 
 
-def write_atomic(path: StrPath, data: str | bytes, *, force: bool = True) -> Path:
-    """Write ``data`` to ``path`` whole or not at all; returns the file actually written.
+def check_target(path: StrPath, *, force: bool = True) -> None:
+    """Raise now the :class:`BadInput` that :func:`write_atomic` would raise at the end, for a
+    command that works a long while before it writes: ``path`` is a directory or not a regular
+    file, exists while ``force`` is False, or its folder is missing or cannot be written in (a
+    temporary file is made there and removed: the file system's own answer, which a permission
+    check such as ``os.access`` can get wrong)."""
+    target, _, parent = _target(path, force)
+    fd, tmp = _temp_file(target, parent, path)
+    os.close(fd)
+    os.unlink(tmp)
 
-    ``force=False`` refuses to replace an existing file. Every failure is a :class:`BadInput`
-    naming the path, and leaves neither a temp file nor a half-written target behind.
-    """
+
+def _temp_file(target: Path, parent: Path, path: StrPath) -> tuple[int, str]:
+    try:
+        import tempfile  # only writers need it (it imports shutil and random)
+
+        return tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot write in {parent}: {exc.strerror or exc}",
+                       hint="choose a writable directory") from exc
+
+
+def _target(path: StrPath, force: bool) -> tuple[Path, os.stat_result | None, Path]:
+    """The file to write (a symlink followed), what is there now, and its folder; BadInput for
+    a path that :func:`write_atomic` may not write."""
     from pathlib import Path  # only writers need it; reading commands start without pathlib
 
     target = Path(path)
@@ -152,14 +171,18 @@ def write_atomic(path: StrPath, data: str | bytes, *, force: bool = True) -> Pat
     parent = target.parent if str(target.parent) else Path(".")
     if not parent.is_dir():
         raise BadInput(f"{parent} does not exist", hint="create the directory first")
-    mode = stat.S_IMODE(st.st_mode) if st is not None else _new_file_mode()
-    try:
-        import tempfile  # only writers need it (it imports shutil and random)
+    return target, st, parent
 
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot write in {parent}: {exc.strerror or exc}",
-                       hint="choose a writable directory") from exc
+
+def write_atomic(path: StrPath, data: str | bytes, *, force: bool = True) -> Path:
+    """Write ``data`` to ``path`` whole or not at all; returns the file actually written.
+
+    ``force=False`` refuses to replace an existing file. Every failure is a :class:`BadInput`
+    naming the path, and leaves neither a temp file nor a half-written target behind.
+    """
+    target, st, parent = _target(path, force)
+    mode = stat.S_IMODE(st.st_mode) if st is not None else _new_file_mode()
+    fd, tmp = _temp_file(target, parent, path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)

@@ -64,6 +64,29 @@ def test_bad_values_are_named(tmp_path: Path, args: list[str], message: str) -> 
     assert not (tmp_path / "x.html").exists()
 
 
+@pytest.mark.parametrize(("where", "force", "message", "hint"), [
+    ("folder", False, "{out} is a directory", "give a file name"),
+    ("folder", True, "{out} is a directory", "give a file name"),
+    ("missing/x.html", False, "{tmp}/missing does not exist", "create the directory first"),
+    ("missing/x.html", True, "{tmp}/missing does not exist", "create the directory first"),
+], ids=["folder", "folder-force", "missing-folder", "missing-folder-force"])
+def test_a_place_the_page_cannot_go_is_refused_before_any_answer(
+        tmp_path: Path, where: str, force: bool, message: str, hint: str) -> None:
+    """Answering every class of machine takes tens of seconds: the place to write is checked
+    first, as write_atomic checks it at the end (a folder is never 'pass --force')."""
+    (tmp_path / "folder").mkdir()
+    out = tmp_path / where
+    result = run_cli(["matrix", "html", "-o", str(out), "--specifiers", "none", "--json",
+                      *(["--force"] if force else [])], timeout=30)
+    assert result.returncode == 2, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["error"] == message.format(out=out, tmp=tmp_path), doc
+    assert doc["hint"] == hint
+    assert "answering" not in result.stderr  # no worker started
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder"]
+    assert list((tmp_path / "folder").iterdir()) == []
+
+
 def test_json_needs_a_file(tmp_path: Path) -> None:
     result = run_cli(["matrix", "html", "-o", "-", "--json"])
     assert result.returncode == 2 and "--json needs -o FILE" in result.stderr

@@ -84,8 +84,10 @@ def run_html(args: argparse.Namespace) -> int:
         args.jobs = cpus
     if args.output == "-" and args.json:
         raise BadInput("--json needs -o FILE: with '-o -' stdout carries the page")
-    if args.output != "-" and not args.force and Path(args.output).exists():
-        raise BadInput(f"{args.output} already exists", hint="pass --force to overwrite it")
+    if args.output != "-":  # refused now, not after the minutes of answering
+        from torchenv._files import check_target
+
+        check_target(args.output, force=args.force)
     matrix = load_matrix_reported()
     # the series of the releases (listed newest first), oldest first
     series = list(dict.fromkeys(r.torch.series for r in reversed(matrix.releases)))
