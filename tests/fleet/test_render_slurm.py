@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import run_cli
 
 from torchenv.fleet.node import NodeRun
-from torchenv.fleet.slurm import SlurmJob, render_sbatch
+from torchenv.fleet.slurm import SlurmJob, render_sbatch, time_limit_seconds
 
 HOSTILE = "/shared/it's a \"fleet\" $(touch pwned) `id` %j dir"
 
@@ -177,6 +177,52 @@ def test_bad_values_are_refused(flags: list[str], words: str) -> None:
     proc = run_cli([*args, *flags])
     assert proc.returncode == 2, proc.stderr
     assert words in proc.stderr
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("45", 2700), ("2:30", 150), ("01:02:03", 3723), ("1-0", 86400), ("1-2:03", 93780),
+    ("1-02:03:04", 93784), ("0", None), ("UNLIMITED", None), ("INFINITE", None),
+], ids=["MM", "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS", "zero", "unlimited",
+        "infinite"])
+def test_a_time_limit_in_each_of_sbatchs_formats(text: str, seconds: int | None) -> None:
+    assert time_limit_seconds(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["1 hour", "1:2:3:4", "1-", "-1", "1:123", "unlimited", ""])
+def test_what_is_no_time_limit_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="is not a Slurm time limit"):
+        time_limit_seconds(text)
+
+
+@pytest.mark.parametrize(("time", "merge", "least"), [
+    ("1", "120", "240 s (--time 00:04:00)"),
+    ("00:05:00", "3600", "3720 s (--time 01:02:00)"),
+    ("3", None, "240 s (--time 00:04:00)"),
+    ("2:59", "60", "180 s (--time 00:03:00)"),
+], ids=["1-minute", "merge-above-time", "3-minutes-default-merge", "one-second-short"])
+def test_a_time_that_leaves_the_nodes_no_minute_before_the_merge_signal_is_refused(
+        time: str, merge: str | None, least: str) -> None:
+    """The signal may come a minute before the --merge-time asked for; the nodes need at
+    least a minute before it, or the job stops them before they validate anything."""
+    proc = run_cli(["fleet", "slurm", "--nodes", "2", "--gpus-per-node", "8", "--output-dir",
+                    "/o", "--time", time, *(["--merge-time", merge] if merge else []), "--json"])
+    assert proc.returncode == 2, proc.stdout
+    doc = json.loads(proc.stdout)
+    assert doc["error"].startswith(f"--time {time} (")
+    assert f"--merge-time {merge or 120}:" in doc["error"]
+    assert "less than the 60 s they need at least" in doc["error"]
+    assert doc["hint"].startswith(f"give a --time of at least {least}"), doc
+
+
+@pytest.mark.parametrize(("time", "merge"), [
+    ("4", None), ("3", "30"), ("00:03:00", "60"), ("UNLIMITED", "3600"), ("0", "3600"),
+], ids=["4-minutes", "3-minutes-merge-30", "hms-exact", "unlimited", "zero"])
+def test_a_time_that_leaves_the_nodes_a_minute_is_rendered(time: str, merge: str | None) -> None:
+    proc = run_cli(["fleet", "slurm", "--nodes", "2", "--gpus-per-node", "8", "--output-dir",
+                    "/o", "--time", time, *(["--merge-time", merge] if merge else [])])
+    assert proc.returncode == 0, proc.stderr
+    assert f"--time={time}" in directives(proc.stdout)
+    assert f"--signal=B:USR1@{merge or 120}" in directives(proc.stdout)
 
 
 @pytest.mark.parametrize("args", [

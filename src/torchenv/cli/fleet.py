@@ -55,7 +55,9 @@ def register(sub: Subcommands) -> None:
     slurm.add_argument("--job-name", default="torchenv-validate", metavar="NAME")
     slurm.add_argument("--merge-time", type=int, default=120, metavar="S",
                        help="seconds kept before the time limit to stop the nodes and print "
-                            "the verdict (default: 120)")
+                            "the verdict (default: 120); --time must be at least this plus "
+                            "2 minutes (Slurm may signal a minute early, and the nodes need "
+                            "one at least)")
     slurm.add_argument("--probe-timeout", type=int, default=60, metavar="S",
                        help="seconds each check of a blame probe may take, when a multi-node "
                             "collective failed (default: 60; a round of probes takes at most "
@@ -172,8 +174,6 @@ def _add_output(p: argparse.ArgumentParser, what: str) -> None:
 # ----------------------------------------------------------------------------- checks of values
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_SLURM_TIME = re.compile(r"^(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\d{1,2}"
-                         r"|\d+-\d+:\d{1,2}:\d{1,2}|UNLIMITED|INFINITE)$")
 _PARTITION = re.compile(r"^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -199,6 +199,40 @@ def _count(flag: str, value: int, low: int, high: int) -> int:
     if not low <= value <= high:
         raise BadInput(f"{flag}: must be between {low} and {high}, not {value}")
     return value
+
+
+def _check_time(text: str, merge: int) -> None:
+    """A Slurm time limit that leaves the nodes time before the merge signal can come."""
+    from torchenv.fleet.slurm import (
+        EARLY_SIGNAL,
+        MIN_NODE_SECONDS,
+        node_seconds,
+        time_limit_seconds,
+    )
+
+    try:
+        limit = time_limit_seconds(text)
+    except ValueError:
+        raise BadInput(f"--time: {text!r} is not a Slurm time limit",
+                       hint="use minutes, HH:MM:SS or D-HH:MM:SS, e.g. --time 00:30:00") from None
+    if limit is None or node_seconds(limit, merge) >= MIN_NODE_SECONDS:
+        return
+    least = merge + EARLY_SIGNAL + MIN_NODE_SECONDS
+    most = limit - EARLY_SIGNAL - MIN_NODE_SECONDS
+    raise BadInput(
+        f"--time {text} ({limit} s) with --merge-time {merge}: the signal that stops the nodes "
+        f"for the verdict comes {merge} s before the limit, and Slurm may send it up to "
+        f"{EARLY_SIGNAL} s earlier, which leaves the nodes {max(node_seconds(limit, merge), 0)} s"
+        f" to validate, less than the {MIN_NODE_SECONDS} s they need at least",
+        hint=f"give a --time of at least {least} s (--time {_clock(least)}) that covers the "
+             "validation too (see docs/fleet.md)"
+             + (f", or a --merge-time of at most {most}" if most >= 10 else ""))
+
+
+def _clock(seconds: int) -> str:
+    """Seconds as Slurm's HH:MM:SS, rounded up to a whole minute (Slurm counts in minutes)."""
+    minutes = -(-seconds // 60)
+    return f"{minutes // 60:02d}:{minutes % 60:02d}:00"
 
 
 def _node_run(args: argparse.Namespace) -> NodeRun:
@@ -239,9 +273,9 @@ def run_slurm(args: argparse.Namespace) -> int:
         if not _text("--sbatch-arg", arg, "one sbatch option").startswith("-"):
             raise BadInput(f"--sbatch-arg: {arg!r} is not an sbatch option",
                            hint="write it as --sbatch-arg=--account=abc")
-    if args.time is not None and not _SLURM_TIME.match(args.time):
-        raise BadInput(f"--time: {args.time!r} is not a Slurm time limit",
-                       hint="use minutes, HH:MM:SS or D-HH:MM:SS, e.g. --time 00:30:00")
+    merge = _count("--merge-time", args.merge_time, 10, 3600)
+    if args.time is not None:
+        _check_time(args.time, merge)
     if args.partition is not None and not _PARTITION.match(args.partition):
         raise BadInput(f"--partition: {args.partition!r} is not a partition name",
                        hint="letters, digits, '_', '.', '-'; several separated by commas")
@@ -252,7 +286,7 @@ def run_slurm(args: argparse.Namespace) -> int:
         partition=args.partition, time=args.time, sbatch_args=tuple(args.sbatch_arg),
         run=_node_run(args),
         job_name=_text("--job-name", args.job_name, "a job name"), exclusive=args.exclusive,
-        merge_seconds=_count("--merge-time", args.merge_time, 10, 3600),
+        merge_seconds=merge,
         probe_timeout=_count("--probe-timeout", args.probe_timeout, 5, 3600))
     text = render_sbatch(job)
     submit = f"sbatch --wait {args.output}" if args.output and args.output != "-" else None

@@ -16,6 +16,7 @@ verdict, in which a cancelled job blames no node.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -24,11 +25,46 @@ from torchenv import __version__
 from torchenv.fleet.blame import MAX_ROUNDS
 from torchenv.fleet.node import JOB_END_FILE, PROBES_DIR, NodeRun, node_script, probe_script
 
-__all__ = ["PROBE_SLACK", "SlurmJob", "render_sbatch"]
+__all__ = ["EARLY_SIGNAL", "MIN_NODE_SECONDS", "PROBE_SLACK", "SlurmJob", "node_seconds",
+           "render_sbatch", "time_limit_seconds"]
 
 PROBE_SLACK = 120
 """Seconds a probe step gets beyond its check timeout: starting the step, importing torch,
 starting the ranks (validate bounds the collective itself by the timeout plus at most 30 s)."""
+EARLY_SIGNAL = 60
+"""Seconds by which Slurm may send ``--signal`` early (sbatch(1): "due to the resolution of
+event handling by Slurm, the signal may be sent up to 60 seconds earlier than specified")."""
+MIN_NODE_SECONDS = 60
+"""The least time the nodes must have before the merge signal can come: starting the
+interpreter and importing torch take part of it already."""
+
+_TIME_LIMIT = re.compile(r"(?:(?P<days>\d+)-(?P<dh>\d+)(?::(?P<dm>\d{1,2})(?::(?P<ds>\d{1,2}))?)?"
+                         r"|(?P<a>\d+)(?::(?P<b>\d{1,2})(?::(?P<c>\d{1,2}))?)?)", re.ASCII)
+
+
+def time_limit_seconds(text: str) -> Optional[int]:
+    """A Slurm time limit in seconds, in sbatch's formats: ``MM``, ``MM:SS``, ``HH:MM:SS``,
+    ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``; None for no limit (``UNLIMITED``, ``INFINITE``, or
+    0). Raises ValueError for anything else."""
+    if text in ("UNLIMITED", "INFINITE"):
+        return None
+    m = _TIME_LIMIT.fullmatch(text)
+    if m is None:
+        raise ValueError(f"{text!r} is not a Slurm time limit")
+    if m["days"] is not None:
+        seconds = (int(m["days"]) * 86400 + int(m["dh"]) * 3600 + int(m["dm"] or 0) * 60
+                   + int(m["ds"] or 0))
+    elif m["c"] is not None:  # HH:MM:SS
+        seconds = int(m["a"]) * 3600 + int(m["b"]) * 60 + int(m["c"])
+    else:  # MM or MM:SS
+        seconds = int(m["a"]) * 60 + int(m["b"] or 0)
+    return seconds or None
+
+
+def node_seconds(time_limit: int, merge_seconds: int) -> int:
+    """The time the nodes are sure to have before the merge signal (it may come
+    :data:`EARLY_SIGNAL` seconds before the ``merge_seconds`` it is asked for)."""
+    return time_limit - merge_seconds - EARLY_SIGNAL
 
 
 @dataclass(frozen=True)
