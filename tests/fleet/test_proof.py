@@ -14,7 +14,7 @@ from tests.conftest import run_cli
 from tests.fleet.fleet_nodes import gpu_checks, gpu_detect, write_node
 
 from torchenv.fleet.reports import read_reports
-from torchenv.fleet.verdict import FleetVerdict, judge
+from torchenv.fleet.verdict import FleetVerdict, PlannedProbe, judge
 
 DETECT = {"platform": "linux-x86_64", "python": "3.12", "glibc": "2.35", "nvidia": None,
           "rocm": None, "xpu": None, "mps": False, "torch": None}
@@ -199,10 +199,18 @@ def test_blame_names_the_node_that_fails_alone_and_keeps_its_partner_in_service(
     plan = run_cli(["fleet", "probes", str(tmp_path), "--nodes-file", str(nodes)])
     assert plan.returncode == 0 and plan.stdout.splitlines() == ["0+node-1 1 node-1",
                                                                  "0+node-2 1 node-2"]
+    as_json = run_cli(["fleet", "probes", str(tmp_path), "--nodes-file", str(nodes), "--json"])
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout) == {"directory": str(tmp_path), "probes": [
+        {"probe": "0+node-1", "round": 0, "nodes": ["node-1"]},
+        {"probe": "0+node-2", "round": 0, "nodes": ["node-2"]}]}
     probe(tmp_path, "0+node-1", {"node-1": None})
     probe(tmp_path, "0+node-2", {"node-2": GLOO_ERROR})
     again = run_cli(["fleet", "probes", str(tmp_path), "--nodes-file", str(nodes)])
     assert again.returncode == 0 and again.stdout == "", "one node left: no pair to probe"
+    again_json = run_cli(["fleet", "probes", str(tmp_path), "--nodes-file", str(nodes),
+                          "--json"])
+    assert json.loads(again_json.stdout) == {"directory": str(tmp_path), "probes": []}
     verdict = judge(read_reports(tmp_path), expected_nodes=NODES)
     node1, node2 = by_node(verdict)["node-1"], by_node(verdict)["node-2"]
     assert node2.status == "fail" and node2.failed[0].name == "fabric"
@@ -231,15 +239,15 @@ def test_a_pair_that_passes_clears_its_nodes_and_a_reference_names_the_bad_one(
     reports = read_reports(tmp_path)
     from torchenv.fleet.verdict import next_probes
 
-    assert [f for f, _ in next_probes(reports, expected_nodes=expected)] == [
+    assert [p.name for p in next_probes(reports, expected_nodes=expected)] == [
         "0+node-1", "0+node-2", "0+node-3"]
     for node in expected:
         probe(tmp_path, f"0+{node}", {node: None})
     assert next_probes(read_reports(tmp_path), expected_nodes=expected) == [
-        ("1+node-1+node-2", ("node-1", "node-2"))]
+        PlannedProbe("1+node-1+node-2", 1, ("node-1", "node-2"))]
     probe(tmp_path, "1+node-1+node-2", {"node-1": None, "node-2": None})
     assert next_probes(read_reports(tmp_path), expected_nodes=expected) == [
-        ("2+node-3+node-1", ("node-3", "node-1"))]
+        PlannedProbe("2+node-3+node-1", 2, ("node-3", "node-1"))]
     probe(tmp_path, "2+node-3+node-1", {"node-3": TIMEOUT_ERROR, "node-1": TIMEOUT_ERROR})
     assert next_probes(read_reports(tmp_path), expected_nodes=expected) == []
     verdict = judge(read_reports(tmp_path), expected_nodes=expected)

@@ -143,6 +143,7 @@ def register(sub: Subcommands) -> None:
                          help="how many nodes should have reported")
     pexpect.add_argument("--nodes-file", metavar="FILE",
                          help="the names of the nodes that should have reported")
+    add_json_flag(probes)
     probes.set_defaults(func=run_probes)
 
 
@@ -387,8 +388,11 @@ def run_probes(args: argparse.Namespace) -> int:
         _count("--expect-nodes", args.expect_nodes, 1, 100000)
     plan = next_probes(read_reports(args.directory), expected_nodes=expected_nodes,
                        expected_count=args.expect_nodes)
-    for folder, nodes in plan:
-        print(f"{folder} {len(nodes)} {','.join(nodes)}")
+    if args.json:
+        emit_json({"directory": args.directory, "probes": [p.to_json() for p in plan]})
+        return 0
+    for probe in plan:
+        print(f"{probe.name} {len(probe.nodes)} {','.join(probe.nodes)}")
     return 0
 
 

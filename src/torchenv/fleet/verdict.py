@@ -37,6 +37,7 @@ __all__ = [
     "FleetVerdict",
     "NodeStatus",
     "NodeSummary",
+    "PlannedProbe",
     "Skew",
     "judge",
     "next_probes",
@@ -417,6 +418,19 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class PlannedProbe:
+    """A blame probe to run: its folder under ``probes/`` (``ROUND+NODE[+NODE]``), its round
+    and its nodes; :class:`ProbeResult` is what it showed once it ran."""
+
+    name: str
+    round: int
+    nodes: Probe
+
+    def to_json(self) -> dict[str, Any]:
+        return {"probe": self.name, "round": self.round, "nodes": list(self.nodes)}
+
+
+@dataclass(frozen=True)
 class ProbeResult:
     """A blame probe and what it showed: True (passed), False (failed), None (it did not
     finish, so it decides nothing); ``why`` says what failed, or what is missing."""
@@ -568,8 +582,8 @@ def _probe_results(summaries: Mapping[str, NodeSummary], reports: ReportSet
 
 
 def next_probes(reports: ReportSet, *, expected_nodes: Optional[Sequence[str]] = None,
-                expected_count: Optional[int] = None) -> list[tuple[str, Probe]]:
-    """The blame probes of the next round, each as (folder name, nodes): among the nodes that
+                expected_count: Optional[int] = None) -> list[PlannedProbe]:
+    """The blame probes of the next round: among the nodes that
     passed their local checks while a multi-node collective failed (see
     :mod:`torchenv.fleet.blame`); [] when there is nothing (more) to probe."""
     from torchenv.fleet.blame import probe_rounds, round_number
@@ -581,7 +595,7 @@ def next_probes(reports: ReportSet, *, expected_nodes: Optional[Sequence[str]] =
     candidates = [n for n, s in summaries.items() if s.status == "suspect"]
     outcomes = {r.nodes: r.passed for r in _probe_results(summaries, reports)}
     number = round_number(outcomes)
-    return [(f"{number}+{'+'.join(probe)}", probe)
+    return [PlannedProbe(f"{number}+{'+'.join(probe)}", number, probe)
             for probe in probe_rounds(candidates, outcomes)]
 
 
