@@ -182,6 +182,16 @@ def test_matrix_ci_does_not_overwrite_a_file_without_force(tmp_path: Path) -> No
     assert sorted(p.name for p in tmp_path.iterdir()) == ["matrix.json"]
 
 
+def test_matrix_ci_json_to_a_file_says_on_stdout_what_it_wrote(tmp_path: Path) -> None:
+    """As ``env -o FILE --json`` does: the rows go to the file, one document to stdout."""
+    target = tmp_path / "rows.json"
+    r = run_limited(["matrix", "ci", "--max-rows", "3", "--json", "-o", str(target)])
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"written": str(target), "format": "json", "rows": 3}
+    assert len(json.loads(target.read_text())) == 3
+    assert "wrote" not in r.stderr
+
+
 @pytest.mark.parametrize("command", [["env", "--format", "requirements", "--no-gpu"],
                                      ["matrix", "ci", "--max-rows", "1"]],
                          ids=["env", "matrix-ci"])

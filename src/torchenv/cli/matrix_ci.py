@@ -54,7 +54,9 @@ def register(msub: Subcommands) -> None:
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write to FILE instead of stdout ('-' is stdout)")
     p.add_argument("--force", action="store_true", help="overwrite an existing FILE")
-    p.add_argument("--json", action="store_true", help="same as --format json")
+    p.add_argument("--json", action="store_true",
+                   help="same as --format json; with -o FILE, stdout gets one JSON document "
+                        "saying what was written")
     p.set_defaults(func=run)
 
 
@@ -122,7 +124,12 @@ def run(args: argparse.Namespace) -> int:
     text = render(rows, cast(Format, fmt), pretty=args.pretty)
     if args.output and args.output != "-":  # `-o -` is stdout, as without -o
         _write(Path(args.output), text, force=args.force)
-        print(f"wrote {len(rows)} rows to {args.output}", file=sys.stderr)
+        if args.json:  # the rows are in the file; stdout says what was written, as env -o does
+            from torchenv.cli._common import emit_json
+
+            emit_json({"written": args.output, "format": fmt, "rows": len(rows)})
+        else:
+            print(f"wrote {len(rows)} rows to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
