@@ -229,6 +229,19 @@ def test_a_time_that_leaves_the_nodes_a_minute_is_rendered(time: str, merge: str
     ["fleet", "slurm", "--nodes", "2", "--gpus-per-node", "8", "--output-dir", "/o"],
     ["fleet", "k8s", "--nodes", "2", "--gpus-per-node", "8", "--image", "img"],
 ], ids=["slurm", "k8s"])
+def test_a_check_timeout_out_of_range_says_what_to_give(args: list[str]) -> None:
+    proc = run_cli([*args, "--timeout", "0", "--json"])
+    assert proc.returncode == 2, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["error"] == ("--timeout: must be a number of seconds above 0 and at most 86400, "
+                            "not 0")
+    assert doc["hint"] == "e.g. --timeout 300, or leave it out: each check then has its own budget"
+
+
+@pytest.mark.parametrize("args", [
+    ["fleet", "slurm", "--nodes", "2", "--gpus-per-node", "8", "--output-dir", "/o"],
+    ["fleet", "k8s", "--nodes", "2", "--gpus-per-node", "8", "--image", "img"],
+], ids=["slurm", "k8s"])
 def test_rendering_never_imports_torch_or_the_validation_runner(args: list[str]) -> None:
     script = ("import contextlib, io, sys\n"
               "from torchenv.cli import main\n"

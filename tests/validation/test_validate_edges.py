@@ -191,3 +191,15 @@ def test_an_only_check_that_torch_was_needed_for_says_so(tmp_path: Path) -> None
         assert checks[name]["reason"].startswith("no check of this name ran here (level quick)")
     assert set(checks) == {"import_torch", "matmul", "amp[cuda:1]", "no_such_check",
                            "torch_compile"}
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "1e9"])
+def test_a_timeout_out_of_range_is_named_with_what_to_give(tmp_path: Path, value: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "torchenv", "validate", "--timeout", value,
+                           "--json"], capture_output=True, text=True, timeout=60,
+                          env=_env(tmp_path, uuid.uuid4().hex), check=False)
+    assert proc.returncode == 2, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["error"].startswith("--timeout: must be a number of seconds above 0 and at most "
+                                   "86400, not "), doc
+    assert doc["hint"] == "e.g. --timeout 300, or leave it out: each check then has its own budget"

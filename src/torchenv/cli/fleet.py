@@ -240,8 +240,10 @@ def _node_run(args: argparse.Namespace) -> NodeRun:
     from torchenv.fleet.node import NodeRun
 
     if args.timeout is not None and not 0 < args.timeout <= _MAX_TIMEOUT:
+        from torchenv.cli.validate import TIMEOUT_HINT
+
         raise BadInput(f"--timeout: must be a number of seconds above 0 and at most "
-                       f"{_MAX_TIMEOUT:g}, not {args.timeout:g}")
+                       f"{_MAX_TIMEOUT:g}, not {args.timeout:g}", hint=TIMEOUT_HINT)
     return NodeRun(python=_text("--python", args.python, "the path of the interpreter on the "
                                                          "nodes"),
                    level=args.level, timeout=args.timeout,

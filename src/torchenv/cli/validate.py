@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.timeout is not None and not (0 < args.timeout <= _MAX_TIMEOUT):
         raise BadInput(f"--timeout: must be a number of seconds above 0 and at most "
-                       f"{_MAX_TIMEOUT:g}, not {args.timeout:g}")
+                       f"{_MAX_TIMEOUT:g}, not {args.timeout:g}", hint=TIMEOUT_HINT)
     if args.junit:
         _check_writable(args.junit)  # before the checks run, not after
     if args.nnodes > 1 and not args.rdzv_endpoint:
@@ -119,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 _MAX_TIMEOUT = 86400.0
+TIMEOUT_HINT = "e.g. --timeout 300, or leave it out: each check then has its own budget"
 MAX_NODES = 4096
 MAX_PROCS = 1024
 
