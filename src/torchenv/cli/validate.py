@@ -75,9 +75,9 @@ def run(args: argparse.Namespace) -> int:
         _check_endpoint(args.rdzv_endpoint)
     python = interpreter_path(args.python or sys.executable)
     only = _only(args.only)
-    if args.python is not None:
-        _check_interpreter(python)  # before detection and before any child imports torch
     try:
+        if args.python is not None:
+            _check_interpreter(python)  # before any child that imports torch starts
         host = _gpu_host()  # detection: seconds, or a probe's whole timeout on a hung driver
         _check_nproc(args.nproc_per_node, host)
         options = ValidationOptions(
@@ -90,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
     except Exception:
         raise
     except BaseException as exc:  # Ctrl-C, SIGTERM: every process of the run has ended
-        # what finished is still worth a document; before any check (during detection) it
-        # holds no checks
+        # what finished is still worth a document; before any check (while the interpreter is
+        # inspected, during detection) it holds no checks
         if args.json:
             from torchenv.cli._common import emit_json
             from torchenv.validation.report import Report
