@@ -106,19 +106,24 @@ def test_an_interpreter_that_floods_is_stopped_at_the_cap(tmp_path: Path, body: 
     assert marked(mark) == [], "the flooding interpreter is still running"
 
 
-def _json_after_signal(tmp_path: Path, signum: int) -> tuple[int, str, str, str]:
-    """``validate --json`` with an nvidia-smi that hangs, signalled once detection reaches it;
-    (exit status, stdout, stderr, mark)."""
+def _json_after_signal(tmp_path: Path, signum: int, where: str
+                       ) -> tuple[int, str, str, str, str]:
+    """``validate --json`` with an nvidia-smi (``where="detection"``) or an interpreter
+    (``"inspection"``) that hangs, signalled once the command reaches it; (exit status, stdout,
+    stderr, mark, the interpreter validated)."""
     mark = uuid.uuid4().hex
     started = tmp_path / "started"
-    smi = _script(tmp_path, "nvidia-smi", f"touch {started}\nexec sleep 600")
-    env = _env(tmp_path, mark, TORCHENV_NVIDIA_SMI=str(smi), TORCHENV_PROBE_TIMEOUT="5")
-    proc = subprocess.Popen([sys.executable, "-m", "torchenv", "validate", "--json"],
+    hang = _script(tmp_path, "nvidia-smi" if where == "detection" else "python",
+                   f"touch {started}\nexec sleep 600")
+    env = _env(tmp_path, mark, TORCHENV_NVIDIA_SMI=str(hang), TORCHENV_PROBE_TIMEOUT="5")
+    python = sys.executable if where == "detection" else str(hang)
+    proc = subprocess.Popen([sys.executable, "-m", "torchenv", "validate", "--json",
+                             *(["--python", python] if where == "inspection" else [])],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         end = time.monotonic() + 60
         while not started.exists():
-            assert proc.poll() is None and time.monotonic() < end, "detection never ran smi"
+            assert proc.poll() is None and time.monotonic() < end, f"{hang} never ran"
             time.sleep(0.05)
         os.kill(proc.pid, signum)
         out, err = proc.communicate(timeout=30)
@@ -126,24 +131,25 @@ def _json_after_signal(tmp_path: Path, signum: int) -> tuple[int, str, str, str]
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    return proc.returncode, out, err, mark
+    return proc.returncode, out, err, mark, python
 
 
+@pytest.mark.parametrize("where", ["detection", "inspection"])
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_an_interrupt_during_detection_still_prints_the_json_report(tmp_path: Path,
-                                                                    signum: int) -> None:
-    code, out, err, mark = _json_after_signal(tmp_path, signum)
+def test_an_interrupt_before_any_check_still_prints_the_json_report(
+        tmp_path: Path, signum: int, where: str) -> None:
+    code, out, err, mark, python = _json_after_signal(tmp_path, signum, where)
     assert code == 128 + signum, err
     assert "interrupted" in err and "Traceback" not in err
     doc = json.loads(out)
     check_contract(doc)
     assert doc["interrupted"] is True and doc["ok"] is False
     assert doc["checks"] == [] and doc["torch"] is None
-    assert doc["python"] == sys.executable or os.path.samefile(doc["python"], sys.executable)
+    assert doc["python"] == python or os.path.samefile(doc["python"], python)
     deadline = time.monotonic() + 10
     while marked(mark) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert marked(mark) == [], "the hung nvidia-smi outlived the command"
+    assert marked(mark) == [], f"the hung {where} outlived the command"
 
 
 def test_json_nested_past_the_stack_is_other_output_not_a_hang(tmp_path: Path) -> None:
