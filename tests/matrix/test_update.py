@@ -691,3 +691,15 @@ def test_an_older_backup_is_never_overwritten(
     assert code == 0, err
     assert (tmp_path / "overlay.yaml.bak").read_text() == "the first backup\n"
     assert (tmp_path / "overlay.yaml.1.bak").read_text().startswith("schema_version: 1")
+
+
+@pytest.mark.parametrize("where", ["missing-folder", "a-folder"])
+def test_an_output_that_cannot_be_written_is_refused_before_any_request(
+        server: Server, capsys: pytest.CaptureFixture[str], tmp_path: Path, where: str) -> None:
+    names, _ = _planted()
+    server.serve_index(names)
+    output = tmp_path / "missing" / "o.yaml" if where == "missing-folder" else tmp_path
+    code, _, err = _cli(capsys, _run(server, "--output", str(output)))
+    assert code == 2
+    assert ("does not exist" if where == "missing-folder" else "is a directory") in err
+    assert server.requests == []

@@ -63,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
     from torchenv.matrix.live.update import DEFAULT_PYPI_BASE, UpdateOptions, run_update
 
     since = _since(args.since)
+    if args.output:  # a place it cannot write is said before the minutes of fetching
+        from torchenv._files import check_target
+
+        check_target(args.output)
     policy = FetchPolicy.from_env(os.environ, allow_http=args.allow_http)
     if args.timeout is not None:
         policy = policy.with_timeout(parse_timeout(args.timeout, "--timeout"))
