@@ -47,7 +47,8 @@ def register(sub: Subcommands) -> None:
     g.add_argument("--node-rank", type=count(0, MAX_NODES - 1), default=None, metavar="R",
                    help="this node's rank, 0 to N-1")
     g.add_argument("--rdzv-endpoint", default=None, metavar="HOST:PORT",
-                   help="the rendezvous every node reaches (port 1 to 65535)")
+                   help="the rendezvous every node reaches (port 1 to 65535); unused with "
+                   "--nnodes 1, so that one script serves any node count")
     g.add_argument("--nproc-per-node", type=count(1, MAX_PROCS), default=None, metavar="N",
                    help="processes per node (default: the GPU count, or 2 on CPU)")
     p.set_defaults(func=run)
@@ -67,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
     if args.junit:
         _check_writable(args.junit)  # before the checks run, not after
     if args.nnodes > 1 and not args.rdzv_endpoint:
-        raise BadInput("--nnodes > 1 needs --rdzv-endpoint HOST:PORT reachable from every node")
+        raise BadInput("--nnodes > 1 needs --rdzv-endpoint HOST:PORT reachable from every node",
+                       hint="e.g. --rdzv-endpoint node-01:29500, the same on every node")
     if args.node_rank is not None and args.node_rank >= args.nnodes:
         raise BadInput(f"--node-rank: {args.node_rank} is not a rank of {args.nnodes} node(s)",
                        hint=f"give 0 to {args.nnodes - 1}")
