@@ -104,3 +104,13 @@ def test_a_relative_interpreter_is_the_file_named_not_one_on_path(
     for spelling in ("./python", "python"):
         with pytest.raises(BadInput, match=r"this is \./python"):
             inspect_interpreter(spelling)
+
+
+OLDEST = sorted(Path.home().glob(".pyenv/versions/3.7.*/bin/python"))
+
+
+@pytest.mark.skipif(not OLDEST, reason="no Python 3.7 under ~/.pyenv here")
+def test_the_oldest_python_a_release_supports_can_be_inspected() -> None:
+    """torch 1.13 has wheels for Python 3.7: its interpreter answers the inspection."""
+    facts = inspect_interpreter(str(OLDEST[-1]))
+    assert python_info_from(facts).version == "3.7"

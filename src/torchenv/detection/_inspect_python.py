@@ -2,10 +2,10 @@
 
 This file is run two ways: imported and called in-process for the current interpreter, and, for
 another interpreter, sent whole as ``python -I -c <this source>`` (stdlib only, no imports from
-torchenv, Python 3.8 syntax) which prints the JSON of :func:`collect` on stdout, with
-:func:`inventory` under ``"inventory"`` when given ``--inventory`` (doctor asks for both in one
-child). It returns raw facts; parsing and interpretation happen in torchenv.detection._python_env
-and torchenv.doctor.gather.
+torchenv, Python 3.7 syntax: the oldest Python of any release in the matrix) which prints the
+JSON of :func:`collect` on stdout, with :func:`inventory` under ``"inventory"`` when given
+``--inventory`` (doctor asks for both in one child). It returns raw facts; parsing and
+interpretation happen in torchenv.detection._python_env and torchenv.doctor.gather.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def inspect_interpreter(executable: str, *, timeout: float = 5.0,
     argv = [os.path.abspath(path), "-I", "-c", source] + (["--inventory"] if inventory else [])
     res = run_process(argv, timeout=timeout,
                       env=dict(environ) if environ is not None else None)
-    hint = "give the path of a Python 3.8 or newer interpreter, e.g. .venv/bin/python"
+    hint = "give the path of a Python 3.7 or newer interpreter, e.g. .venv/bin/python"
     if res.timed_out:
         raise BadInput(f"interpreter {executable} did not answer within {timeout:g} s",
                        hint=hint, field="interpreter", value=executable)

@@ -475,7 +475,7 @@ def _probe_xpu(root: str, env: Mapping[str, str], sources: dict[str, str],
 
 def _no_answer(python: str, limit: float) -> BadInput:
     return BadInput(f"interpreter {python} did not answer within {limit:g} s",
-                    hint="give the path of a Python 3.8 or newer interpreter that starts "
+                    hint="give the path of a Python 3.7 or newer interpreter that starts "
                     "(TORCHENV_PROBE_TIMEOUT sets how long it may take, at most 5 s)",
                     field="interpreter", value=python)
 
