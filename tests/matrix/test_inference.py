@@ -97,6 +97,12 @@ def _floor(cuda: str, newest: str, oldest: str) -> ToolkitFloor:
      "is older than anything CUDA 13.0 compiles for (oldest sm_75)"),
     ("8.6", "12.6", _floor("12.6", "9.0", "5.0"), None),
     ("12.0", "12.6", None, None),
+    # the newest target's SASS runs a later minor of its major: sm_120 on a 12.1 GPU (GB10),
+    # sm_86 on an 8.9 one
+    ("12.1", "12.8", _floor("12.8", "12.0", "5.0"), None),
+    ("8.9", "11.7", _floor("11.7", "8.6", "3.5"), None),
+    ("7.0", "13.0", _floor("13.0", "12.1", "7.5"),
+     "is older than anything CUDA 13.0 compiles for (oldest sm_75)"),
 ])
 def test_toolkit_bounds(cc: str, cuda: str, floor: ToolkitFloor | None,
                         words: str | None) -> None:

@@ -693,13 +693,15 @@ def test_an_older_backup_is_never_overwritten(
     assert (tmp_path / "overlay.yaml.1.bak").read_text().startswith("schema_version: 1")
 
 
-@pytest.mark.parametrize("where", ["missing-folder", "a-folder"])
+@pytest.mark.parametrize("where", ["under-a-file", "a-folder"])
 def test_an_output_that_cannot_be_written_is_refused_before_any_request(
         server: Server, capsys: pytest.CaptureFixture[str], tmp_path: Path, where: str) -> None:
+    """A missing folder is made when the overlay is written; these cannot be."""
     names, _ = _planted()
     server.serve_index(names)
-    output = tmp_path / "missing" / "o.yaml" if where == "missing-folder" else tmp_path
+    (tmp_path / "file").write_text("x")
+    output = tmp_path / "file" / "sub" / "o.yaml" if where == "under-a-file" else tmp_path
     code, _, err = _cli(capsys, _run(server, "--output", str(output)))
     assert code == 2
-    assert ("does not exist" if where == "missing-folder" else "is a directory") in err
+    assert ("is not a directory" if where == "under-a-file" else "is a directory") in err
     assert server.requests == []

@@ -78,7 +78,9 @@ _PINNED_WIN: list[Row] = [
        ("2.8.0", "cu128", "inferred"), "windows-covers-linux")
       for name, cc in [("ampere", "8.0"),
                        ("ampere", "8.6"), ("ada", "8.9"), ("hopper", "9.0"),
-                       ("blackwell", "10.0"), ("blackwell", "12.0")]],
+                       ("blackwell", "10.0"), ("blackwell", "12.0"),
+                       # sm_120's SASS runs a 12.1 GPU (GB10): CUDA 12.8 holds code for it
+                       ("blackwell", "12.1")]],
     ("win pascal 6.1 ==2.6", {"gpus": ["6.1"]}, {"torch": "==2.6.*"},
      ("2.6.0", "cu124", "inferred"), "windows-covers-linux"),
     ("win ampere 8.6 ==2.6", {"gpus": ["8.6"]}, {"torch": "==2.6.*"},

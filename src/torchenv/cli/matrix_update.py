@@ -57,16 +57,28 @@ def register(msub: Subcommands) -> None:
     p.set_defaults(func=run)
 
 
+def _check_output(output: Path) -> None:
+    """A place the overlay cannot be written is said before the minutes of fetching; a folder
+    missing is made when the overlay is written."""
+    from torchenv._files import check_target
+
+    if output.parent.is_dir():
+        check_target(output)
+        return
+    existing = next(p for p in output.parents if p.exists())
+    if not existing.is_dir():
+        raise BadInput(f"{existing} is not a directory, so {output} cannot be made",
+                       hint="give a path in a folder")
+
+
 def run(args: argparse.Namespace) -> int:
     from torchenv.matrix.index import DEFAULT_INDEX_BASE
     from torchenv.matrix.live.http import FetchPolicy, parse_timeout
     from torchenv.matrix.live.update import DEFAULT_PYPI_BASE, UpdateOptions, run_update
 
     since = _since(args.since)
-    if args.output:  # a place it cannot write is said before the minutes of fetching
-        from torchenv._files import check_target
-
-        check_target(args.output)
+    if args.output:
+        _check_output(Path(args.output))
     policy = FetchPolicy.from_env(os.environ, allow_http=args.allow_http)
     if args.timeout is not None:
         policy = policy.with_timeout(parse_timeout(args.timeout, "--timeout"))

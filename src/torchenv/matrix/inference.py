@@ -262,12 +262,14 @@ def toolkit_excludes(cc: ComputeCapability, cuda: CudaVersion,
     (``"is newer than anything CUDA 12.6 compiles for (newest sm_90)"``).
 
     None when the toolkit's known range (``oldest_arch``–``newest_arch`` of cuda.yaml) includes it
-    or the range is not known. Suffixes do not matter: a device is its capability's base.
+    or the range is not known. Suffixes do not matter: a device is its capability's base. A
+    device of the newest target's major with a higher minor is in range: that target's SASS
+    runs on it (sm_120 on a 12.1 GPU).
     """
     if floor is None:
         return None
     have = cc.base
-    if floor.newest_arch and have > floor.newest_arch.base:
+    if floor.newest_arch and have.major > floor.newest_arch.major:
         newest = floor.newest_arch.base.sm
         return f"is newer than anything CUDA {cuda} compiles for (newest {newest})"
     if floor.oldest_arch and have < floor.oldest_arch.base:
