@@ -111,10 +111,12 @@ TABLE: list[tuple[str, Any, dict[str, Any], Any, str]] = [
      ("2.11.0", "cu128", "full", "confirmed"), "driver"),
     ("aarch64 cpu", {"platform": "linux-aarch64"}, {}, ("2.15.0", "cpu", "compat", "n/a"),
      "index"),
+    # a 580 driver runs CUDA 13.2 by minor-version compatibility: the PyPI build (cu132, index
+    # and list confirmed) before cu130, whose index entry and list are not confirmed
     ("aarch64 gh200 580", {"platform": "linux-aarch64", "driver": "580.65.06", "gpus": ["9.0"]},
-     {}, ("2.15.0", "cu130", "compat", "inferred"), "index"),
+     {}, ("2.15.0", "cu132", "compat", "confirmed"), "index"),
     ("h200 580 cuda13.0", {"driver": "580.65.06", "gpus": ["9.0"]}, {},
-     ("2.15.0", "cu130", "compat", "inferred"), "driver"),
+     ("2.15.0", "cu132", "compat", "confirmed"), "driver"),
     ("h200 595 cuda13.2", {"driver": "595.45.04", "gpus": ["9.0"]}, {},
      ("2.15.0", "cu132", "full", "confirmed"), "pypi"),
     # 2.15.0 has no cu126 (removed before the branch cut); the SASS of cu126 of 2.14 is
@@ -144,7 +146,7 @@ TABLE: list[tuple[str, Any, dict[str, Any], Any, str]] = [
     ("rtx5090 550", {"driver": "550.54.15", "gpus": ["12.0"]}, {},
      ("2.13.0", "cu129", "compat", "confirmed"), "driver"),
     ("b200 580", {"driver": "580.65.06", "gpus": ["10.0"]}, {},
-     ("2.15.0", "cu130", "compat", "inferred"), "index"),
+     ("2.15.0", "cu132", "compat", "confirmed"), "index"),
     # 2.5.1's cu118 list is confirmed and has 3.7; 2.6 and 2.7 kept the 11.8 build unchanged
     ("k80 470", {"driver": "470.82.01", "gpus": ["3.7"]}, {},
      ("2.7.1", "cu118", "compat", "inferred"), "driver"),
@@ -201,10 +203,10 @@ TABLE: list[tuple[str, Any, dict[str, Any], Any, str]] = [
     ("unknown GPU name", "driver read, unknown GPU name", {}, None, "probe"),
     ("driver but no GPU facts", "driver read, no GPU facts", {}, None, "probe"),
     ("CVD: only the 3090 counts", "CVD hides the GTX 1080 of 1080+3090", {},
-     ("2.15.0", "cu130", "compat", "inferred"), "cvd"),
+     ("2.15.0", "cu132", "compat", "confirmed"), "cvd"),
     ("CVD: only the 1080 counts", "CVD shows the GTX 1080 of 1080+5090", {},
      ("2.14.1", "cu126", "full", "confirmed"), "cvd"),
-    ("CVD hides every GPU", "CVD hides every GPU", {}, ("2.15.0", "cu130", "compat", "n/a"),
+    ("CVD hides every GPU", "CVD hides every GPU", {}, ("2.15.0", "cu132", "compat", "n/a"),
      "cvd"),
 ]
 
@@ -465,15 +467,14 @@ def test_the_cvd_warning_and_json_keys_of_an_unknown_pick(matrix: Matrix) -> Non
     assert {"evidence", "evidence_alternative", "newer_unverified", "host_warnings",
             "confirmed_alternative", "alternatives"} <= set(doc)
     # the 2.8 aarch64 cu129 list is unknown (the confirmed 2.13 one has sm_90: the pick says
-    # which rule put it first); the 2.15 cu130 list is inferred from the runtime table
+    # which rule put it first); the 2.15 cu132 list is confirmed (its wheel)
     unknown = resolve(Request.from_text(torch="==2.8.*"),
                       _host("580.65.06", "9.0", platform="linux-aarch64"),
                       matrix).to_json()
     assert unknown["evidence"]["arch"] == "unknown"
     assert unknown["evidence"]["arch_rule"] == "neighbours-include"
     assert unknown["evidence_alternative"] == {
-        "torch": "2.15.0", "variant": "cu130", "evidence": "inferred",
-        "rule": "runtime-table-in-sync + release-ptx-policy"}
+        "torch": "2.15.0", "variant": "cu132", "evidence": "confirmed", "rule": None}
     assert unknown["alternatives"] and all(a["evidence"] for a in unknown["alternatives"])
 
 
@@ -487,6 +488,11 @@ def test_an_unconfirmed_index_entry_ranks_below_a_confirmed_one_and_always_warns
     forced = resolve(Request.from_text(torch="==2.15.0", variant="cu130"), host, matrix)
     assert any("has a cu130 build on the PyTorch index is not confirmed" in w
                for w in forced.warnings)
+    # on a 580 driver cu130 is at its toolkit floor and cu132 runs by minor-version
+    # compatibility: both warn, so they share the tier, and the confirmed index entry wins
+    plan = resolve(Request.from_text(torch="==2.15.0"), _host("580.65.06", "9.0"), matrix)
+    assert (plan.variant, plan.level) == ("cu132", "compat")
+    assert any("minor-version compatibility" in r for r in plan.reasons + plan.warnings)
 
 
 def test_musl_is_rejected_naming_the_glibc_floor(matrix: Matrix) -> None:

@@ -18,11 +18,19 @@ from torchenv.resolver.plan import Rejection
 from torchenv.resolver.request import Request
 from torchenv.resolver.rules import Evidence
 
-__all__ = ["Level", "RankKey", "rank_key", "ranked"]
+__all__ = ["Level", "RankKey", "Tier", "rank_key", "ranked"]
+
+
+class Tier(IntEnum):
+    """The tiers of sentence 6 within a release, best first."""
+
+    PYPI = 0  # PyTorch's PyPI build, fully compatible: the simplest command
+    FULL = 1  # another fully compatible variant
+    WITH_WARNINGS = 2  # any other: the driver, the GPUs' reach or the index entry warns
 
 
 class Level(IntEnum):
-    """Where a candidate stands within its release, best first (sentence 6)."""
+    """Where a candidate stands within its tier, best first (sentence 6)."""
 
     PYPI = 0  # PyTorch's PyPI build, fully compatible: the simplest command
     FULL = 1  # another fully compatible variant
@@ -47,9 +55,10 @@ class RankKey:
     neighbours: int
     # 5. newest torch first (the release's version negated)
     older_torch: tuple[int, ...]
-    # 6. within a release: the level, then a confirmed index entry before one that is not
-    level: Level
+    # 6. within a release: the tier, a confirmed index entry before one that is not, the level
+    tier: Tier
     index_unconfirmed: bool
+    level: Level
     # within a level, newest CUDA (ROCm) first; at minor-version compatibility the CUDA closest
     # to the driver first, which is the oldest
     variant_order: tuple[int, ...]
@@ -79,8 +88,10 @@ def rank_key(c: Candidate, gpu_host: bool) -> RankKey:
         neighbours=(0 if not unknown or c.neighbours is True
                     else 1 if c.neighbours is None else 2),
         older_torch=tuple(-x for x in c.release.torch.release),
-        level=where,
+        tier=(Tier.WITH_WARNINGS if not c.fully_compatible
+              else Tier.PYPI if c.from_pypi else Tier.FULL),
         index_unconfirmed=c.index is not Evidence.CONFIRMED,
+        level=where,
         variant_order=(version if where is Level.MINOR_VERSION_COMPAT
                        else tuple(-x for x in version)),
         variant=str(c.variant.name),
