@@ -118,3 +118,25 @@ def test_a_gpu_whose_driver_is_unknown_on_musl_is_not_sent_to_the_cpu_build(
     with pytest.raises(NoMatch) as caught:
         resolve(Request(), glibc, matrix)
     assert any("--variant cpu" in f.text(spell) for f in caught.value.fixes)
+
+
+def _nvidia(driver: str, cc: str) -> NvidiaInfo:
+    return NvidiaInfo(driver_version=DriverVersion(driver),
+                      gpus=(Gpu(index=0, compute_capability=ComputeCapability(cc)),))
+
+
+def test_no_build_for_this_gpu_is_said_only_when_a_newer_driver_would_not_give_one(
+        matrix: Matrix) -> None:
+    """A Blackwell card on a 520 driver: the builds with sm_120 were turned away for the
+    driver (only the old cu118 ones for the architecture), so the fix is the driver."""
+    def texts(host: HostProfile) -> list[str]:
+        with pytest.raises(NoMatch) as info:
+            resolve(Request(), host, matrix)
+        return [f.text(spell) for f in info.value.fixes]
+
+    old_driver = texts(_host(glibc="2.35", nvidia=_nvidia("520.61.05", "12.0")))
+    assert any(t.startswith("upgrade the NVIDIA driver") for t in old_driver), old_driver
+    assert not any("was compiled for this GPU" in t for t in old_driver), old_driver
+    # a GPU older than every list: the driver is no help, and the sentence is true
+    kepler = texts(_host(glibc="2.35", nvidia=_nvidia("580.65.06", "3.0")))
+    assert any("was compiled for this GPU" in t for t in kepler), kepler

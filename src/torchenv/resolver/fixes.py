@@ -146,7 +146,8 @@ def evidence_alternative(request: Request, host: HostProfile,
 def no_match(request: Request, host: HostProfile, matrix: Matrix,
              rejected: list[Rejection]) -> NoMatch:
     """Unsatisfiable, with the nearest fixes first."""
-    fixes = _driver_fixes(request, host, matrix, rejected)
+    driver_fixes = _driver_fixes(request, host, matrix, rejected)
+    fixes = list(driver_fixes)
     best = None
     if request.torch or request.explicit_variant or request.cuda:
         best = _best_without_constraints(request, host, matrix)
@@ -155,9 +156,10 @@ def no_match(request: Request, host: HostProfile, matrix: Matrix,
                               f"{best.variant.name} fits this machine",)))
     kinds = gpu_kinds(host)
     # with only --cuda or --variant narrowing, a build for this GPU exists when one fits
-    # without them: then "no build was compiled for this GPU" would be false
+    # without them, and one exists when a newer driver gives one: then "no build was compiled
+    # for this GPU" would be false
     if kinds & {"cuda", "rocm"} and any(r.category == "arch" for r in rejected) \
-            and (request.torch or best is None):
+            and (request.torch or best is None) and not driver_fixes:
         first_rel = matrix.releases[-1].torch if matrix.releases else "?"
         last_rel = matrix.releases[0].torch if matrix.releases else "?"
         fixes.append(
