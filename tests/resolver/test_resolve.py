@@ -503,3 +503,12 @@ def test_musl_is_rejected_naming_the_glibc_floor(matrix: Matrix) -> None:
     assert {r.category for r in info.value.rejected} == {"glibc", "python"}
     assert any(r.reason == "musl libc 1.2.4: the wheels need glibc ≥ 2.28"
                for r in info.value.rejected)
+
+
+def test_a_confirmed_verdict_names_no_inference_rule(matrix: Matrix) -> None:
+    """2.14.1 cu126 on Linux: SASS from the wheel (confirmed), its PTX by the release policy
+    (inferred); an Ampere card runs by SASS, so no rule stands behind the verdict."""
+    plan = resolve(Request(), _host("550.54.15", "8.6"), matrix)
+    assert (plan.torch, plan.variant) == ("2.14.1", "cu126")
+    assert plan.evidence is not None
+    assert (plan.evidence.arch, plan.evidence.arch_rule) == ("confirmed", None)

@@ -434,8 +434,12 @@ def _known_list(fact: ArchFact, arch: Sequence[ArchEntry], variant: Variant,
     if jit:
         warnings = (f"{', '.join(jit)} not compiled for in {variant.name}: runs only by "
                     "JIT-compiling PTX (slow first start, some kernels may be missing)",)
-    return ArchVerdict(None, max(classes), ptx_jit_only=bool(jit), warnings=warnings,
-                       rule=fact.rule, sources=fact.sources, ptx_jit_distant=distant)
+    evidence = max(classes)
+    # the list's rule names how a part not confirmed was inferred: of no account to a verdict
+    # that is confirmed (SASS confirmed, the list's PTX inferred, a GPU run by SASS)
+    return ArchVerdict(None, evidence, ptx_jit_only=bool(jit), warnings=warnings,
+                       rule=fact.rule if evidence is not Evidence.CONFIRMED else None,
+                       sources=fact.sources, ptx_jit_distant=distant)
 
 
 def check_rocm(host: HostProfile, matrix: Matrix, release: Release,
