@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -486,3 +487,38 @@ def test_an_overlay_merge_looks_each_entry_up_once(monkeypatch: pytest.MonkeyPat
     merged = merge_overlay(documents, overlay)["gpus.yaml"]["nvidia"]
     assert len(merged) == 30_000 and merged[-1] == {"name": "gpu 29999", "new": True}
     assert calls == 40_000
+
+
+def _rocm_entry(docs: dict[str, Any], name: str, torch: str | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = next(
+        e for e in docs["rocm.yaml"]["rocm_variants"]
+        if e["name"] == name and (torch in e.get("torch", []) if torch else "torch" not in e))
+    return entry
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    ({"evidence": None}, "evidence: expected a string, got null"),
+    ({"evidence": "likely"}, "'likely' is not one of confirmed, inferred, unknown"),
+    ({"observed_on": ["2.5.1"]}, "names a release the entry is not for"),
+    ({"may_have": ["gfx90a"]}, "names a target that gfx lists as there"),
+], ids=["evidence-missing", "evidence-bad", "observed-elsewhere", "may-have-listed"])
+def test_a_rocm_list_says_how_it_is_known_and_consistently(
+        documents: dict[str, Any], change: dict[str, Any], words: str) -> None:
+    docs = copy.deepcopy(documents)
+    entry = _rocm_entry(docs, "rocm6.3")
+    entry["torch"] = ["2.7.1"]
+    for key, value in change.items():
+        if value is None:
+            entry.pop(key, None)
+        else:
+            entry[key] = value
+    with pytest.raises(MatrixError, match=re.escape(words)):
+        build_matrix(docs, origin=ORIGIN)
+
+
+def test_a_rocm_list_is_confirmed_for_the_releases_whose_wheel_was_seen(
+        matrix: Matrix) -> None:
+    targets = matrix.rocm_targets(VariantName("rocm6.3"), TorchVersion("2.7.1"))
+    assert targets is not None
+    assert targets.evidence_for(TorchVersion("2.7.1")) == "confirmed"
+    assert targets.evidence_for(TorchVersion("2.8.0")) == "inferred"

@@ -165,10 +165,17 @@ TABLE: list[tuple[str, Any, dict[str, Any], Any, str]] = [
     ("free-threaded 3.14t cpu", {"python": "3.14t"}, {}, ("2.15.0", "cpu", "compat", "n/a"),
      "python"),
     ("3.15 cpu", {"python": "3.15"}, {}, ("2.15.0", "cpu", "compat", "n/a"), "python"),
+    # the rocm7.14 list is the wheel images' build configuration (no wheel of it seen)
     ("rocm gfx1100", {"rocm_archs": ["gfx1100"]}, {},
-     ("2.15.0", "rocm7.14", "compat", "confirmed"), "index"),
+     ("2.15.0", "rocm7.14", "compat", "inferred"), "index"),
     ("rocm gfx942", {"rocm_archs": ["gfx942"]}, {},
-     ("2.15.0", "rocm7.14", "compat", "confirmed"), "index"),
+     ("2.15.0", "rocm7.14", "compat", "inferred"), "index"),
+    # 2.7.1's own rocm6.3 wheel lists gfx1201
+    ("rocm gfx1201 ==2.7.1", {"rocm_archs": ["gfx1201"]}, {"torch": "==2.7.1"},
+     ("2.7.1", "rocm6.3", "full", "confirmed"), "arch"),
+    # 2.6.0: rocm6.1's own wheel leaves gfx1201 out; whether rocm6.2.4's has it is not known
+    ("rocm gfx1201 ==2.6.0", {"rocm_archs": ["gfx1201"]}, {"torch": "==2.6.0"},
+     ("2.6.0", "rocm6.2.4", "compat", "unknown"), "evidence"),
     ("rocm gfx803", {"rocm_archs": ["gfx803"]}, {}, None, "arch"),
     ("torch ==2.7.* on 3090 570", {"driver": "570.86.15", "gpus": ["8.6"]},
      {"torch": "==2.7.*"}, ("2.7.1", "cu126", "full", "confirmed"), "pypi"),

@@ -36,9 +36,9 @@ one class; the ``a``/``f`` suffix of a typed capability changes only the text
 (:class:`CapabilityClasses`). Capabilities 1.0 to 19.9 (the range the CLI accepts) are
 tabulated.
 
-**ROCm target.** ``check_rocm`` asks whether the gfx target is in each ROCm variant's list;
-targets in the same lists are one class, and every target in no list of the window is one class
-(:class:`GfxClasses`).
+**ROCm target.** ``check_rocm`` asks whether the gfx target is in each ROCm variant's list or
+among the targets it leaves open; targets in the same lists are one class, and every target in
+no list of the window is one class (:class:`GfxClasses`).
 
 **Torch specifier.** Rule 4 runs first, and a release outside the window is then rejected by
 rule 1 whatever else, so a specifier's answer depends only on the window's releases it admits and
@@ -237,6 +237,8 @@ def facts_of(matrix: Matrix, platform: str,
             targets = matrix.rocm_targets(name, torch_version)
             if targets is not None:
                 gfx.add(targets.gfx)
+                if targets.may_have:  # an open target answers otherwise (unknown)
+                    gfx.add(targets.may_have)
     return WindowFacts(platform, tuple(sorted(cudas)), tuple(sorted(lists)),
                        tuple(sorted(unknown)), tuple(sorted(gfx)), tuple(names))
 

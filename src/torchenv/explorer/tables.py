@@ -163,7 +163,7 @@ def _rejected_evidence(matrix: Matrix, platform: str, torch: str, name: str,
         return "inferred" if category == "arch" and sass == "unknown" else sass
     if variant.kind == "rocm":
         targets = matrix.rocm_targets(variant_name, release.torch)
-        return "confirmed" if targets is not None else "unknown"
+        return targets.evidence_for(release.torch) if targets is not None else "unknown"
     return variant.index
 
 

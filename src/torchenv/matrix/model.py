@@ -289,13 +289,24 @@ class CompatFloor:
 
 @dataclass(frozen=True)
 class RocmTargets:
-    """The gfx targets a ROCm variant is built for (of the releases in ``torch``, or of all)."""
+    """The gfx targets a ROCm variant is built for (of the releases in ``torch``, or of all).
+
+    ``evidence``: how well the list is known for the releases it covers; ``observed_on``: the
+    releases whose own wheel was seen to list it (confirmed for those, whatever ``evidence``);
+    ``may_have``: targets a source says the wheels may or may not have (unknown for those).
+    """
 
     name: VariantName
     gfx: tuple[str, ...]
     torch: tuple[TorchVersion, ...] = ()
     sources: tuple[str, ...] = ()
     note: Optional[str] = None
+    evidence: Evidence = "inferred"
+    observed_on: tuple[TorchVersion, ...] = ()
+    may_have: tuple[str, ...] = ()
+
+    def evidence_for(self, torch: TorchVersion) -> Evidence:
+        return "confirmed" if torch in self.observed_on else self.evidence
 
 
 @dataclass(frozen=True)

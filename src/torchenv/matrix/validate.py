@@ -728,13 +728,22 @@ def _rocm_targets(rctx: _Ctx, rocm_doc: Mapping[str, Any],
         name = rctx.value(VariantName, r.get("name"), f"{path}.name")
         if name.kind != "rocm":
             raise rctx.fail(f"{path}.name", f"{str(name)!r} is not a ROCm variant name")
-        gfx = tuple(
-            rctx.string(g, f"{path}.gfx[{j}]", _GFX_RE, "a gfx target like 'gfx90a'")
-            for j, g in enumerate(rctx.seq(r.get("gfx"), f"{path}.gfx"))
-        )
+        gfx, may_have = (tuple(
+            rctx.string(g, f"{path}.{key}[{j}]", _GFX_RE, "a gfx target like 'gfx90a'")
+            for j, g in enumerate(rctx.seq(r.get(key, default), f"{path}.{key}")))
+            for key, default in (("gfx", None), ("may_have", [])))
+        if set(gfx) & set(may_have):
+            raise rctx.fail(f"{path}.may_have", "names a target that gfx lists as there")
         torch_list = _release_list(rctx, r.get("torch") or [], f"{path}.torch", by_torch)
-        rocm.append(RocmTargets(name=name, gfx=gfx, torch=torch_list,
-                                sources=rctx.sources(r, path), note=r.get("note")))
+        observed = _release_list(rctx, r.get("observed_on") or [], f"{path}.observed_on",
+                                 by_torch)
+        if torch_list and not set(observed) <= set(torch_list):
+            raise rctx.fail(f"{path}.observed_on", "names a release the entry is not for")
+        rocm.append(RocmTargets(
+            name=name, gfx=gfx, torch=torch_list, sources=rctx.sources(r, path),
+            note=r.get("note"),
+            evidence=_evidence_class(rctx, r.get("evidence"), f"{path}.evidence"),  # type: ignore[arg-type]
+            observed_on=observed, may_have=may_have))
     return rocm
 
 

@@ -450,12 +450,16 @@ def check_rocm(host: HostProfile, matrix: Matrix, release: Release,
     if targets is None:
         return ArchVerdict(None, Evidence.UNKNOWN, warnings=(
             f"the gfx targets of {variant.name} are not known; GPU support unchecked",))
-    missing = [g for g in host.rocm.gfx_targets if g not in targets.gfx]
+    evidence = Evidence(targets.evidence_for(release.torch))
+    missing = [g for g in host.rocm.gfx_targets
+               if g not in targets.gfx and g not in targets.may_have]
     if missing:
         return ArchVerdict(
             f"GPU target {missing[0]} not in {variant.name}'s list ({', '.join(targets.gfx)})",
-            Evidence.CONFIRMED, sources=targets.sources)
-    return ArchVerdict(None, Evidence.CONFIRMED, sources=targets.sources)
+            evidence, sources=targets.sources)
+    if any(g in targets.may_have for g in host.rocm.gfx_targets):
+        return ArchVerdict(None, Evidence.UNKNOWN, sources=targets.sources)
+    return ArchVerdict(None, evidence, sources=targets.sources)
 
 
 # --- rule 4: the user's constraints -----------------------------------------------------------
