@@ -90,3 +90,10 @@ def test_a_flag_wins_over_a_variable_and_an_empty_gpus_variable_over_the_driver_
     assert o.no_gpu is no_gpu
     assert (str(o.driver) if o.driver else None) == driver
     assert o.gpus == gpus
+
+
+def test_a_gpu_flag_takes_a_comma_separated_list_as_the_variable_does() -> None:
+    o = Overrides.from_sources(gpus=["6.1,12.0", "sm_90"])
+    assert [str(g) for g in o.gpus or ()] == ["6.1", "12.0", "9.0"]
+    with pytest.raises(BadInput, match="has an empty entry"):
+        Overrides.from_sources(gpus=["8.6,,9.0"])

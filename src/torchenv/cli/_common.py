@@ -88,7 +88,8 @@ def add_target_flags(parser: argparse.ArgumentParser, *, host_only: bool = False
         "--gpu",
         metavar="CC",
         action="append",
-        help="compute capability of a GPU (8.6 or sm_86); repeat for several",
+        help="compute capability of a GPU (8.6 or sm_86); repeat, or separate with commas, "
+        "for several",
     )
     g.add_argument(
         "--rocm-arch",

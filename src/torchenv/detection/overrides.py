@@ -188,7 +188,13 @@ class Overrides:
         else:
             driver_origin = "--driver"
         gpu_origin = "--gpu"
-        gpu_list: list[str] | None = list(gpus) if gpus else None
+        # each --gpu may itself be a comma-separated list, as TORCHENV_GPUS is
+        gpu_list: list[str] | None = [
+            part.strip() for g in gpus for part in g.split(",")] if gpus else None
+        if gpu_list is not None and "" in gpu_list:
+            raise BadInput(f"--gpu: {', '.join(map(repr, gpus or ()))} has an empty entry",
+                           hint="give compute capabilities, e.g. --gpu 8.6 --gpu 9.0 or "
+                           "--gpu 8.6,9.0", field="gpus", value=",".join(gpus or ()))
         no_gpu_origin = "--no-gpu"
         if gpu_list is None and "TORCHENV_GPUS" in env:
             gpu_origin = "TORCHENV_GPUS"
