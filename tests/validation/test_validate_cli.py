@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -94,9 +95,12 @@ def test_junit_parses_back(quick: dict[str, Any]) -> None:
 
 
 def test_table_output_and_exit_status() -> None:
-    proc = run_cli("validate", env={"TORCHENV_VALIDATE_EXTRA_CHECKS": ""})
+    """The table of a passing run (one check: the quick suite itself is proved above)."""
+    proc = run_cli("validate", "--only", "matmul", env={"TORCHENV_VALIDATE_EXTRA_CHECKS": ""})
     assert proc.returncode == 0, proc.stderr
-    assert "matmul" in proc.stdout and "OK" in proc.stdout
+    rows = [[cell.strip() for cell in line.split("│")] for line in proc.stdout.splitlines()]
+    assert any(row[1:3] == ["matmul", "pass"] for row in rows if len(row) > 3), proc.stdout
+    assert re.search(r"^OK: \d+ passed, 0 failed", proc.stdout, re.M), proc.stdout
 
 
 def test_planted_hang_and_abort_are_reported_and_the_suite_goes_on(tmp_path: Path) -> None:
