@@ -123,12 +123,18 @@ def _value_options() -> Iterator[tuple[str, list[str], str]]:
                 yield " ".join(path), list(path), action.option_strings[-1]
 
 
+@pytest.fixture(scope="module")
+def whole_parser() -> argparse.ArgumentParser:
+    return build_parser()  # parsing leaves it as it was: one serves every case
+
+
 @pytest.mark.parametrize(("command", "path", "option"),
                          [pytest.param(c, p, o, id=f"{c} {o}") for c, p, o in _value_options()])
 def test_an_empty_value_is_refused_by_the_parser_naming_the_option(
-        command: str, path: list[str], option: str) -> None:
+        whole_parser: argparse.ArgumentParser, command: str, path: list[str],
+        option: str) -> None:
     """``--host "$FILE"`` with the variable unset gives ``--host ''``: never "not given"."""
-    parser = build_parser()
+    parser = whole_parser
     leaf = dict(_leaves(parser))[tuple(path)]
     words = _required_words(leaf)
     if option in words:  # a required option: its own empty value replaces the placeholder
