@@ -168,14 +168,26 @@ def test_a_rank_dying_late_keeps_every_earlier_pass(tmp_path: Path) -> None:
 def test_a_name_no_rank_could_list_is_a_failure_of_the_launch_not_a_skip(
         tmp_path: Path) -> None:
     """Extra collectives are known only once the ranks list them: when the launch ends before
-    that, a name asked for may have been one, so the run fails rather than passing over it."""
-    proc = _collectives_with(tmp_path, "_planted_import_crash.py", "planted_unlisted")
+    that (here torchrun cannot start at all), a name asked for may have been one, so the run
+    fails rather than passing over it."""
+    python = tmp_path / "python"  # this Python, except that torchrun fails at once
+    python.write_text(f'#!/bin/sh\nif [ "$2" = "torch.distributed.run" ]; then\n'
+                      f'  echo "planted: torchrun cannot start" >&2; exit 1\nfi\n'
+                      f'exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    mark = uuid.uuid4().hex
+    proc = subprocess.run([sys.executable, "-m", "torchenv", "validate", "--level", "full",
+                           "--python", str(python), "--only", "gloo_allreduce,planted_unlisted",
+                           "--json", "--timeout", "20"],
+                          capture_output=True, text=True, env=_env(tmp_path, mark), timeout=240,
+                          check=False)
     assert proc.returncode == 1, proc.stderr
     checks = by_name(load(proc.stdout))
     unlisted = checks["planted_unlisted"]
     assert unlisted["status"] == "fail", unlisted
     assert "ended before its ranks listed their extra checks" in unlisted["error"], unlisted
     assert "torchrun (gloo, 2 processes)" in unlisted["error"], unlisted
+    assert "planted: torchrun cannot start" in unlisted["error"], unlisted
     assert checks["gloo_allreduce"]["status"] == "fail"
     # the progress speaks of the checks asked for only
     assert "gloo_allreduce started" in proc.stderr
