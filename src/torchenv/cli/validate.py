@@ -179,10 +179,7 @@ def _check_interpreter(python: str) -> None:
     such, not an import_torch failure blaming the torch installed there."""
     from torchenv.detection._python_env import inspect_interpreter
 
-    try:
-        inspect_interpreter(python, timeout=_INSPECT_TIMEOUT)
-    except BadInput as exc:
-        raise BadInput(exc.message, hint=exc.hint, field="python", value=python) from exc
+    inspect_interpreter(python, timeout=_INSPECT_TIMEOUT)  # its error names --python here
 
 
 _INSPECT_TIMEOUT = 30.0
@@ -191,20 +188,13 @@ file system can take seconds)."""
 
 
 def _check_writable(path: str) -> None:
-    """Fail now when the JUnit report could not be written at the end."""
-    import os
+    """Fail now, by the rule the JUnit report is written with at the end (write_atomic)."""
+    from torchenv._files import check_target
 
-    target = os.path.abspath(path)
-    folder = os.path.dirname(target)
-    if os.path.isdir(target):
-        raise BadInput(f"--junit: {path} is a directory", hint="name a file")
-    if not os.path.isdir(folder):
-        raise BadInput(f"--junit: the folder {folder} does not exist",
-                       hint="create it first or name a file in an existing folder")
-    if not os.access(folder, os.W_OK) or (os.path.exists(target)
-                                          and not os.access(target, os.W_OK)):
-        raise BadInput(f"--junit: cannot write {path} (permission denied)",
-                       hint="name a file in a folder you can write")
+    try:
+        check_target(path)
+    except BadInput as exc:
+        raise BadInput(f"--junit: {exc.message}", hint=exc.hint) from None
 
 
 def _gpu_host() -> GpuHost:

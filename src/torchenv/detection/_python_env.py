@@ -46,10 +46,12 @@ def inspect_interpreter(executable: str, *, timeout: float = 5.0,
     path = executable
     if not os.path.exists(path):
         raise BadInput(f"interpreter {executable} does not exist",
-                       hint="give the path of a python executable, e.g. .venv/bin/python")
+                       hint="give the path of a python executable, e.g. .venv/bin/python",
+                       field="interpreter", value=executable)
     if os.path.isdir(path) or not os.access(path, os.X_OK):
         raise BadInput(f"interpreter {executable} is not an executable file",
-                       hint="give the path of a python executable, e.g. .venv/bin/python")
+                       hint="give the path of a python executable, e.g. .venv/bin/python",
+                       field="interpreter", value=executable)
     with open(_SCRIPT, encoding="utf-8") as fh:
         source = fh.read()
     # the file just checked, by its absolute path: a bare name ("python", or "./python" once
