@@ -38,7 +38,8 @@ PIPE_WAIT_SECONDS = 30.0
 
 
 def read_bytes_capped(path: StrPath, *, limit: int = MAX_READ_BYTES,
-                      what: str | None = None, wait: float = PIPE_WAIT_SECONDS) -> bytes:
+                      what: str | None = None, wait: float = PIPE_WAIT_SECONDS,
+                      regular_only: bool = False, last: bool = False) -> bytes:
     """The bytes of ``path``, at most ``limit`` of them, without ever blocking for good.
 
     This is the one reader of files a user names (a host profile, an overlay,
@@ -48,18 +49,35 @@ def read_bytes_capped(path: StrPath, *, limit: int = MAX_READ_BYTES,
     ``limit + 1`` bytes. A FIFO is opened without waiting for a writer: with none it reads as
     empty; a pipe with a writer (``--host <(ssh node torchenv detect --json)``) is read as
     its data comes, and one that stays silent for ``wait`` seconds is refused.
+
+    ``regular_only`` is for files others wrote into a folder torchenv reads (a fleet's
+    reports): ``path`` must be a regular file with one name, opened without following a
+    symbolic link, so that a link (soft or hard) planted there never makes torchenv read, and
+    show, a file from elsewhere. ``last`` reads the last ``limit`` bytes of a regular file
+    instead of refusing a longer one (where a log's cause is).
     """
     label = f"{what}: {path}" if what else str(path)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    if regular_only:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+        _refuse_link(path, label)
     try:
         fd = os.open(path, flags)
     except IsADirectoryError as exc:
         raise BadInput(f"{label} is a directory", hint="give the path of a file") from exc
     except OSError as exc:
+        if regular_only and os.path.islink(path):  # ELOOP: the link came after the check
+            raise BadInput(f"{label}: a symbolic link; not followed") from exc
         raise BadInput(f"{label}: cannot read: {exc.strerror or exc}") from exc
     try:
-        if stat.S_ISDIR(os.fstat(fd).st_mode):  # Windows opens a directory without an error
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):  # Windows opens a directory without an error
             raise BadInput(f"{label} is a directory", hint="give the path of a file")
+        if regular_only:
+            _refuse_irregular(st, label)
+        if last and stat.S_ISREG(st.st_mode):
+            os.lseek(fd, max(0, st.st_size - limit), os.SEEK_SET)
+            return _read_up_to(fd, limit, wait, label)
         data = _read_up_to(fd, limit + 1, wait, label)
     except OSError as exc:
         raise BadInput(f"{label}: cannot read: {exc.strerror or exc}") from exc
@@ -69,6 +87,27 @@ def read_bytes_capped(path: StrPath, *, limit: int = MAX_READ_BYTES,
         raise BadInput(f"{label} is larger than {_size(limit)}; torchenv does not read it",
                        hint="give the path of the file torchenv wrote or expects")
     return data
+
+
+def _refuse_link(path: StrPath, label: str) -> None:
+    """A symbolic link is refused before it is opened (where ``O_NOFOLLOW`` is missing, this
+    check is all there is)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return  # the open that follows says why
+    if stat.S_ISLNK(st.st_mode):
+        raise BadInput(f"{label}: a symbolic link; not followed")
+
+
+def _refuse_irregular(st: os.stat_result, label: str) -> None:
+    """What was opened is a regular file with no other name (a hard link to a file elsewhere
+    would show that file's content as if a node had written it)."""
+    if not stat.S_ISREG(st.st_mode):
+        raise BadInput(f"{label}: not a regular file; not read")
+    if st.st_nlink > 1:
+        raise BadInput(f"{label}: {st.st_nlink} hard links (a file written here has one); "
+                       "not read")
 
 
 def _read_up_to(fd: int, most: int, wait: float, label: str) -> bytes:
