@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
     StrPath: TypeAlias = "str | os.PathLike[str]"
 
-__all__ = ["MAX_READ_BYTES", "PIPE_WAIT_SECONDS", "check_target", "read_bytes_capped",
+__all__ = ["MAX_READ_BYTES", "PIPE_WAIT_SECONDS", "absolute_path", "check_target",
+           "current_folder", "read_bytes_capped",
            "read_text_capped", "user_cache_dir", "write_atomic"]
 
 MAX_READ_BYTES = 8 * 1024 * 1024
@@ -68,6 +69,7 @@ def read_bytes_capped(path: StrPath, *, limit: int = MAX_READ_BYTES,
     except OSError as exc:
         if regular_only and os.path.islink(path):  # ELOOP: the link came after the check
             raise BadInput(f"{label}: a symbolic link; not followed") from exc
+        absolute_path(path, what=what)  # relative to a deleted folder: say that
         raise BadInput(f"{label}: cannot read: {exc.strerror or exc}") from exc
     try:
         st = os.fstat(fd)
@@ -153,6 +155,27 @@ def read_text_capped(path: StrPath, *, limit: int = MAX_READ_BYTES,
                        hint="give the path of a text file") from exc
 
 
+def current_folder() -> str | None:
+    """The current folder, or None when it no longer exists (deleted under the shell) or
+    cannot be reached: a command that only looks there for an optional file goes on without."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
+def absolute_path(path: StrPath, *, what: str | None = None) -> str:
+    """``path`` made absolute; :class:`BadInput` naming it (after ``what``) when it is relative
+    to a current folder that no longer exists."""
+    text = os.fspath(path)
+    if not os.path.isabs(text) and current_folder() is None:
+        label = f"{what}: {text}" if what else text
+        raise BadInput(f"{label} is relative to the current folder, which no longer exists "
+                       "(it was deleted or moved after the shell entered it)",
+                       hint="cd to a folder that exists, or give an absolute path")
+    return os.path.abspath(text)
+
+
 def _size(n: int) -> str:
     return f"{n // (1024 * 1024)} MiB" if n >= 1024 * 1024 else f"{n} bytes"
 
@@ -190,6 +213,7 @@ def _target(path: StrPath, force: bool) -> tuple[Path, os.stat_result | None, Pa
     a path that :func:`write_atomic` may not write."""
     from pathlib import Path  # only writers need it; reading commands start without pathlib
 
+    absolute_path(path)  # a relative path in a folder that was deleted is refused by name
     target = Path(path)
     if target.is_symlink():
         target = Path(os.path.realpath(target))

@@ -108,16 +108,18 @@ def parse(parser: argparse.ArgumentParser, args: Sequence[str]) -> argparse.Name
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """Run one command and return its exit status."""
+    from torchenv.cli._output import OutputNotDelivered, cleaned_output
+
     args = list(sys.argv[1:] if argv is None else argv)
     previous = _catch_sigterm()
     try:
-        from torchenv.cli._output import cleaned_output
-
         with cleaned_output():
             status = _run(args, prog)
-            if sys.stdout is not None:
-                sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
+            sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
         return status
+    except (OutputNotDelivered, BrokenPipeError) as exc:
+        return _not_delivered(exc.why if isinstance(exc, OutputNotDelivered)
+                              else "the reader of standard output has gone")
     except (KeyboardInterrupt, _Terminated) as exc:
         from torchenv._subprocess import reap_children
 
@@ -126,15 +128,25 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         print("torchenv: interrupted" + (" (SIGTERM)" if signum == signal.SIGTERM else ""),
               file=sys.stderr)
         return 128 + signum
-    except BrokenPipeError:
-        # stdout's reader went away (`torchenv ... | head`): what is still buffered goes to
-        # devnull, so that the interpreter's flush at exit does not fail on it once more
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 1
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _not_delivered(why: str) -> int:
+    """Standard output is closed or its reader went away (``torchenv ... | head``): say so on
+    stderr and fail. What is still buffered goes to devnull, so that the interpreter's flush at
+    exit does not fail on it once more."""
+    import contextlib
+
+    if sys.stderr is not None:
+        with contextlib.suppress(OSError, ValueError):
+            print(f"torchenv: error: {why}; the output was not delivered", file=sys.stderr)
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return 1
 
 
 def _run(args: list[str], prog: str | None) -> int:

@@ -36,7 +36,9 @@ def run(args: argparse.Namespace) -> int:
 
     python = args.python or sys.executable
     if os.sep in python:
-        python = os.path.abspath(python)
+        from torchenv._files import absolute_path
+
+        python = absolute_path(python, what="--python")
     elif shutil.which(python):
         python = shutil.which(python) or python
     if not os.path.exists(python):

@@ -143,6 +143,9 @@ def read_reports(directory: str | os.PathLike[str]) -> ReportSet:
     be read is a problem of its node (or of the folder) naming the file and why, never quoting
     what it holds. Raises :class:`BadInput` only when ``directory`` itself cannot be listed.
     """
+    from torchenv._files import absolute_path
+
+    absolute_path(directory)  # a relative path in a folder that was deleted is refused by name
     return _read_folder(Path(directory), str(directory), probes=True)
 
 
