@@ -39,9 +39,10 @@ _SGR = re.compile(r"(\x1b\[[0-9;]*m)")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
-class OutputNotDelivered(Exception):
+class OutputNotDelivered(OSError):
     """Raised when standard output is closed or its reader has gone: what the command printed
-    did not reach anyone."""
+    did not reach anyone. An OSError, as the failure it stands for: code that writes and
+    expects I/O errors (``logging``'s flush at exit) still knows it."""
 
     def __init__(self, why: str) -> None:
         super().__init__(why)
