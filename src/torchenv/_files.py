@@ -4,9 +4,12 @@ Every file a user names (a host profile, a matrix overlay, ``pyproject.toml``) i
 :func:`read_bytes_capped`, so ``/dev/zero`` or a multi-gigabyte file is refused after reading
 one byte past the cap instead of filling memory.
 
-Only regular files are replaced. A symlink is followed, so the file it names is updated and the
-link stays; anything else at the path (a device such as ``/dev/null``, a FIFO, a directory) is
-refused rather than swapped for a regular file, which is what a bare rename would do.
+Only regular files are replaced. A symlink of the user's own to an existing file of theirs is
+followed, so the file it names is updated and the link stays; any other link is refused: one
+that names no file (a dangling link in a shared folder would make torchenv create a file
+wherever it points), and one that another user owns or that points at another user's file.
+Anything else at the path (a device such as ``/dev/null``, a FIFO, a directory) is refused
+rather than swapped for a regular file, which is what a bare rename would do.
 """
 
 from __future__ import annotations
@@ -198,11 +201,18 @@ def check_target(path: StrPath, *, force: bool = True) -> None:
     os.unlink(tmp)
 
 
+_TEMP_NAME_KEEP = 64
+"""Characters of the target's name kept in its temporary file's name."""
+
+
 def _temp_file(target: Path, parent: Path, path: StrPath) -> tuple[int, str]:
     try:
         import tempfile  # only writers need it (it imports shutil and random)
 
-        return tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+        # the name is shortened: a target whose name is as long as the file system allows
+        # must not be refused because of the temporary name's additions
+        return tempfile.mkstemp(prefix=f".{target.name[:_TEMP_NAME_KEEP]}.", suffix=".tmp",
+                                dir=parent)
     except OSError as exc:
         raise BadInput(f"{path}: cannot write in {parent}: {exc.strerror or exc}",
                        hint="choose a writable directory") from exc
@@ -215,8 +225,14 @@ def _target(path: StrPath, force: bool) -> tuple[Path, os.stat_result | None, Pa
 
     absolute_path(path)  # a relative path in a folder that was deleted is refused by name
     target = Path(path)
-    if target.is_symlink():
-        target = Path(os.path.realpath(target))
+    try:
+        is_link = stat.S_ISLNK(os.lstat(target).st_mode)
+    except FileNotFoundError:
+        is_link = False
+    except OSError as exc:  # a name too long, a path through a file
+        raise BadInput(f"{path}: cannot write there: {exc.strerror or exc}") from exc
+    if is_link:
+        target = _followed(target, path)
     try:
         st = target.stat()
     except FileNotFoundError:
@@ -235,6 +251,27 @@ def _target(path: StrPath, force: bool) -> tuple[Path, os.stat_result | None, Pa
     if not parent.is_dir():
         raise BadInput(f"{parent} does not exist", hint="create the directory first")
     return target, st, parent
+
+
+def _followed(link: Path, path: StrPath) -> Path:
+    """The file the symbolic link ``link`` names, when torchenv may write it: an existing
+    regular file, the link and the file both the user's own. BadInput otherwise."""
+    from pathlib import Path
+
+    hint = "remove the link, or give the path of the file itself"
+    real = Path(os.path.realpath(link))
+    try:
+        st = os.stat(real)
+    except OSError as exc:
+        why = "does not exist" if isinstance(exc, FileNotFoundError) else "cannot be reached"
+        raise BadInput(f"{path} is a symbolic link to {real}, which {why}; torchenv does not "
+                       "create a file through a link", hint=hint) from exc
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    owners = {os.lstat(link).st_uid, st.st_uid}
+    if uid is not None and owners != {uid}:
+        raise BadInput(f"{path} is a symbolic link that another user owns or that names "
+                       "another user's file; torchenv does not write through it", hint=hint)
+    return real
 
 
 def write_atomic(path: StrPath, data: str | bytes, *, force: bool = True) -> Path:
