@@ -133,3 +133,23 @@ def test_visible_gpus_the_file_lists_are_taken(tmp_path: Path) -> None:
     host = HostProfile.from_json(json.loads(path.read_text()), origin="host.json")
     assert host.nvidia is not None
     assert [g.index for g in host.nvidia.visible_gpus()] == [1]
+
+
+def test_a_command_line_past_the_bound_is_refused_before_it_is_parsed(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse's time grows with the square of the number of options: 60,000 ``--gpu``
+    flags would take minutes to parse, so they are refused at once, naming a way that scales."""
+    began = time.monotonic()
+    assert main(["resolve", *["--gpu", "8.6"] * 30_000]) == 2
+    assert time.monotonic() - began < 1
+    err = capsys.readouterr().err
+    assert "60,001 arguments; torchenv reads at most 4,096" in err and "TORCHENV_GPUS" in err
+
+
+def test_a_command_line_at_the_bound_is_parsed(capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TORCHENV_NO_OVERLAY", "1")
+    args = ["resolve", "--driver", "550.54.15", "--platform", "linux-x86_64", "--python",
+            "3.12", "--glibc", "2.35", "--json"]
+    args += ["--gpu", "8.6"] * ((4096 - len(args)) // 2)
+    assert main(args) == 0, capsys.readouterr().err

@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 from torchenv import __version__
 from torchenv.errors import BadInput, TorchenvError
 
-__all__ = ["COMMANDS", "Parser", "build_parser", "entry_point", "main", "parse"]
+__all__ = ["COMMANDS", "MAX_ARGUMENTS", "Parser", "build_parser", "entry_point", "main", "parse"]
 
 _DESCRIPTION = """\
 Pick, install and prove the right PyTorch build for a machine.
@@ -32,6 +32,10 @@ Exit codes: 0 ok, 1 validation/doctor failures (or drift, for matrix update --ch
 input, 3 nothing satisfies the request, 4 a network source could not be reached, 130/143
 interrupted.
 """
+
+MAX_ARGUMENTS = 4096
+"""The most words of one command line: far more than any real one (a flag per GPU of a node),
+and few enough that parsing them stays quick."""
 
 COMMANDS = {
     "detect": "detect",
@@ -157,6 +161,11 @@ def _run(args: list[str], prog: str | None) -> int:
     """
     namespace = None
     try:
+        if len(args) > MAX_ARGUMENTS:  # argparse's time grows with the square of their number
+            raise BadInput(f"{len(args):,} arguments; torchenv reads at most "
+                           f"{MAX_ARGUMENTS:,} on one command line",
+                           hint="give many GPUs with TORCHENV_GPUS or a --host file, each "
+                           "kind of GPU once")
         namespace = parse(build_parser(prog, only=args[0] if args else None), args)
         status: int = namespace.func(namespace)
         return status
