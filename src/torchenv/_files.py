@@ -280,12 +280,20 @@ def write_atomic(path: StrPath, data: str | bytes, *, force: bool = True) -> Pat
     ``force=False`` refuses to replace an existing file. Every failure is a :class:`BadInput`
     naming the path, and leaves neither a temp file nor a half-written target behind.
     """
+    if isinstance(data, str):
+        try:
+            data = data.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: a name that was not UTF-8
+            raise BadInput(f"{path}: what would be written holds a character that is not "
+                           f"Unicode text (at {exc.start}), from a name or value that is not "
+                           "UTF-8; nothing was written",
+                           hint="give names and values as UTF-8 text") from exc
     target, st, parent = _target(path, force)
     mode = stat.S_IMODE(st.st_mode) if st is not None else _new_file_mode()
     fd, tmp = _temp_file(target, parent, path)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            fh.write(data)
         os.chmod(tmp, mode)
         if force:
             os.replace(tmp, target)
