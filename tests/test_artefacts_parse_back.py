@@ -12,12 +12,15 @@ runner labels reach the CI files.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import os
 import shlex
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -241,3 +244,55 @@ def test_ci_files_read_back_with_the_runner_label(fmt: str, kind: str, tmp_path:
                   for entry in job.get("parallel", {}).get("matrix", [])
                   for v in [entry] if v.get("PLATFORM") == "linux-x86_64"}
     assert labels == {label.strip()}  # the flag's value, trimmed as every value is
+
+
+# ----------------------------------------------------------------------------- the explorer page
+
+class _Elements(HTMLParser):
+    """The start tags of a page and the text of each ``<script>``, as a browser tokenises it."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.scripts: list[tuple[dict[str, str | None], str]] = []
+        self._in_script: dict[str, str | None] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        if tag == "script":
+            self._in_script = dict(attrs)
+            self.scripts.append((self._in_script, ""))
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script is not None:
+            attrs, text = self.scripts[-1]
+            self.scripts[-1] = (attrs, text + data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._in_script = None
+
+
+@pytest.mark.parametrize("kind", [k for k in HOSTILE if k not in ("lone-surrogate",
+                                                                  "non-characters")])
+def test_the_explorer_page_reads_back_with_an_overlay_sources_title(kind: str,
+                                                                    tmp_path: Path) -> None:
+    """A source's title from an overlay reaches the page's data, never its markup (YAML itself
+    refuses lone surrogates and the non-characters)."""
+    from torchenv.explorer.page import render_page
+    from torchenv.explorer.tables import Tables
+    from torchenv.matrix.loader import load_matrix
+
+    title = HOSTILE[kind].replace("\x00", "") + " </script><script>alert(1)</script>"
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text(yaml.safe_dump({"sources": [{"id": "hostile-source", "title": title,
+                                                    "url": "https://example.org/x"}]}))
+    matrix = load_matrix(overlay=overlay)
+    assert matrix.overlay_error is None, matrix.overlay_error
+    page = render_page(matrix, Tables(plans=[], windows={}, grid={}, verdicts=[],
+                                      specifiers=[], releases=[]))
+    parsed = _Elements()
+    parsed.feed(page)
+    assert [a.get("id") for a, _ in parsed.scripts] == ["data", None]  # no script of its own
+    data = json.loads(gzip.decompress(base64.b64decode(parsed.scripts[0][1])))
+    assert data["matrix"]["sources"]["hostile-source"]["title"] == title
