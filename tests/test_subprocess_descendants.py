@@ -86,3 +86,43 @@ def test_output_written_just_before_the_exit_is_kept_whole(tmp_path: Path) -> No
     code = f"import sys; sys.stdout.write('x' * {size}); sys.stdout.flush()"
     result = run_process([sys.executable, "-c", code], timeout=30)
     assert result.ok and len(result.stdout) == size
+
+
+def test_detect_through_an_nvidia_smi_wrapper_that_starts_a_daemon(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The real probe: ``detect`` reads the GPU the wrapper prints, returns at once, and the
+    daemon each call started is gone."""
+    from torchenv.cli import main
+
+    pids = tmp_path / "daemons"
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(
+        "#!/bin/sh\nsleep 600 &\n"
+        f"echo $! >> '{pids}'\n"
+        'case "$*" in\n'
+        "  *--query-gpu*) echo '0, NVIDIA H100 80GB HBM3, 9.0, 81559, "
+        "GPU-00000000-0000-0000-0000-000000000000, 550.54.15';;\n"
+        "  *) echo 'NVIDIA-SMI 550.54.15  Driver Version: 550.54.15  CUDA Version: 12.4';;\n"
+        "esac\nexit 0\n")
+    smi.chmod(0o755)
+    for name in [k for k in os.environ if k.startswith("TORCHENV_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("TORCHENV_NVIDIA_SMI", str(smi))
+    monkeypatch.setenv("TORCHENV_NVML_LIBRARY", "")
+    began = time.monotonic()
+    assert main(["detect", "--json"]) == 0
+    took = time.monotonic() - began
+    import json
+
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["nvidia"]["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
+    started = [int(p) for p in pids.read_text().split()]
+    assert started
+    try:
+        assert all(_gone(p) for p in started), [p for p in started if _running(p)]
+        assert took < 10, f"{took:.1f} s"
+    finally:
+        for pid in started:
+            if _running(pid):
+                os.kill(pid, 9)
