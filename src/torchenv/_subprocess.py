@@ -31,6 +31,9 @@ _AFTER_KILL = 10.0
 """Seconds to wait for a killed child before giving up on it."""
 _DRAIN = 2.0
 """Seconds to wait for a killed child's pipes to close (a descendant may hold them)."""
+_GROUP_GONE = 0.25
+"""Seconds for the pipes to close once the child's group is killed, before what still holds
+them is looked for by token."""
 
 _LIVE: set[subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()
@@ -200,7 +203,7 @@ def run_process(
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=_AFTER_KILL)
         for r in readers:  # a descendant may still hold a pipe: never wait for it long
-            r.thread.join(_DRAIN)
+            r.thread.join(_GROUP_GONE)
             if r.thread.is_alive():  # one that left the group (setsid) holds it: by token
                 kill_token(token, variable=_CALL_TOKEN_ENV)
                 r.thread.join(_DRAIN)
