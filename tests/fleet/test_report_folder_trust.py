@@ -169,3 +169,13 @@ def test_a_file_that_is_not_its_report_is_named_never_quoted(
     assert status == 1
     assert name in shown
     assert "s3cret" not in shown
+
+
+def test_a_folder_past_its_byte_budget_is_read_up_to_it(
+        folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each file has its cap; the folder has one in all, past which a file is a finding."""
+    monkeypatch.setattr(reports, "MAX_FOLDER_BYTES", 1)
+    _good_node(folder, "node-1")
+    found = {n.node: n for n in read_reports(folder).nodes}
+    assert found["node-0"].detect is not None  # the first file read passes the budget
+    assert any("passed 1 bytes in all" in p for p in found["node-1"].problems), found

@@ -151,6 +151,8 @@ def read_reports(directory: str | os.PathLike[str]) -> ReportSet:
 
 MAX_ENTRIES = 200_000
 """The most entries of a report folder looked at: a fleet of 10,000 nodes writes ~50,000."""
+MAX_FOLDER_BYTES = 1024 * 1024 * 1024
+"""The most read of one folder's files in all (each file has its own cap as well)."""
 
 
 def _entries(folder: Path, directory: str) -> tuple[list[tuple[str, int]], bool]:
@@ -190,6 +192,7 @@ def _read_folder(folder: Path, directory: str, *, probes: bool) -> ReportSet:
         problems.append(f"the folder holds more than {MAX_ENTRIES:,} entries; only "
                         f"{MAX_ENTRIES:,} of them were read")
     job_end = None
+    budget = MAX_FOLDER_BYTES
     for name, mode in entries:
         if stat.S_ISDIR(mode):
             continue
@@ -227,6 +230,14 @@ def _read_folder(folder: Path, directory: str, *, probes: bool) -> ReportSet:
         if partial:  # its text is not a report; that it is there is what counts
             raws.append(RawReport(node=node or "", kind=kind or "", origin=name, partial=True))
             continue
+        if budget <= 0:
+            over = (f"not read: the folder's files passed {_in_mib(MAX_FOLDER_BYTES)} in all")
+            if is_log:
+                problems.append(f"{name}: {over}")
+            else:
+                raws.append(RawReport(node=node or "", kind=kind or "", origin=name,
+                                      error=over))
+            continue
         try:
             if kind == "stderr":  # only its end matters, however long it grew
                 data = read_bytes_capped(path, limit=STDERR_TAIL_BYTES, regular_only=True,
@@ -234,6 +245,7 @@ def _read_folder(folder: Path, directory: str, *, probes: bool) -> ReportSet:
             else:
                 data = read_bytes_capped(path, regular_only=True,
                                          limit=MAX_LOG_BYTES if is_log else MAX_READ_BYTES)
+            budget -= len(data)
         except BadInput as exc:
             if is_log:
                 problems.append(f"{name}: {_after_path(exc.message, path)}")
@@ -268,6 +280,10 @@ def _read_folder(folder: Path, directory: str, *, probes: bool) -> ReportSet:
                      nodes=tuple(node_reports(n, by_node[n]) for n in sorted(by_node)),
                      ignored=tuple(ignored), problems=tuple(problems), job_end=job_end,
                      probes=runs)
+
+
+def _in_mib(size: int) -> str:
+    return f"{size / (1024 * 1024):,.0f} MiB" if size >= 1024 * 1024 else f"{size} bytes"
 
 
 def _read_probes(folder: Path, problems: list[str]) -> tuple[ProbeRun, ...]:
