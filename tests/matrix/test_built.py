@@ -1,0 +1,110 @@
+"""The shipped built matrix (built.json): what the YAML builds, constructed without a check, and
+never used once it is stale."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from tests.conftest import Cli
+
+from torchenv.matrix import built, loader
+from torchenv.matrix.built import (
+    BUILT_FILE,
+    build_document,
+    fingerprint,
+    from_document,
+    to_document,
+)
+from torchenv.matrix.loader import DATA_DIR, DATA_FILES, build_embedded, load_built, load_matrix
+from torchenv.matrix.model import Matrix
+
+
+@pytest.fixture(scope="module")
+def from_yaml() -> Matrix:
+    return build_embedded()
+
+
+def test_the_shipped_matrix_is_the_one_the_yaml_and_the_rules_build(from_yaml: Matrix) -> None:
+    shipped = load_built()
+    assert shipped is not None, "run 'torchenv matrix check --write-cache'"
+    assert shipped == from_yaml, "run 'torchenv matrix check --write-cache'"
+    assert load_matrix(overlay=False) == from_yaml
+
+
+def test_the_file_is_the_document_of_the_built_matrix(from_yaml: Matrix) -> None:
+    """Byte for byte what ``matrix check --write-cache`` writes: a merge that took both sides'
+    YAML and one side's built.json shows here."""
+    doc = build_document(from_yaml, fingerprint(DATA_DIR, DATA_FILES))
+    assert BUILT_FILE.read_text() == json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n"
+
+
+def test_a_matrix_written_and_read_back_is_equal_to_itself(from_yaml: Matrix) -> None:
+    doc = json.loads(json.dumps(to_document(from_yaml)))
+    assert from_document(doc) == from_yaml
+    # every fact with neighbours is written once, and those neighbours by their position
+    with_neighbours = [f for f in doc["facts"] if f["neighbours"]]
+    assert with_neighbours and all(isinstance(i, int) for f in with_neighbours
+                                   for _, i in f["neighbours"]["older"])
+
+
+def _copy_data(tmp_path: Path) -> Path:
+    shutil.copytree(DATA_DIR, tmp_path / "data")
+    return tmp_path / "data"
+
+
+def test_an_edited_yaml_file_is_built_not_served_stale(tmp_path: Path) -> None:
+    data = _copy_data(tmp_path)
+    assert load_built(data) is not None
+    releases = yaml.safe_load((data / "releases.yaml").read_text())
+    releases["releases"][0]["note"] = "edited"
+    (data / "releases.yaml").write_text(yaml.safe_dump(releases))
+    assert load_built(data) is None
+    assert load_matrix(overlay=False, data_dir=data).releases[0].note == "edited"
+
+
+def test_an_edited_rule_is_a_new_fingerprint() -> None:
+    """The fingerprint covers the code that builds the matrix, not the YAML alone."""
+    here = fingerprint(DATA_DIR, DATA_FILES)
+    assert "inference.py:" in here and "validate.py:" in here and "values.py:" in here
+
+
+@pytest.mark.parametrize("spoil", ["missing", "not-json", "other-format", "other-fingerprint"])
+def test_a_built_file_that_cannot_be_used_is_a_miss_not_an_error(
+        spoil: str, tmp_path: Path, matrix: Matrix) -> None:
+    data = _copy_data(tmp_path)
+    path = data / BUILT_FILE.name
+    doc = json.loads(path.read_text())
+    if spoil == "missing":
+        path.unlink()
+    elif spoil == "not-json":
+        path.write_bytes(path.read_bytes()[:1000])
+    else:
+        doc["format" if spoil == "other-format" else "fingerprint"] = "x"
+        path.write_text(json.dumps(doc))
+    assert load_built(data) is None
+    assert load_matrix(overlay=False, data_dir=data).releases == matrix.releases
+
+
+def test_matrix_check_fails_on_a_stale_built_file_until_it_is_written(
+        tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _copy_data(tmp_path)
+    monkeypatch.setattr(loader, "DATA_DIR", data)
+    monkeypatch.setattr(loader, "CACHE_FILE", data / "cache.json")
+    monkeypatch.setattr(built, "BUILT_FILE", data / "built.json")
+    assert cli(["matrix", "check"]).returncode == 0
+    # the fingerprint still matches, the content is another one: what a bad merge leaves
+    doc = json.loads((data / "built.json").read_text())
+    doc["matrix"]["releases"][0]["note"] = "not what the YAML says"
+    (data / "built.json").write_text(json.dumps(doc))
+    stale = cli(["matrix", "check", "--json"])
+    assert stale.returncode == 2
+    report = json.loads(stale.stdout)
+    assert report["built_current"] is False and report["cache_current"] is True
+    assert [p.split(" does not")[0] for p in report["problems"]] == ["built.json"]
+    assert cli(["matrix", "check", "--write-cache"]).returncode == 0
+    assert cli(["matrix", "check"]).returncode == 0
+    assert load_built(data) == build_embedded(data)
