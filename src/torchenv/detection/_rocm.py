@@ -10,8 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from typing import Optional
@@ -140,8 +139,7 @@ def parse_hsa_override(value: str) -> Optional[str]:
     return f"gfx{int(m.group(1))}{minor:x}{step:x}"
 
 
-@dataclass(frozen=True)
-class RocmFacts:
+class RocmFacts(NamedTuple):
     version: Optional[str] = None
     gfx_targets: tuple[str, ...] = ()
     source: Optional[str] = None

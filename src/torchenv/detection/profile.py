@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from torchenv.errors import BadInput
 from torchenv.values import ComputeCapability, CudaVersion, DriverVersion, Platform, optional_text
@@ -385,16 +385,14 @@ def _nesting_depth(value: Any, limit: int) -> int:
     return deepest
 
 
-@dataclass(frozen=True)
-class _Object:
+class _Object(NamedTuple):
     """A nested object of a host document (or null, when ``nullable``)."""
 
     keys: Mapping[str, Any]
     nullable: bool = True
 
 
-@dataclass(frozen=True)
-class _ListOf:
+class _ListOf(NamedTuple):
     """A list of objects (or null, when ``nullable``)."""
 
     item: _Object

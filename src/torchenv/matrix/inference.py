@@ -59,8 +59,8 @@ predict anything of it that it does not hold.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, NamedTuple
 
 from torchenv.matrix.model import ArchFact, Neighbours, Release, SameAs, ToolkitFloor, Variant
 from torchenv.values import (
@@ -138,8 +138,7 @@ RULES: Mapping[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class PtxPolicy:
+class PtxPolicy(NamedTuple):
     """A confirmed statement that the release wheels of ``releases`` for CUDA ``cuda`` on
     ``platforms`` were built without PTX."""
 
@@ -150,8 +149,7 @@ class PtxPolicy:
     note: str | None = None
 
 
-@dataclass(frozen=True)
-class RuntimeTable:
+class RuntimeTable(NamedTuple):
     """``PYTORCH_RELEASES_CODE_CC`` of ``releases``: CUDA version -> platform -> SASS list.
 
     ``synced`` is True where the release's build script keeps its build table equal to it.
@@ -232,8 +230,7 @@ def infer_ptx_between(fact: ArchFact, older: ArchFact | None, newer: ArchFact | 
     sass = _sass(fact.arch_list)
     if not ptx <= set(sass):  # a PTX entry of a target this list does not build: no rule
         return None
-    return replace(
-        fact,
+    return fact._replace(
         arch_list=tuple(ArchEntry(f"{a}+PTX") if a in ptx else a for a in sass),
         ptx="inferred",
         rule=f"{fact.rule} + {rule}" if fact.rule and fact.rule != rule else rule,
@@ -247,8 +244,7 @@ def infer_ptx_from_policy(fact: ArchFact, policy: PtxPolicy | None) -> ArchFact:
         return fact
     if fact.ptx != "unknown":
         return fact
-    return replace(
-        fact,
+    return fact._replace(
         arch_list=_sass(fact.arch_list),
         ptx="inferred",
         rule=f"{fact.rule} + release-ptx-policy" if fact.rule else "release-ptx-policy",
@@ -312,7 +308,7 @@ def apply_inference(
         if written is not None and written.partial is not None:
             # what a source says of the list stays with it, and a rule's list that
             # contradicts it is not used
-            fact = replace(fact, partial=written.partial)
+            fact = fact._replace(partial=written.partial)
             if fact.known and not agrees_with_partial(fact):
                 return
         updates.setdefault(id(v), {})[plat] = fact
@@ -652,7 +648,7 @@ def _attach_neighbours(by_variant: _Chains, updates: _Updates,
                 continue
             linux = (current(v, LINUX_X86_64)
                      if plat == WINDOWS and LINUX_X86_64 in v.platforms else None)
-            update(v, plat, replace(fact, neighbours=neighbours_in_chain(facts, pos, linux)))
+            update(v, plat, fact._replace(neighbours=neighbours_in_chain(facts, pos, linux)))
 
 
 def describe(fact: ArchFact) -> dict[str, Any]:

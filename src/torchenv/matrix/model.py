@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from torchenv.values import (
     PLATFORMS,
@@ -76,8 +76,7 @@ def glibc_sort_key(version: str) -> tuple[int, ...]:
     return tuple(map(int, version.split(".")))
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(NamedTuple):
     """Where facts come from. ``primary`` is False for copies, third-party reports and
     documentation, which corroborate a fact but cannot confirm it alone."""
 
@@ -87,8 +86,7 @@ class Source:
     primary: bool = True
 
 
-@dataclass(frozen=True)
-class Neighbours:
+class Neighbours(NamedTuple):
     """What the per-GPU inference rules read of an unknown list, filled when the matrix is built:
     the confirmed lists of the same variant on the same platform in the other releases, oldest
     first, split at this release (``older``, ``newer``), and, for a Windows list, the known list
@@ -100,8 +98,7 @@ class Neighbours:
     linux: Optional[ArchFact] = None
 
 
-@dataclass(frozen=True)
-class PartialList:
+class PartialList(NamedTuple):
     """What a primary source says of a list it does not give whole: ``oldest``, the oldest
     target the build carries (no SASS and no PTX below it, so a GPU older than it cannot run the
     build), and ``includes``, SASS targets it is known to carry."""
@@ -120,8 +117,7 @@ class PartialList:
         }
 
 
-@dataclass(frozen=True)
-class ArchFact:
+class ArchFact(NamedTuple):
     """What is known of one CUDA variant's compiled targets on one platform.
 
     SASS and PTX are judged apart: a wheel read confirms both (a missing ``compute_XX`` entry
@@ -158,8 +154,7 @@ class ArchFact:
         return doc
 
 
-@dataclass(frozen=True)
-class SameAs:
+class SameAs(NamedTuple):
     """A primary source's word that a build is an earlier release's build unchanged (the
     release manager's "no changes to CUDA 11.8" of 2.6 and 2.7): rule
     ``unchanged-by-statement`` gives it that release's lists where its own are unknown."""
@@ -221,8 +216,7 @@ class Variant:
         return self.arch_list
 
 
-@dataclass(frozen=True)
-class CondaAvailability:
+class CondaAvailability(NamedTuple):
     """Whether a release is on the pytorch conda channel and on conda-forge (or unknown)."""
 
     pytorch_channel: bool | Literal["unknown"]
@@ -262,8 +256,7 @@ class Release:
         return ()
 
 
-@dataclass(frozen=True)
-class ToolkitFloor:
+class ToolkitFloor(NamedTuple):
     """Minimum driver released with a CUDA toolkit minor."""
 
     cuda: CudaVersion
@@ -276,8 +269,7 @@ class ToolkitFloor:
     oldest_arch: Optional[ComputeCapability] = None  # lowest one it still compiles for
 
 
-@dataclass(frozen=True)
-class CompatFloor:
+class CompatFloor(NamedTuple):
     """Minimum driver for CUDA minor-version compatibility within a major."""
 
     major: int
@@ -287,8 +279,7 @@ class CompatFloor:
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class RocmTargets:
+class RocmTargets(NamedTuple):
     """The gfx targets a ROCm variant is built for (of the releases in ``torch``, or of all).
 
     ``evidence``: how well the list is known for the releases it covers; ``observed_on``: the
@@ -309,8 +300,7 @@ class RocmTargets:
         return "confirmed" if torch in self.observed_on else self.evidence
 
 
-@dataclass(frozen=True)
-class NvidiaGpu:
+class NvidiaGpu(NamedTuple):
     """An NVIDIA GPU of the catalog: its compute capability and how it is named."""
 
     name: str
@@ -326,8 +316,7 @@ class NvidiaGpu:
     pci_ids: tuple[str, ...] = ()  # PCI device ids ("1b80") under vendor 0x10de
 
 
-@dataclass(frozen=True)
-class AmdGpu:
+class AmdGpu(NamedTuple):
     """An AMD GPU of the catalog: its gfx target and how it is named."""
 
     name: str

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, NamedTuple, Union
 
 from torchenv.errors import Unsatisfiable
 
@@ -69,8 +69,7 @@ class Rejection:
         }
 
 
-@dataclass(frozen=True)
-class Alternative:
+class Alternative(NamedTuple):
     """A compatible build ranked below the choice."""
 
     torch: str
@@ -80,8 +79,7 @@ class Alternative:
     evidence: str = "n/a"  # arch support for the visible GPUs: confirmed / inferred / unknown
 
 
-@dataclass(frozen=True)
-class Build:
+class Build(NamedTuple):
     """A build named beside the choice; ``--torch ==TORCH --variant VARIANT`` selects it."""
 
     torch: str
@@ -91,8 +89,7 @@ class Build:
         return {"torch": self.torch, "variant": self.variant}
 
 
-@dataclass(frozen=True)
-class EvidenceAlternative:
+class EvidenceAlternative(NamedTuple):
     """The best GPU build whose support for the visible GPUs is confirmed or inferred, offered
     when the choice's support is unknown."""
 

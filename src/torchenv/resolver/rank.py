@@ -7,8 +7,8 @@ field, so neither decides the :class:`Level` within a release.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 from torchenv.detection.profile import HostProfile
 from torchenv.matrix.model import Matrix
@@ -39,8 +39,7 @@ class Level(IntEnum):
     MINOR_VERSION_COMPAT = 4  # the driver is below the variant's toolkit floor
 
 
-@dataclass(frozen=True, order=True)
-class RankKey:
+class RankKey(NamedTuple):
     """Smaller ranks first; compared field by field, in the order of the ranking's sentences."""
 
     # 1. on a host with a GPU, every GPU build above every CPU build

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from torchenv.detection.profile import Gpu, HostProfile
 from torchenv.matrix.inference import (
@@ -189,8 +188,7 @@ def check_gpu_present(release: Release, variant: Variant, kinds: set[str], *,
 # --- rule 2: the driver -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class DriverVerdict:
+class DriverVerdict(NamedTuple):
     """Rule 2 for one CUDA version: ``ok`` when the driver runs it at all; ``full`` when it is at
     the toolkit floor (not only through minor-version compatibility, which has a warning)."""
 
@@ -283,8 +281,7 @@ def _compat_warning(driver: DriverVersion | str, cuda: CudaVersion,
 # --- rule 3: the architecture -----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ArchVerdict:
+class ArchVerdict(NamedTuple):
     """Rule 3 for one candidate: does every visible GPU run it, and how do we know.
 
     ``evidence`` is the weakest class over the visible GPUs (None when no GPU decides);
