@@ -46,7 +46,8 @@ def test_resolve_json_follows_the_contract(cli: Cli) -> None:
     assert (doc["torch"], doc["torchvision"], doc["torchaudio"]) == ("2.7.1", "0.22.1", "2.7.1")
     assert doc["index_url"] is None and doc["variant"] == "cu126"
     assert set(doc["commands"]) == {"pip", "uv", "conda", "pixi"}
-    assert all({"torch", "variant", "reason"} <= set(x) for x in doc["rejected"])
+    assert all({"torch", "variant", "reason", "category", "rule"} <= set(x)
+               for x in doc["rejected"])
 
 
 def test_unsatisfiable_exits_3_with_a_null_torch_and_reasons(cli: Cli) -> None:

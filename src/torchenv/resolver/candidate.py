@@ -142,7 +142,7 @@ def judge(request: Request, host: HostProfile, matrix: Matrix, kinds: set[str],
     elif variant.kind == "rocm":
         arch = check_rocm(host, matrix, release, variant)
     if arch is not None and arch.reason is not None:
-        return Rejection.of(release.torch, variant.name, arch.reason, "arch")
+        return Rejection.of(release.torch, variant.name, arch.reason, "arch", arch.rejected_by)
     return _assemble(release, variant, from_pypi, host.platform, driver=driver, arch=arch)
 
 

@@ -31,6 +31,7 @@ Speller = Callable[[Change], list[str]]
 line's turns ``{"variant": "cpu"}`` into ``["--variant", "cpu"]``."""
 
 __all__ = [
+    "ARCH_RULES",
     "Alternative",
     "Build",
     "BuildEvidence",
@@ -46,19 +47,24 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Rejection:
-    """A candidate that does not fit, with a one-line reason and the kind of rule that said so
-    (``python``, ``platform``, ``glibc``, ``no-gpu``, ``driver``, ``arch``, ``cpu-on-gpu-host``)."""
+    """A candidate that does not fit, with a one-line reason, the kind of rule that said so
+    (``category``: ``platform``, ``python``, ``glibc``, ``no-gpu``, ``driver``, ``arch``,
+    ``cpu-on-gpu-host``) and the id of that rule (``rule``: the category, except for ``arch``,
+    which names which architecture rule it was: :data:`ARCH_RULES`)."""
 
     torch: str
     variant: str  # "*" when the release has no wheels for the platform at all
     reason: str
     category: str = "other"
+    rule: str = "other"
 
     @classmethod
     def of(cls, torch: TorchVersion, variant: VariantName | None, reason: str,
-           category: str) -> Rejection:
-        """The rejection of torch ``torch`` ``variant`` (None: every variant of the release)."""
-        return cls(str(torch), str(variant) if variant is not None else "*", reason, category)
+           category: str, rule: str | None = None) -> Rejection:
+        """The rejection of torch ``torch`` ``variant`` (None: every variant of the release)
+        by ``rule`` (default: the category's own)."""
+        return cls(str(torch), str(variant) if variant is not None else "*", reason, category,
+                   rule or category)
 
     def to_json(self) -> dict[str, str]:
         return {
@@ -66,7 +72,19 @@ class Rejection:
             "variant": self.variant,
             "reason": self.reason,
             "category": self.category,
+            "rule": self.rule,
         }
+
+
+ARCH_RULES = {
+    "arch-list": "a known arch list runs none of a GPU's SASS, nor its PTX where JIT is possible",
+    "toolkit-bounds": "the variant's CUDA toolkit cannot compile for the GPU at all",
+    "oldest-target": "a primary source names the build's oldest target, newer than the GPU",
+    "excluded-by-family": "the confirmed lists of the variant around an unknown one leave the "
+                          "GPU out",
+    "rocm-targets": "the GPU's gfx target is not in the ROCm variant's list",
+}
+"""The ids a rejection by rule 3 (the architecture) carries, and what each says."""
 
 
 class Alternative(NamedTuple):

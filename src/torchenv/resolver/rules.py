@@ -290,7 +290,8 @@ class ArchVerdict(NamedTuple):
     inference rule behind an ``inferred`` verdict or a rejection by rule, or, for an ``unknown``
     list, the ranking hint ``neighbours-include``. ``neighbours`` (unknown lists only): True when
     the confirmed lists of the same variant in the other releases all run every visible GPU,
-    False when they all leave one out, None otherwise.
+    False when they all leave one out, None otherwise. ``rejected_by``: with a ``reason``, the
+    id of the rule that rejects (:data:`torchenv.resolver.plan.ARCH_RULES`).
     """
 
     reason: str | None
@@ -301,6 +302,7 @@ class ArchVerdict(NamedTuple):
     sources: tuple[str, ...] = ()
     ptx_jit_distant: bool = False
     neighbours: bool | None = None
+    rejected_by: str | None = None
 
 
 _CC_UNKNOWN = "the compute capability of some GPU is unknown; architecture not checked for it"
@@ -347,7 +349,8 @@ def _unknown_list(matrix: Matrix, release: Release, variant: Variant, platform: 
         if why:
             return ArchVerdict(f"GPU {g.index} ({cc.base.sm}) {why}",
                                Evidence.INFERRED, rule="toolkit-bounds",
-                               sources=floor.sources if floor else ())
+                               sources=floor.sources if floor else (),
+                               rejected_by="toolkit-bounds")
     fact = variant.arch_fact(platform)
     part = fact.partial
     if part is not None:
@@ -358,7 +361,8 @@ def _unknown_list(matrix: Matrix, release: Release, variant: Variant, platform: 
                     f"GPU {g.index} ({cc.base.sm}) is older than every target of torch "
                     f"{release.torch} {variant.name} on {platform} (nothing below "
                     f"{part.oldest.sm}; the rest of its list is not known)",
-                    Evidence.CONFIRMED, rule="oldest-target", sources=part.sources)
+                    Evidence.CONFIRMED, rule="oldest-target", sources=part.sources,
+                    rejected_by="oldest-target")
         if all(list_includes(fact, cc) for _, cc in known):
             return ArchVerdict(None, Evidence.CONFIRMED, rule="named-in-list",
                                sources=part.sources)
@@ -374,7 +378,8 @@ def _unknown_list(matrix: Matrix, release: Release, variant: Variant, platform: 
                 f"lists on {platform} around torch {release.torch} ({shown}), whose own list "
                 "is not known (rule excluded-by-family)",
                 Evidence.INFERRED, rule="excluded-by-family",
-                sources=tuple(dict.fromkeys(s for _, f in out for s in f.sources)))
+                sources=tuple(dict.fromkeys(s for _, f in out for s in f.sources)),
+                rejected_by="excluded-by-family")
     linux = around.linux if around is not None else None
     if platform == WINDOWS and linux is not None and all(
             windows_covers_linux(cc, linux) for _, cc in known):
@@ -426,7 +431,8 @@ def _known_list(fact: ArchFact, arch: Sequence[ArchEntry], variant: Variant,
             why = _not_in_list(g, cc, arch, jit_ok=jit_ok)
             if ptx is Evidence.UNKNOWN:
                 why = f"{why} (whether it carries PTX is not known)"
-            return ArchVerdict(why, sass, rule=fact.rule, sources=fact.sources)
+            return ArchVerdict(why, sass, rule=fact.rule, sources=fact.sources,
+                               rejected_by="arch-list")
     warnings: tuple[str, ...] = ()
     if jit:
         warnings = (f"{', '.join(jit)} not compiled for in {variant.name}: runs only by "
@@ -453,7 +459,7 @@ def check_rocm(host: HostProfile, matrix: Matrix, release: Release,
     if missing:
         return ArchVerdict(
             f"GPU target {missing[0]} not in {variant.name}'s list ({', '.join(targets.gfx)})",
-            evidence, sources=targets.sources)
+            evidence, sources=targets.sources, rejected_by="rocm-targets")
     if any(g in targets.may_have for g in host.rocm.gfx_targets):
         return ArchVerdict(None, Evidence.UNKNOWN, sources=targets.sources)
     return ArchVerdict(None, evidence, sources=targets.sources)
