@@ -62,7 +62,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
-from torchenv.matrix.model import ArchFact, Neighbours, Release, SameAs, ToolkitFloor, Variant
+from torchenv.matrix.model import (
+    EVIDENCE_CLASSES,
+    ArchFact,
+    Neighbours,
+    Release,
+    SameAs,
+    ToolkitFloor,
+    Variant,
+)
 from torchenv.values import (
     ArchEntry,
     ComputeCapability,
@@ -80,6 +88,7 @@ __all__ = [
     "RULES",
     "WINDOWS",
     "PtxPolicy",
+    "Reach",
     "RuntimeTable",
     "apply_inference",
     "chains",
@@ -95,6 +104,7 @@ __all__ = [
     "list_excludes",
     "list_includes",
     "neighbours_in_chain",
+    "reach",
     "toolkit_excludes",
     "windows_covers_linux",
 ]
@@ -513,6 +523,49 @@ def entry_runs(entry: ArchEntry, cc: ComputeCapability, *, jit_ok: bool) -> bool
     elif major == entry.major and minor >= entry.minor:
         return True
     return entry.ptx and jit_ok and (major, minor) >= (entry.major, entry.minor)
+
+
+class Reach(NamedTuple):
+    """What :func:`reach` answers: whether a build runs on a GPU (``runs``: None when nobody
+    knows) and how sure that is (``evidence``: ``confirmed``, ``inferred`` or ``unknown``).
+
+    ``by_ptx``: it runs only by JIT-compiling PTX, whose nearest architecture is major
+    ``ptx_major``. ``rule``: for a list not known whole, the rule of its partial list that
+    answered (``oldest-target``, ``named-in-list``)."""
+
+    runs: bool | None
+    evidence: str
+    by_ptx: bool = False
+    ptx_major: int | None = None
+    rule: str | None = None
+
+
+def _weaker(a: str, b: str) -> str:
+    return max(a, b, key=EVIDENCE_CLASSES.index)
+
+
+def reach(fact: ArchFact, cc: ComputeCapability, *, jit_ok: bool) -> Reach:
+    """Does a build compiled for ``fact`` run on a GPU of compute capability ``cc``, and how
+    sure are we: the one answer of rule 3 for one GPU.
+
+    A known list runs ``cc`` by SASS (as sure as its SASS) or, with ``jit_ok`` (a driver at the
+    toolkit floor), by PTX (as sure as the weaker of its SASS and PTX), else not (as sure as its
+    SASS). Of a list not known whole, a partial list still answers: ``cc`` older than its oldest
+    target does not run, SASS it names does (both ``confirmed``); otherwise nobody knows.
+    """
+    arch = fact.arch_list
+    if arch is None or fact.sass == "unknown":
+        if partial_excludes(fact, cc):
+            return Reach(False, "confirmed", rule="oldest-target")
+        if fact.partial is not None and list_includes(fact, cc):
+            return Reach(True, "confirmed", rule="named-in-list")
+        return Reach(None, "unknown")
+    if any(entry_runs(e, cc, jit_ok=False) for e in arch):
+        return Reach(True, fact.sass)
+    jit = [e.major for e in arch if entry_runs(e, cc, jit_ok=jit_ok)]
+    if jit:
+        return Reach(True, _weaker(fact.sass, fact.ptx), by_ptx=True, ptx_major=max(jit))
+    return Reach(False, fact.sass)
 
 
 def _below(cc: ComputeCapability | ArchEntry, oldest: ArchEntry) -> bool:

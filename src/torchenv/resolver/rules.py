@@ -22,11 +22,9 @@ from typing import TYPE_CHECKING, NamedTuple
 from torchenv.detection.profile import Gpu, HostProfile
 from torchenv.matrix.inference import (
     WINDOWS,
-    entry_runs,
     excluded_by_family,
     family_includes,
-    list_includes,
-    partial_excludes,
+    reach,
     toolkit_excludes,
     windows_covers_linux,
 )
@@ -46,14 +44,12 @@ __all__ = [
     "check_cuda_arch",
     "check_driver",
     "check_glibc",
-    "check_gpu_arch",
     "check_gpu_present",
     "check_index",
     "check_python",
     "check_rocm",
     "check_wheels",
     "driver_floors",
-    "runs_on",
     "torch_wanted",
     "variant_wanted",
 ]
@@ -78,16 +74,6 @@ class Evidence(Enum):
 # --- compiled targets -------------------------------------------------------------------------
 
 
-def runs_on(entry: ArchEntry, cc: ComputeCapability, *, jit_ok: bool) -> bool:
-    """Can code compiled for ``entry`` run on a device of compute capability ``cc``?
-
-    SASS runs on the same major with an equal or higher minor; ``a`` targets only on exactly that
-    arch; PTX on any device at or above it, but only through the driver's JIT (``jit_ok``). A
-    device is its capability's base: the suffix of ``cc`` does not matter.
-    """
-    return entry_runs(entry, cc, jit_ok=jit_ok)
-
-
 def arch_range(arch_list: Sequence[ArchEntry]) -> str:
     """``7.5–12.0+PTX`` style summary for messages."""
     if not arch_list:
@@ -104,18 +90,6 @@ def _not_in_list(gpu: Gpu, cc: ComputeCapability, arch_list: Sequence[ArchEntry]
                           for e in arch_list):
         ptx_hint = " (its PTX needs a driver at the toolkit level to JIT)"
     return f"GPU {gpu.index} ({cc.sm}{name}) not in arch list {arch_range(arch_list)}{ptx_hint}"
-
-
-def check_gpu_arch(host: HostProfile, arch_list: Sequence[ArchEntry], *,
-                   jit_ok: bool) -> str | None:
-    """The first visible GPU the arch list cannot run on, as a reason; None when all can."""
-    if host.nvidia is None:
-        return None
-    for gpu in host.nvidia.visible_gpus():
-        cc = gpu.compute_capability
-        if cc is not None and not any(runs_on(e, cc, jit_ok=jit_ok) for e in arch_list):
-            return _not_in_list(gpu, cc, arch_list, jit_ok=jit_ok)
-    return None
 
 
 # --- rule 1: the wheels -----------------------------------------------------------------------
@@ -312,8 +286,9 @@ def check_cuda_arch(host: HostProfile, matrix: Matrix, release: Release, variant
                     *, jit_ok: bool) -> ArchVerdict:
     """Rule 3 with evidence: every visible GPU against the variant's arch facts on the platform.
 
-    A known list decides by :func:`runs_on`; its verdict is as strong as the SASS (or, for a GPU
-    reached only through PTX, the PTX) evidence. An unknown list still rejects a GPU the toolkit
+    Each GPU is judged by :func:`torchenv.matrix.inference.reach`: a known list decides, and its
+    verdict is as strong as the SASS (or, for a GPU reached only through PTX, the weaker of SASS
+    and PTX) evidence. An unknown list still rejects a GPU the toolkit
     cannot compile for (rule ``toolkit-bounds``); otherwise the verdict is ``unknown``.
     """
     if host.nvidia is None:
@@ -354,8 +329,10 @@ def _unknown_list(matrix: Matrix, release: Release, variant: Variant, platform: 
     fact = variant.arch_fact(platform)
     part = fact.partial
     if part is not None:
-        for g, cc in known:
-            if partial_excludes(fact, cc):
+        # what the partial list says of each GPU (the list is not known, so JIT is no question)
+        reaches = [(g, cc, reach(fact, cc, jit_ok=False)) for g, cc in known]
+        for g, cc, r in reaches:
+            if r.runs is False:
                 assert part.oldest is not None
                 return ArchVerdict(
                     f"GPU {g.index} ({cc.base.sm}) is older than every target of torch "
@@ -363,7 +340,7 @@ def _unknown_list(matrix: Matrix, release: Release, variant: Variant, platform: 
                     f"{part.oldest.sm}; the rest of its list is not known)",
                     Evidence.CONFIRMED, rule="oldest-target", sources=part.sources,
                     rejected_by="oldest-target")
-        if all(list_includes(fact, cc) for _, cc in known):
+        if all(r.runs for _, _, r in reaches):
             return ArchVerdict(None, Evidence.CONFIRMED, rule="named-in-list",
                                sources=part.sources)
     around = fact.neighbours
@@ -420,13 +397,13 @@ def _known_list(fact: ArchFact, arch: Sequence[ArchEntry], variant: Variant,
     jit: list[str] = []
     distant = False
     for g, cc in known:
-        if any(runs_on(e, cc, jit_ok=False) for e in arch):
-            classes.append(sass)
-        elif any(runs_on(e, cc, jit_ok=jit_ok) for e in arch):
-            classes.append(max(sass, ptx))
-            jit.append(f"GPU {g.index} ({cc.sm})")
-            nearest = max(e.major for e in arch if runs_on(e, cc, jit_ok=jit_ok))
-            distant = distant or cc.major - nearest > 1
+        r = reach(fact, cc, jit_ok=jit_ok)
+        if r.runs:
+            classes.append(Evidence(r.evidence))
+            if r.by_ptx:
+                assert r.ptx_major is not None
+                jit.append(f"GPU {g.index} ({cc.sm})")
+                distant = distant or cc.major - r.ptx_major > 1
         else:
             why = _not_in_list(g, cc, arch, jit_ok=jit_ok)
             if ptx is Evidence.UNKNOWN:
