@@ -6,6 +6,7 @@ The JSON form is the public ``torchenv detect --json`` document (see README.md),
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, NamedTuple
@@ -286,15 +287,29 @@ class HostProfile:
     # function, /dev/nvidia*, /proc/driver/nvidia, an nvidia-smi or NVML that failed or hung
     nvidia_evidence: tuple[str, ...] = ()
 
+    @functools.cached_property
+    def gpu_kinds(self) -> frozenset[str]:
+        """The accelerator families here that steer the choice of a build: ``cuda`` (an NVIDIA
+        GPU, driver or CUDA driver version), ``rocm`` (an AMD gfx target), ``xpu`` (an Intel
+        GPU with the Level Zero runtime). Worked out once per profile; the resolver and the
+        installers both read it."""
+        kinds = set()
+        if self.nvidia is not None and (self.nvidia.gpus or self.nvidia.driver_version
+                                        or self.nvidia.cuda_driver_version):
+            kinds.add("cuda")
+        if self.rocm is not None and self.rocm.gfx_targets:
+            kinds.add("rocm")
+        if self.xpu is not None and self.xpu.devices and self.xpu.level_zero:
+            # an Intel display device without the Level Zero runtime is usually an iGPU that
+            # the xpu build cannot use; it must not steer the choice
+            kinds.add("xpu")
+        return frozenset(kinds)
+
     @property
     def has_gpu(self) -> bool:
-        """True when some accelerator torch could use is present."""
-        return bool(
-            (self.nvidia is not None and (self.nvidia.gpus or self.nvidia.driver_version))
-            or (self.rocm is not None and self.rocm.gfx_targets)
-            or (self.xpu is not None and self.xpu.devices)
-            or self.mps
-        )
+        """Some accelerator torch could use is here: a family of :attr:`gpu_kinds`, or
+        Apple's MPS."""
+        return bool(self.gpu_kinds) or self.mps
 
     def with_changes(self, **changes: Any) -> HostProfile:
         return replace(self, **changes)

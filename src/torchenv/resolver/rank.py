@@ -13,7 +13,6 @@ from typing import NamedTuple
 from torchenv.detection.profile import HostProfile
 from torchenv.matrix.model import Matrix
 from torchenv.resolver.candidate import Candidate, evaluate
-from torchenv.resolver.gpu_facts import gpu_kinds
 from torchenv.resolver.plan import Rejection
 from torchenv.resolver.request import Request
 from torchenv.resolver.rules import Evidence
@@ -106,7 +105,7 @@ def ranked(request: Request, host: HostProfile,
     name). The macOS arm64 build uses Apple's GPU, not one of those.
     """
     compatible, rejected = evaluate(request, host, matrix)
-    kinds = gpu_kinds(host)
+    kinds = host.gpu_kinds
     if (kinds & {"cuda", "rocm"} and not request.explicit_variant
             and not any(c.variant.kind in kinds for c in compatible)):
         rejected += [Rejection.of(c.release.torch, c.variant.name,

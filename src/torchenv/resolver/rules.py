@@ -143,9 +143,9 @@ _ASKED_FOR = {
 }
 
 
-def check_gpu_present(release: Release, variant: Variant, kinds: set[str], *,
+def check_gpu_present(release: Release, variant: Variant, kinds: frozenset[str], *,
                       asked_for: bool) -> Rejection | str | None:
-    """The host has the GPU family the variant is built for (``kinds``: ``gpu_kinds``).
+    """The host has the GPU family the variant is built for (``kinds``: ``HostProfile.gpu_kinds``).
 
     None when it has, or when the variant needs none (cpu). Without it, a variant asked for by
     name (``--variant``) still fits, running on the CPU: the answer is the warning that says so;
