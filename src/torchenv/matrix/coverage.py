@@ -56,6 +56,9 @@ def coverage(matrix: Matrix) -> dict[str, Any]:
         "totals": {k: {c: totals[k, c] for c in EVIDENCE_CLASSES} for k in _KINDS},
         "rows": rows,
         "open": unknown,
+        "questions": [{"topic": q.topic, "releases": [str(t) for t in q.releases],
+                       "known": q.known, "why_open": q.why_open, "sources": list(q.sources)}
+                      for q in matrix.open_questions],
     }
 
 
@@ -92,6 +95,17 @@ def coverage_markdown(report: dict[str, Any], *, generated_by: str | None = None
         c = row["counts"]
         lines.append(f"| {row['torch']} | {row['platform']} | {_cell(c['index'])} | "
                      f"{_cell(c['sass'])} | {_cell(c['ptx'])} |")
+    questions: Sequence[dict[str, Any]] = report.get("questions", [])
+    if questions:
+        lines += ["", f"## Open questions ({len(questions)})", "",
+                  "What the sources read so far leave open (`open_questions` in variants.yaml).",
+                  ""]
+        for q in questions:
+            lines += [f"### {q['topic']}", "",
+                      f"Releases: {', '.join(q['releases'])}. Sources: "
+                      f"{', '.join(q['sources'])}.", "",
+                      f"Known: {q['known']}", "", f"Open because: {q['why_open']}", ""]
+        lines.pop()
     open_facts: Sequence[str] = report["open"]
     lines += ["", f"## Still open ({len(open_facts)})", ""]
     lines += [f"- {item}" for item in open_facts]
