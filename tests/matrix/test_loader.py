@@ -523,3 +523,47 @@ def test_a_rocm_list_is_confirmed_for_the_releases_whose_wheel_was_seen(
     assert targets is not None
     assert targets.evidence_for(TorchVersion("2.7.1")) == "confirmed"
     assert targets.evidence_for(TorchVersion("2.8.0")) == "inferred"
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    ({"package": "torchtext"}, "companion_statements[0].package: 'torchtext' is not one of "
+                               "torchvision, torchaudio"),
+    ({"statement": "  "}, "companion_statements[0].statement: empty: quote the maintainers'"),
+    ({"torch": "2.11+"}, "companion_statements[0].torch"),
+    ({"sources": ["pytorch-release-md"]}, "companion_statements[0].sources: cites no primary "
+                                          "source"),
+], ids=["package", "statement", "torch", "copy-only"])
+def test_a_companion_statement_names_a_companion_quotes_its_words_and_a_primary_source(
+        documents: dict[str, Any], change: dict[str, Any], words: str) -> None:
+    docs = copy.deepcopy(documents)
+    docs["releases.yaml"]["companion_statements"][0].update(change)
+    with pytest.raises(MatrixError, match=re.escape(words)):
+        build_matrix(docs, origin=ORIGIN)
+
+
+def test_an_index_row_names_releases_of_the_matrix_and_a_primary_source(
+        documents: dict[str, Any]) -> None:
+    docs = copy.deepcopy(documents)
+    docs["variants.yaml"]["index_rows"][0]["releases"] = ["1.12.0"]
+    with pytest.raises(MatrixError, match=re.escape("torch 1.12.0 is not in releases.yaml")):
+        build_matrix(docs, origin=ORIGIN)
+    docs = copy.deepcopy(documents)
+    docs["variants.yaml"]["index_rows"][0]["sources"] = ["pytorch-release-md"]
+    with pytest.raises(MatrixError, match=re.escape("index_rows[0].sources: cites no primary")):
+        build_matrix(docs, origin=ORIGIN)
+
+
+def test_a_statement_pairs_only_what_the_data_does_not_confirm(
+        documents: dict[str, Any]) -> None:
+    docs = copy.deepcopy(documents)
+    docs["releases.yaml"]["companion_statements"] = []
+    bare = build_matrix(docs, origin=ORIGIN).release(TorchVersion("2.13.0"))
+    assert bare is not None and bare.torchaudio is None
+    assert bare.pairing("torchaudio").evidence == "none"
+    full = build_matrix(documents, origin=ORIGIN)
+    rel = full.release(TorchVersion("2.13.0"))
+    assert rel is not None and str(rel.torchaudio) == "2.11.1"
+    # torch 2.11.0's own pairing (2.11.0) is confirmed and kept, though 2.11.1 is newer
+    kept = full.release(TorchVersion("2.11.0"))
+    assert kept is not None and str(kept.torchaudio) == "2.11.0"
+    assert kept.pairing("torchaudio").evidence == "confirmed"

@@ -371,6 +371,40 @@ def test_torchvision_and_torchaudio_follow_the_pairing(matrix: Matrix) -> None:
         assert (plan.torchvision, plan.torchaudio) == (r.torchvision, r.torchaudio)
 
 
+def test_a_plain_cpu_host_gets_the_newest_release_with_nothing_the_data_answers_as_warning(
+        matrix: Matrix) -> None:
+    # 2.15.0's cpu entry is inferred (rule index-every-earlier-release), its torchvision and
+    # torchaudio by their maintainers' "X and later" statements: each is a reason, none a warning
+    plan = resolve(Request(), BASE, matrix)
+    assert (plan.torch, plan.variant, plan.level) == ("2.15.0", "cpu", "full")
+    assert plan.warnings == ()
+    assert plan.requirements() == ["torch==2.15.0+cpu", "torchvision==0.29.2+cpu",
+                                   "torchaudio==2.11.1+cpu"]
+    assert plan.evidence is not None and plan.evidence.index == "inferred"
+    assert any("rule index-every-earlier-release" in r for r in plan.reasons)
+    stated = [r for r in plan.reasons if "rule companion-by-statement" in r]
+    assert [r.split()[0] for r in stated] == ["torchvision", "torchaudio"]
+    assert "compatible with PyTorch 2.11 and later" in stated[1]
+    # asked without them, no reason speaks of them
+    bare = resolve(Request(with_torchvision=False, with_torchaudio=False), BASE, matrix)
+    assert not any("companion-by-statement" in r for r in bare.reasons)
+
+
+def test_a_t4g_on_graviton_is_not_given_a_2_11_build_without_its_target(
+        matrix: Matrix) -> None:
+    # RELEASE.md's aarch64 table for 2.11: cu128 8.0;9.0;10.0;12.0 and cu126 8.0;9.0, no PTX
+    host = _host("580.65.06", "7.5", platform="linux-aarch64")
+    plan = resolve(Request(), host, matrix)
+    assert (plan.torch, plan.variant) != ("2.11.0", "cu128")
+    # within 2.11.0 only cu129, whose aarch64 list no source gives, is left (as unknown)
+    only = resolve(Request.from_text(torch="==2.11.0"), host, matrix)
+    assert only.variant == "cu129" and only.evidence is not None
+    assert only.evidence.arch == "unknown"
+    reasons = {r.variant: r.reason for r in only.rejected if r.category == "arch"}
+    assert reasons["cu128"] == "GPU 0 (sm_75) not in arch list 8.0–12.0"
+    assert reasons["cu126"] == "GPU 0 (sm_75) not in arch list 8.0–9.0"
+
+
 def test_an_index_build_is_pinned_with_its_local_tag(matrix: Matrix) -> None:
     plan = resolve(Request.from_text(torch="==2.7.1", variant="cu128"),
                    _host("570.86.15", "8.6"), matrix)
