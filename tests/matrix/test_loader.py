@@ -567,3 +567,16 @@ def test_a_statement_pairs_only_what_the_data_does_not_confirm(
     kept = full.release(TorchVersion("2.11.0"))
     assert kept is not None and str(kept.torchaudio) == "2.11.0"
     assert kept.pairing("torchaudio").evidence == "confirmed"
+
+
+def test_the_coverage_report_lists_the_open_questions_and_no_inferred_entry_as_open(
+        matrix: Matrix) -> None:
+    from torchenv.matrix.coverage import coverage, coverage_markdown
+
+    report = coverage(matrix)
+    assert "2.15.0 cu134: index entry unknown" in report["open"]
+    assert not any("cpu: index entry" in item for item in report["open"])  # inferred by rule
+    text = coverage_markdown(report)
+    assert f"## Open questions ({len(matrix.open_questions)})" in text
+    assert "### A Windows cu129 build of 2.9.0" in text
+    assert len(matrix.open_questions) >= 5
