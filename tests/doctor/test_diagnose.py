@@ -133,9 +133,9 @@ def _torch_2_13(**companions: str) -> TorchInfo:
 
 
 def test_a_companion_its_maintainers_state_works_with_the_torch_is_paired() -> None:
-    # torchaudio 2.11.0 "works with PyTorch 2.11 and with every future PyTorch release"; the
-    # matrix pairs 2.13.0 with the newest such release (2.11.1), yet 2.11.0 is not a mismatch
-    torch = _torch_2_13(torchaudio="2.11.0+cu130", torchvision="0.28.0+cu130")
+    # torchaudio 2.11.1 is "compatible with PyTorch 2.11 and later"; the matrix pairs 2.13.0
+    # with 2.11.0 (2.11.1 came out later, with 2.15.0), yet 2.11.1 is not a mismatch
+    torch = _torch_2_13(torchaudio="2.11.1+cu130", torchvision="0.28.0+cu130")
     assert "torchaudio-unpaired" not in codes(diagnose(host(torch=torch), {}, MATRIX,
                                                        Installs()))
 
@@ -144,7 +144,7 @@ def test_a_companion_no_statement_covers_is_unpaired_and_the_fix_pins_the_stated
     torch = _torch_2_13(torchaudio="2.10.0+cu130")
     [f] = [f for f in diagnose(host(torch=torch), {}, MATRIX, Installs())
            if f.code == "torchaudio-unpaired"]
-    assert f.fix == ("pip install --force-reinstall --no-deps torchaudio==2.11.1+cu130 "
+    assert f.fix == ("pip install --force-reinstall --no-deps torchaudio==2.11.0+cu130 "
                      "--index-url https://download.pytorch.org/whl/cu130")
 
 

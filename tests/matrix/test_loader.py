@@ -530,9 +530,10 @@ def test_a_rocm_list_is_confirmed_for_the_releases_whose_wheel_was_seen(
                                "torchvision, torchaudio"),
     ({"statement": "  "}, "companion_statements[0].statement: empty: quote the maintainers'"),
     ({"torch": "2.11+"}, "companion_statements[0].torch"),
+    ({"released": "March 2026"}, "companion_statements[0].released"),
     ({"sources": ["pytorch-release-md"]}, "companion_statements[0].sources: cites no primary "
                                           "source"),
-], ids=["package", "statement", "torch", "copy-only"])
+], ids=["package", "statement", "torch", "released", "copy-only"])
 def test_a_companion_statement_names_a_companion_quotes_its_words_and_a_primary_source(
         documents: dict[str, Any], change: dict[str, Any], words: str) -> None:
     docs = copy.deepcopy(documents)
@@ -562,7 +563,10 @@ def test_a_statement_pairs_only_what_the_data_does_not_confirm(
     assert bare.pairing("torchaudio").evidence == "none"
     full = build_matrix(documents, origin=ORIGIN)
     rel = full.release(TorchVersion("2.13.0"))
-    assert rel is not None and str(rel.torchaudio) == "2.11.1"
+    assert rel is not None and str(rel.torchaudio) == "2.11.0"
+    # the newest stated torchaudio out by a release's own date: 2.11.1 came out with 2.15.0
+    newest = full.release(TorchVersion("2.15.0"))
+    assert newest is not None and str(newest.torchaudio) == "2.11.1"
     # torch 2.11.0's own pairing (2.11.0) is confirmed and kept, though 2.11.1 is newer
     kept = full.release(TorchVersion("2.11.0"))
     assert kept is not None and str(kept.torchaudio) == "2.11.0"

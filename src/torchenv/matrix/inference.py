@@ -798,13 +798,17 @@ def _infer_index(torch: TorchVersion, v: Variant, earlier: Sequence[frozenset[_E
 # --- companions -------------------------------------------------------------------------------
 
 
-def statement_pairing(package: str, torch: TorchVersion,
+def statement_pairing(package: str, torch: TorchVersion, released: str,
                       statements: Sequence[CompanionStatement]) -> Pairing | None:
-    """Rule ``companion-by-statement`` for one release: the newest ``package`` release whose
-    statement's range holds ``torch``; None when no statement does."""
+    """Rule ``companion-by-statement`` for one release (``torch``, out on ``released``): the
+    newest ``package`` release out by then whose statement's range holds ``torch``; None when no
+    statement does. A companion released later was built in a later release cycle, for that
+    cycle's variants: on an older release's indexes it may not exist (torchaudio 2.11.1 came out
+    with torch 2.15.0 as a cu132 build, so 2.12-2.14 pair with 2.11.0)."""
     best = None
     for s in statements:
-        if s.package == package and s.covers(torch) and (best is None or s.version > best.version):
+        if s.package == package and s.covers(torch) and s.released <= released \
+                and (best is None or s.version > best.version):
             best = s
     if best is None:
         return None
@@ -823,7 +827,7 @@ def infer_companions(releases: Sequence[Release],
         for package in COMPANIONS:
             if getattr(rel, package) is not None:
                 continue
-            found = statement_pairing(package, rel.torch, statements)
+            found = statement_pairing(package, rel.torch, rel.released, statements)
             if found is None:
                 continue
             pairings[package] = found

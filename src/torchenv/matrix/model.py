@@ -276,6 +276,7 @@ class CompanionStatement:
     package: str
     version: TorchVersion
     torch: TorchVersion  # the oldest torch the statement names ("2.11": 2.11.0 and later)
+    released: str  # ISO date of the companion release (its first upload to PyPI)
     statement: str
     sources: tuple[str, ...]
     note: Optional[str] = None

@@ -765,6 +765,8 @@ def _companion_statements(ctx: _Ctx, rdoc: Mapping[str, Any]) -> list[CompanionS
             package=package,
             version=ctx.value(TorchVersion.plain, entry.get("version"), f"{path}.version"),
             torch=ctx.value(TorchVersion.plain, entry.get("torch"), f"{path}.torch"),
+            released=ctx.string(entry.get("released"), f"{path}.released", _DATE_RE,
+                                "an ISO date"),
             statement=statement,
             sources=ctx.sources(entry, path),
             note=entry.get("note"),
