@@ -203,10 +203,15 @@ _OTHER: list[Row] = [
     ("linux pascal+ampere 580 latest", {"driver": LINUX_DRIVER, "gpus": ["6.1", "8.6"]}, {},
      ("2.14.1", "cu126", "confirmed"), "confirmed"),
     ("linux kepler 3.0 580", {"driver": LINUX_DRIVER, "gpus": ["3.0"]}, {}, None, "arch"),
-    # aarch64: 2.9 and 2.12 confirm cu126 8.0;9.0, so 2.10 keeps it
+    # aarch64: 2.9 and 2.11 (RELEASE.md's aarch64 table for 2.11) confirm cu126 8.0;9.0, so
+    # 2.10 between them keeps it
     ("aarch64 hopper 9.0 ==2.10", {"platform": "linux-aarch64", "driver": LINUX_DRIVER,
                                    "gpus": ["9.0"]}, {"torch": "==2.10.*"},
-     ("2.10.0", "cu126", "inferred"), "unchanged-between-releases"),
+     ("2.10.0", "cu126", "inferred"), "adjacent-releases-agree"),
+    # 2.7.1's wheel and 2.9's table confirm cu126's SASS; its PTX entry is known only in
+    # releases further off (2.7.1, 2.11.0), with unknown ones between
+    ("pascal 6.1 ==2.8", {"driver": LINUX_DRIVER, "gpus": ["6.1"]}, {"torch": "==2.8.*"},
+     ("2.8.0", "cu126", "inferred"), "unchanged-between-releases"),
     ("aarch64 thor 11.0 latest", {"platform": "linux-aarch64", "driver": LINUX_DRIVER,
                                   "gpus": ["11.0"]}, {},
      ("2.15.0", "cu132", "confirmed"), "confirmed"),

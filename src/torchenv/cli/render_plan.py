@@ -66,9 +66,8 @@ def advice(plan: Plan) -> list[str]:
     out = []
     evidence, alt = plan.evidence, plan.confirmed_alternative
     other = f", or take torch {alt.torch} {alt.variant}" if alt is not None else ""
-    if evidence is not None and evidence.index != "confirmed":
-        state = "only inferred" if evidence.index == "inferred" else "not yet confirmed"
-        out.append(f"this build's entry on the PyTorch index is {state}: install it (the "
+    if evidence is not None and evidence.index == "unknown":
+        out.append("this build's entry on the PyTorch index is not yet confirmed: install it (the "
                    "installer stops with an error if the wheel is not there)"
                    + (f"{other}, which is confirmed" if alt is not None else ""))
         alt = None  # named once

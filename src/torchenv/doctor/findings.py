@@ -116,6 +116,16 @@ def _release(matrix: Matrix, version: str) -> Optional[Release]:
         return None
 
 
+def _stated_pair(matrix: Matrix, package: str, installed: str, torch: str) -> bool:
+    """A maintainer's range statement covers the installed ``package`` with this torch
+    (torchaudio 2.11.0 with torch 2.13: "works with every future PyTorch release")."""
+    try:
+        return matrix.companion_statement(package, TorchVersion(_public(installed)),
+                                          TorchVersion(torch)) is not None
+    except InvalidValue:
+        return False
+
+
 def _variant(name: Optional[str]) -> Optional[VariantName]:
     try:
         return VariantName(name) if name else None
@@ -323,7 +333,8 @@ def _pairing_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> li
         requirement = pin(name, wanted, torch_local or None) if wanted else name
         fix = quote_command(["pip", "install", "--force-reinstall", "--no-deps", requirement,
                              *index], shell)
-        if wanted and _public(installed) != wanted:
+        if (wanted and _public(installed) != wanted
+                and not _stated_pair(matrix, name, installed, torch.version)):
             out.append(Finding(
                 "error", f"{name}-unpaired",
                 f"{name} {installed} is not the release paired with torch {torch.version}",

@@ -32,15 +32,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALL_PLATFORMS",
+    "COMPANIONS",
     "EVIDENCE_CLASSES",
     "PLATFORMS",
     "AmdGpu",
     "ArchFact",
+    "CompanionStatement",
     "CompatFloor",
     "CondaAvailability",
+    "IndexRow",
     "Matrix",
     "Neighbours",
     "NvidiaGpu",
+    "OpenQuestion",
+    "Pairing",
     "PartialList",
     "Release",
     "RocmTargets",
@@ -178,6 +183,9 @@ class Variant:
     nccl: Optional[str] = None
     index: str = "confirmed"  # evidence class of "the index has this build for these releases"
     sources: tuple[str, ...] = ()
+    # an ``inferred`` index entry: the rule that inferred it and the sources of its premise
+    index_rule: Optional[str] = None
+    index_sources: tuple[str, ...] = ()
     note: Optional[str] = None
     # per platform, filled by the loader and the inference rules; platforms of a CUDA variant only
     arch_facts: Mapping[Platform, ArchFact] = field(default_factory=dict)
@@ -224,6 +232,74 @@ class CondaAvailability(NamedTuple):
 
 
 @dataclass(frozen=True)
+class IndexRow:
+    """The maintainers' row for ``releases``: the builds (``variants``) a go-live change of the
+    binary build matrix or a RELEASE.md compatibility row names, for ``platforms`` (rule
+    ``index-in-release-row``)."""
+
+    releases: tuple[TorchVersion, ...]
+    variants: tuple[VariantName, ...]
+    platforms: tuple[Platform, ...]
+    sources: tuple[str, ...]
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class OpenQuestion:
+    """A question about the data that the sources read so far do not settle: what is asked,
+    what is known, and why it stays open (``docs/data-coverage.md`` lists them)."""
+
+    topic: str
+    releases: tuple[TorchVersion, ...]
+    known: str
+    why_open: str
+    sources: tuple[str, ...]
+
+
+COMPANIONS: tuple[str, ...] = ("torchvision", "torchaudio")
+"""The packages paired with a torch release."""
+
+
+@dataclass(frozen=True)
+class CompanionStatement:
+    """A maintainer's statement that a torchvision or torchaudio release works with every torch
+    from ``torch`` on ("compatible with PyTorch 2.11 and later"), quoted in ``statement``.
+    Rule ``companion-by-statement`` pairs it with the releases whose own pairing the data does
+    not confirm."""
+
+    package: str
+    version: TorchVersion
+    torch: TorchVersion  # the oldest torch the statement names ("2.11": 2.11.0 and later)
+    released: str  # ISO date of the companion release (its first upload to PyPI)
+    statement: str
+    sources: tuple[str, ...]
+    note: Optional[str] = None
+
+    def covers(self, torch: TorchVersion) -> bool:
+        """The statement's range holds ``torch`` (its public release; a local tag is ignored)."""
+        return TorchVersion(torch.public) >= self.torch
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """How the release of a companion package that pairs with a torch release is known:
+    ``confirmed`` (its wheels pin this torch, or a maintainer names the pair), ``inferred`` (a
+    :class:`CompanionStatement`'s range holds the release: rule ``companion-by-statement``),
+    ``unknown`` (no source settles it), or ``none`` (no release of it pairs)."""
+
+    version: Optional[TorchVersion]
+    evidence: str
+    rule: Optional[str] = None
+    statement: Optional[str] = None
+    sources: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": str(self.version) if self.version is not None else None,
+                "evidence": self.evidence, "rule": self.rule, "statement": self.statement,
+                "sources": list(self.sources)}
+
+
+@dataclass(frozen=True)
 class Release:
     """One torch patch release and everything known about its builds."""
 
@@ -239,6 +315,19 @@ class Release:
     sources: tuple[str, ...] = ()
     note: Optional[str] = None
     unconfirmed: tuple[str, ...] = ()  # packages whose pairing is "unknown" in the data
+    # how each companion's pairing is known, where a rule or the data says more than the
+    # version fields (see :meth:`pairing`)
+    pairings: Mapping[str, Pairing] = field(default_factory=dict)
+
+    def pairing(self, package: str) -> Pairing:
+        """How the ``package`` release paired with this one is known."""
+        found = self.pairings.get(package)
+        if found is not None:
+            return found
+        version = self.torchvision if package == "torchvision" else self.torchaudio
+        if version is not None:
+            return Pairing(version, "confirmed", sources=self.sources)
+        return Pairing(None, "unknown" if package in self.unconfirmed else "none")
 
     def variant(self, name: VariantName) -> Variant | None:
         for v in self.variants:
@@ -343,6 +432,9 @@ class Matrix:
     rocm_variants: tuple[RocmTargets, ...]
     nvidia_gpus: tuple[NvidiaGpu, ...]
     amd_gpus: tuple[AmdGpu, ...]
+    companion_statements: tuple[CompanionStatement, ...] = ()
+    index_rows: tuple[IndexRow, ...] = ()
+    open_questions: tuple[OpenQuestion, ...] = ()
     overlay: Optional[str] = None
     overlay_error: Optional[str] = None
 
@@ -350,6 +442,14 @@ class Matrix:
         for r in self.releases:
             if r.torch == torch:
                 return r
+        return None
+
+    def companion_statement(self, package: str, version: TorchVersion,
+                            torch: TorchVersion) -> CompanionStatement | None:
+        """A maintainer's statement that ``package`` ``version`` works with ``torch``, if any."""
+        for s in self.companion_statements:
+            if s.package == package and s.version == version and s.covers(torch):
+                return s
         return None
 
     def toolkit_floor(self, cuda: CudaVersion) -> ToolkitFloor | None:

@@ -59,10 +59,11 @@ class Candidate:
     @property
     def fully_compatible(self) -> bool:
         """It fits with nothing to warn of: its GPU present, the driver at the toolkit floor,
-        every GPU run natively, the arch list and the index entry known (plan level ``full``)."""
+        every GPU run natively, the arch list and the index entry known, confirmed or inferred
+        by a rule (plan level ``full``)."""
         return (not self.without_its_gpu and self.driver_at_toolkit_floor
                 and not self.ptx_jit_only and self.arch_evidence is not Evidence.UNKNOWN
-                and self.index is Evidence.CONFIRMED)
+                and self.index is not Evidence.UNKNOWN)
 
     @property
     def arch_evidence_name(self) -> str:

@@ -12,6 +12,7 @@ from torchenv.resolver.rules import Evidence, arch_range
 from torchenv.values import Platform, TorchVersion
 
 __all__ = [
+    "companion_reasons",
     "companions",
     "distant_ptx_reason",
     "evidence_warning",
@@ -49,6 +50,22 @@ def reasons(c: Candidate, host: HostProfile, request: Request) -> list[str]:
     )
     if c.from_pypi:
         out.append(f"PyPI's own {host.platform} build is {v.name}, so no extra index is needed")
+    elif c.index is Evidence.INFERRED and v.index_rule:
+        out.append(f"its {v.name} entry on the PyTorch index is not confirmed for torch "
+                   f"{c.release.torch}, but rule {v.index_rule} infers it")
+    return out
+
+
+def companion_reasons(release: Release, request: Request) -> list[str]:
+    """How each companion that a maintainer's range statement pairs is known, quoted."""
+    out = []
+    for package, wanted in (("torchvision", request.with_torchvision),
+                            ("torchaudio", request.with_torchaudio)):
+        pairing = release.pairing(package)
+        if wanted and pairing.evidence == "inferred" and pairing.statement:
+            out.append(f"{package} {pairing.version} pairs with torch {release.torch} by its "
+                       f"maintainers' statement (rule {pairing.rule}): "
+                       f"\"{pairing.statement}\"")
     return out
 
 

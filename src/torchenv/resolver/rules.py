@@ -462,12 +462,14 @@ def variant_wanted(request: Request, variant: Variant) -> bool:
 
 def check_index(release: Release, variant: Variant,
                 from_pypi: bool) -> tuple[Evidence, str | None]:
-    """How the PyTorch index's entry for a candidate is known, and the warning unless it is
-    confirmed: PyPI's own build is a fact of the release; others are as the data says."""
+    """How the PyTorch index's entry for a candidate is known, and the warning when it is
+    unknown: PyPI's own build is a fact of the release; others are as the data says (an entry a
+    rule infers is named among the reasons, as an inferred arch list is)."""
     if from_pypi or variant.index == "confirmed":
         return Evidence.CONFIRMED, None
     evidence = Evidence(variant.index)
+    if evidence is Evidence.INFERRED:
+        return evidence, None
     return evidence, (
         f"that torch {release.torch} has a {variant.name} build on the PyTorch index is "
-        f"{'only inferred' if evidence is Evidence.INFERRED else 'not confirmed'} "
-        f"(see 'torchenv matrix show --release {release.torch}')")
+        f"not confirmed (see 'torchenv matrix show --release {release.torch}')")
