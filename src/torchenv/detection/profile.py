@@ -123,8 +123,7 @@ class NvidiaInfo:
         )
 
 
-@dataclass(frozen=True)
-class PciDevice:
+class PciDevice(NamedTuple):
     """A display or 3D controller on the PCI bus: driver-independent evidence of a GPU.
 
     ``vendor`` and ``device`` are 4 lower-case hex digits (``10de``, ``1b80``); ``driver`` is the
@@ -148,8 +147,7 @@ class PciDevice:
                    driver=d.get("driver"))
 
 
-@dataclass(frozen=True)
-class RocmInfo:
+class RocmInfo(NamedTuple):
     version: Optional[str]
     gfx_targets: tuple[str, ...] = ()
     source: str = "unknown"
@@ -164,8 +162,7 @@ class RocmInfo:
                    source=str(d.get("source", "file")))
 
 
-@dataclass(frozen=True)
-class XpuInfo:
+class XpuInfo(NamedTuple):
     devices: tuple[str, ...] = ()
     level_zero: bool = False
     source: str = "unknown"

@@ -177,15 +177,14 @@ def from_document(doc: Mapping[str, Any]) -> Matrix:
     record_docs = doc["records"]
     records: list[Any] = [None] * len(record_docs)
 
+    nested = (dict, list)  # what needs reading; a scalar is taken as it is, without a call
+
     def read(value: Any) -> Any:
-        kind = type(value)
-        if kind is list:
-            return tuple([read(v) for v in value])
-        if kind is not dict:
-            return value
+        if type(value) is list:
+            return tuple([read(v) if type(v) in nested else v for v in value])
         name = value.get("@")
         if name is not None:
-            return classes[name](*[read(v) for v in value["f"]])
+            return classes[name](*[read(v) if type(v) in nested else v for v in value["f"]])
         text = value.get("@v")
         if text is not None:
             found = texts.get(text)
@@ -198,7 +197,8 @@ def from_document(doc: Mapping[str, Any]) -> Matrix:
             if records[i] is None:
                 records[i] = read(record_docs[i])
             return records[i]
-        return {read(k): read(v) for k, v in value["@m"]}
+        return {read(k) if type(k) in nested else k: read(v) if type(v) in nested else v
+                for k, v in value["@m"]}
 
     matrix = read(doc["matrix"])
     if not isinstance(matrix, Matrix):

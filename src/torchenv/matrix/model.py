@@ -231,8 +231,7 @@ class CondaAvailability(NamedTuple):
     conda_forge: bool | Literal["unknown"]
 
 
-@dataclass(frozen=True)
-class IndexRow:
+class IndexRow(NamedTuple):
     """The maintainers' row for ``releases``: the builds (``variants``) a go-live change of the
     binary build matrix or a RELEASE.md compatibility row names, for ``platforms`` (rule
     ``index-in-release-row``)."""
@@ -244,8 +243,7 @@ class IndexRow:
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class OpenQuestion:
+class OpenQuestion(NamedTuple):
     """A question about the data that the sources read so far do not settle: what is asked,
     what is known, and why it stays open (``docs/data-coverage.md`` lists them)."""
 
@@ -260,8 +258,7 @@ COMPANIONS: tuple[str, ...] = ("torchvision", "torchaudio")
 """The packages paired with a torch release."""
 
 
-@dataclass(frozen=True)
-class CompanionStatement:
+class CompanionStatement(NamedTuple):
     """A maintainer's statement that a torchvision or torchaudio release works with every torch
     from ``torch`` on ("compatible with PyTorch 2.11 and later"), quoted in ``statement``.
     Rule ``companion-by-statement`` pairs it with the releases whose own pairing the data does
@@ -280,8 +277,7 @@ class CompanionStatement:
         return TorchVersion(torch.public) >= self.torch
 
 
-@dataclass(frozen=True)
-class Pairing:
+class Pairing(NamedTuple):
     """How the release of a companion package that pairs with a torch release is known:
     ``confirmed`` (its wheels pin this torch, or a maintainer names the pair), ``inferred`` (a
     :class:`CompanionStatement`'s range holds the release: rule ``companion-by-statement``),

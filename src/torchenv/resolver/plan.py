@@ -45,8 +45,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Rejection:
+class Rejection(NamedTuple):
     """A candidate that does not fit, with a one-line reason, the kind of rule that said so
     (``category``: ``platform``, ``python``, ``glibc``, ``no-gpu``, ``driver``, ``arch``,
     ``cpu-on-gpu-host``) and the id of that rule (``rule``: the category, except for ``arch``,
