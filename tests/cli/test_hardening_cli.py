@@ -104,12 +104,12 @@ def test_no_gpu_with_a_flag_that_describes_one_is_a_contradiction(
            "--no-gpu conflicts with", described[0])
 
 
-def test_an_empty_variable_means_unset() -> None:
-    plain = run_limited(["resolve", "--json"])
+def test_an_empty_variable_means_unset(cli: Cli) -> None:
+    plain = cli(["resolve", "--json"])
     names = ("TORCHENV_INDEX_BASE", "TORCHENV_DRIVER_VERSION", "TORCHENV_PLATFORM",
              "TORCHENV_PYTHON", "TORCHENV_NO_OVERLAY", "TORCHENV_PROBE_TIMEOUT",
              "TORCHENV_MATRIX_OVERLAY")
-    empty = run_limited(["resolve", "--json"], env=dict.fromkeys(names, ""))
+    empty = cli(["resolve", "--json"], env=dict.fromkeys(names, ""))
     assert plain.returncode == empty.returncode == 0, empty.stderr
     keys = ("torch", "variant", "index_url", "python", "platform")
     first, second = json.loads(plain.stdout), json.loads(empty.stdout)
@@ -121,18 +121,18 @@ def test_an_empty_variable_means_unset() -> None:
     ("ON", False),
 ])
 def test_only_a_yes_value_of_no_overlay_ignores_the_overlay(tmp_path: Path, value: str,
-                                                            read: bool) -> None:
+                                                            read: bool, cli: Cli) -> None:
     overlay = tmp_path / "overlay.yaml"
     overlay.write_text("releases: 3\n")  # broken, so reading it shows on stderr
-    r = run_limited(["resolve", "--json"], env={"TORCHENV_MATRIX_OVERLAY": str(overlay),
-                                                "TORCHENV_NO_OVERLAY": value})
+    r = cli(["resolve", "--json"], env={"TORCHENV_MATRIX_OVERLAY": str(overlay),
+                                        "TORCHENV_NO_OVERLAY": value})
     assert r.returncode == 0, r.stderr
     assert ("matrix overlay ignored" in r.stderr) is read
 
 
 def test_torchenv_python_may_name_an_interpreter_as_the_flag_may(cli: Cli) -> None:
     via_env = cli(["resolve", "--json", "--no-gpu"],
-                      env={"TORCHENV_PYTHON": sys.executable})
+                  env={"TORCHENV_PYTHON": sys.executable})
     via_flag = cli(["resolve", "--json", "--no-gpu", "--python", sys.executable])
     assert via_env.returncode == via_flag.returncode == 0, via_env.stderr
     assert json.loads(via_env.stdout)["python"] == json.loads(via_flag.stdout)["python"] \
