@@ -165,7 +165,8 @@ def test_matrix_show_json_lists_every_release_newest_first(cli: Cli) -> None:
 def test_matrix_check_passes(cli: Cli) -> None:
     r = cli(["matrix", "check", "--json"])
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["cache_current"] is True
+    report = json.loads(r.stdout)
+    assert report["cache_current"] is True and report["built_current"] is True
 
 
 def test_matrix_check_rejects_a_broken_overlay(tmp_path: Path, cli: Cli) -> None:

@@ -109,7 +109,8 @@ def test_an_edited_rule_is_a_new_fingerprint() -> None:
     assert "inference.py:" in here and "validate.py:" in here and "values.py:" in here
 
 
-@pytest.mark.parametrize("spoil", ["missing", "not-json", "other-format", "other-fingerprint"])
+@pytest.mark.parametrize("spoil", ["missing", "not-json", "other-format", "other-fingerprint",
+                                   "yaml-gone"])
 def test_a_built_file_that_cannot_be_used_is_a_miss_not_an_error(
         spoil: str, tmp_path: Path, matrix: Matrix) -> None:
     data = _copy_data(tmp_path)
@@ -119,6 +120,11 @@ def test_a_built_file_that_cannot_be_used_is_a_miss_not_an_error(
         path.unlink()
     elif spoil == "not-json":
         path.write_bytes(path.read_bytes()[:1000])
+    elif spoil == "yaml-gone":  # what it was made from cannot be fingerprinted: not used
+        assert load_built(data) is not None
+        (data / "rocm.yaml").rename(data / "rocm.yaml.moved")
+        assert load_built(data) is None
+        return
     else:
         doc["format" if spoil == "other-format" else "fingerprint"] = "x"
         path.write_text(json.dumps(doc))

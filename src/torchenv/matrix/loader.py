@@ -290,10 +290,13 @@ def load_built(data_dir: StrPath | None = None) -> Matrix | None:
         doc = json.loads((folder / BUILT_FILE.name).read_bytes())
     except (OSError, ValueError):  # missing or not JSON: built from the YAML
         return None
-    if not isinstance(doc, dict) or doc.get("format") != BUILT_FORMAT \
-            or doc.get("fingerprint") != fingerprint(folder, DATA_FILES):
+    if not isinstance(doc, dict) or doc.get("format") != BUILT_FORMAT:
         return None
-    return from_document(doc["matrix"])
+    try:
+        current = fingerprint(folder, DATA_FILES)
+    except OSError:  # a file it was made from is not there (sources stripped): build
+        return None
+    return from_document(doc["matrix"]) if doc.get("fingerprint") == current else None
 
 
 def build_embedded(data_dir: StrPath | None = None) -> Matrix:
