@@ -12,8 +12,9 @@ from torchenv.detection.profile import Gpu, HostProfile, TorchInfo
 from torchenv.errors import TorchenvError
 from torchenv.installers.commands import chain_commands, quote_command, shell_for
 from torchenv.matrix.index import index_url_for, pin
-from torchenv.matrix.model import Matrix, Release
-from torchenv.resolver.rules import check_driver, driver_floors, runs_on
+from torchenv.matrix.inference import reach
+from torchenv.matrix.model import ArchFact, Matrix, Release
+from torchenv.resolver.rules import check_driver, driver_floors
 from torchenv.values import (
     ArchEntry,
     CudaVersion,
@@ -269,10 +270,11 @@ def _arch_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> list[
     if not archs or not torch.cuda_version:
         return []
     out = []
+    built_for = ArchFact(entries, "confirmed", "confirmed")  # what the installed build says
     for gpu in _gpus(host):
         cc = gpu.compute_capability
         # the resolver's rule 3, with the PTX JIT assumed available (the driver is checked apart)
-        if cc and not any(runs_on(e, cc, jit_ok=True) for e in entries):
+        if cc and reach(built_for, cc, jit_ok=True).runs is False:
             sm = cc.sm
             out.append(Finding(
                 "error", "gpu-arch-unsupported",
