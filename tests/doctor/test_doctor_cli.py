@@ -88,11 +88,13 @@ def test_doctor_missing_interpreter_exits_2() -> None:
     assert "does not exist" in proc.stderr
 
 
-def test_doctor_asks_the_interpreter_once(planted: dict[str, object], tmp_path: Path) -> None:
-    """One child answers for doctor's inventory and for detection's interpreter facts."""
+def test_doctor_asks_the_interpreter_twice(planted: dict[str, object], tmp_path: Path) -> None:
+    """One isolated child (-I) answers for doctor's inventory and for detection's interpreter
+    facts; one more imports torch as the user's python would (no -I: the current folder,
+    PYTHONPATH and the user site count)."""
     log = tmp_path / "calls.log"
     wrapper = tmp_path / "python"
-    wrapper.write_text(f'#!/bin/sh\necho run >> "{log}"\nexec "{planted["python"]}" "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\necho "$1" >> "{log}"\nexec "{planted["python"]}" "$@"\n')
     wrapper.chmod(0o755)
     env = {**os.environ, **planted["env"]}  # type: ignore[dict-item]
     proc = subprocess.run([sys.executable, "-m", "torchenv", "doctor", "--json", "--python",
@@ -100,4 +102,4 @@ def test_doctor_asks_the_interpreter_once(planted: dict[str, object], tmp_path: 
                           check=False)
     doc = json.loads(proc.stdout)
     assert doc["findings"], proc.stderr
-    assert log.read_text().splitlines() == ["run"]
+    assert sorted(log.read_text().splitlines()) == ["-I", "-c"]
