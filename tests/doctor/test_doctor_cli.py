@@ -103,3 +103,20 @@ def test_doctor_asks_the_interpreter_twice(planted: dict[str, object], tmp_path:
     doc = json.loads(proc.stdout)
     assert doc["findings"], proc.stderr
     assert sorted(log.read_text().splitlines()) == ["-I", "-c"]
+
+
+@pytest.mark.parametrize("how", ["flags", "variables"])
+def test_doctor_diagnoses_a_described_host(how: str, tmp_path: Path) -> None:
+    """The target flags and variables of resolve describe the machine: this venv's CPU torch on
+    a host given a GPU is the CPU-build-on-a-GPU-host error."""
+    from conftest import run_cli
+
+    args = ["--gpu", "8.6", "--driver", "550.54.15"] if how == "flags" else []
+    env = {"TORCHENV_GPUS": "8.6", "TORCHENV_DRIVER_VERSION": "550.54.15"} \
+        if how == "variables" else {}
+    proc = run_cli(["doctor", "--json", "--python", sys.executable, *args], env=env,
+                   cwd=str(tmp_path), timeout=180)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1, proc.stderr
+    assert [f["code"] for f in doc["findings"]] == ["cpu-build-on-gpu-host"]
+    assert doc["interpreter"] == {"path": sys.executable, "source": "--python"}

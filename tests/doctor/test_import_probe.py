@@ -293,3 +293,24 @@ def test_doctor_diagnoses_the_active_venv_and_says_so(user_site_venv: dict[str, 
     text = run_cli(["doctor"], env=env, cwd=str(tmp_path), timeout=180)
     assert text.stdout.splitlines()[0] == \
         f"Diagnosing {user_site_venv['python']} ($VIRTUAL_ENV)"
+
+
+@needs_cc
+def test_validate_and_doctor_give_the_same_cause_and_fix(stubs: Path, tmp_path: Path) -> None:
+    import json
+
+    from conftest import run_cli
+
+    env = {"LD_PRELOAD": str(stubs / "libgomp.so.1")}
+    validate = run_cli(["validate", "--json", "--python", PYTHON], env=env, cwd=str(tmp_path),
+                       timeout=180)
+    doctor = run_cli(["doctor", "--json", "--python", PYTHON], env=env, cwd=str(tmp_path),
+                     timeout=180)
+    assert validate.returncode == 1 and doctor.returncode == 1, validate.stderr
+    check = json.loads(validate.stdout)["checks"][0]
+    assert check["name"] == "import_torch" and check["status"] == "fail"
+    cause = check["metrics"]["finding"]
+    finding = json.loads(doctor.stdout)["findings"][0]
+    assert (cause["code"], cause["fix"]) == (finding["code"], finding["fix"]) == (
+        "library-path-breaks-torch", "unset LD_PRELOAD")
+    assert "unset LD_PRELOAD" in check["hint"] and "run 'torchenv doctor" not in check["hint"]
