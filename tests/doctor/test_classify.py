@@ -295,3 +295,18 @@ def test_the_report_lines_are_read_past_other_output_and_a_cut_line() -> None:
                               ended=None)
     assert report.hung_in == "torch" and report.imports == ()
     assert report.python_tag == "cp311"
+
+
+def test_every_finding_code_is_documented() -> None:
+    """docs/doctor.md lists every code the classifier and the metadata rules can give."""
+    import re
+
+    source = "".join(p.read_text() for p in
+                     (Path(__file__).parents[2] / "src" / "torchenv" / "doctor").glob("*.py"))
+    emitted = set(re.findall(r'"(?:error|warning|info)",\s*"([a-z0-9-]+)"', source))
+    emitted |= {f"{n}-{k}" for n in ("torchvision", "torchaudio") for k in ("unpaired", "variant")}
+    emitted |= {f"multiple-{n}" for n in ("torch", "torchvision", "torchaudio")}
+    emitted.discard("warning")  # the severity chosen at run time ("error" if failed else ...)
+    doc = (Path(__file__).parents[2] / "docs" / "doctor.md").read_text()
+    assert len(emitted) > 30
+    assert {c for c in emitted if f"`{c}`" not in doc} == set()
