@@ -176,14 +176,18 @@ def test_a_torch_that_hangs_ends_at_the_limit_and_leaves_nothing_running(tmp_pat
 
 
 @needs_cc
-def test_an_extension_built_for_another_torch(tmp_path: Path) -> None:
-    """A torchvision whose _C references a c10 symbol this torch does not export."""
+@pytest.mark.parametrize(("symbol", "code"), [
+    ("_ZN3c1017RegisterOperatorsD1Ev_gone", "extension-built-for-other-torch"),
+    ("_ZN3c106detail19torchCheckMsgImplB5cxx11EPKc", "extension-cxx11-abi"),
+], ids=["c10", "cxx11-abi"])
+def test_an_extension_built_for_another_torch(tmp_path: Path, symbol: str, code: str) -> None:
+    """A torchvision whose _C references a c10 symbol this torch does not export (one of
+    another release; one of the other C++ string ABI)."""
     site = tmp_path / "site"
     pkg = site / "torchvision"
     pkg.mkdir(parents=True)
-    (tmp_path / "ext.c").write_text(
-        "extern void _ZN3c1017RegisterOperatorsD1Ev_gone(void);\n"
-        "void call(void){ _ZN3c1017RegisterOperatorsD1Ev_gone(); }\n")
+    (tmp_path / "ext.c").write_text(f"extern void {symbol}(void);\n"
+                                    f"void call(void){{ {symbol}(); }}\n")
     so = pkg / f"_C{_ext_suffix()}"
     subprocess.run([CC or "cc", "-shared", "-fPIC", "-o", str(so), str(tmp_path / "ext.c")],
                    check=True, timeout=60)
@@ -192,10 +196,10 @@ def test_an_extension_built_for_another_torch(tmp_path: Path) -> None:
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torchvision\nVersion: 0.20.1\n\n")
     _, findings = diagnose(base_env(PYTHONPATH=str(site)), tmp_path)
-    assert [f.code for f in findings] == ["extension-built-for-other-torch"]
+    assert [f.code for f in findings] == [code]
     f = findings[0]
     assert f.evidence["file"] == str(so)
-    assert f.evidence["symbol"] == "_ZN3c1017RegisterOperatorsD1Ev_gone"
+    assert f.evidence["symbol"] == symbol
     assert f.evidence["distribution"] == "torchvision"
 
 
@@ -314,3 +318,140 @@ def test_validate_and_doctor_give_the_same_cause_and_fix(stubs: Path, tmp_path: 
     assert (cause["code"], cause["fix"]) == (finding["code"], finding["fix"]) == (
         "library-path-breaks-torch", "unset LD_PRELOAD")
     assert "unset LD_PRELOAD" in check["hint"] and "run 'torchenv doctor" not in check["hint"]
+
+
+def test_a_wheel_for_another_python(tmp_path: Path) -> None:
+    """torch's extension named for another CPython (and its WHEEL tag saying so): Python finds
+    only the torch/_C folder of type stubs, and torch says it loaded the repository's _C."""
+    site = tmp_path / "site"
+    folder = shadow_torch(site)
+    mine = f"_C{_ext_suffix()}"
+    other = mine.replace(f"-{sys.version_info[0]}{sys.version_info[1]}-",
+                         f"-{sys.version_info[0]}{sys.version_info[1] + 1}-")
+    (folder / mine).rename(folder / other)
+    info = copy_dist_info(site)
+    wheel = (info / "WHEEL").read_text()
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    other_tag = f"cp{sys.version_info[0]}{sys.version_info[1] + 1}"
+    (info / "WHEEL").write_text(wheel.replace(tag, other_tag))
+    seen, findings = diagnose(base_env(PYTHONPATH=str(site)), tmp_path)
+    torch = seen.outcome("torch")
+    assert torch is not None and not torch.ok
+    by_code = {f.code: f for f in findings}
+    f = by_code["torch-wrong-python"]
+    assert f.evidence["compiled"] == [other]
+    assert f.evidence["python_tag"] == tag
+    assert all(t.startswith(f"{other_tag}-") for t in f.evidence["wheel_tags"])
+    assert f.severity == "error"
+
+
+# -- torch's Requires-Dist against stand-in nvidia-* wheels, installed and repaired by real pip --
+
+def _wheel(dest: Path, name: str, version: str, files: Mapping[str, bytes]) -> Path:
+    """A valid py3-none-any wheel holding ``files`` (a metadata-only one when empty)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    dist_info = f"{name.replace('-', '_')}-{version}.dist-info"
+    contents = dict(files)
+    contents[f"{dist_info}/METADATA"] = (f"Metadata-Version: 2.1\nName: {name}\n"
+                                         f"Version: {version}\n\n").encode()
+    contents[f"{dist_info}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: torchenv-tests\n"
+                                      b"Root-Is-Purelib: true\nTag: py3-none-any\n")
+    record = "".join(
+        f"{path},sha256="
+        f"{base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},"
+        f"{len(data)}\n" for path, data in contents.items()) + f"{dist_info}/RECORD,,\n"
+    contents[f"{dist_info}/RECORD"] = record.encode()
+    path = dest / f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        for arcname, data in contents.items():
+            zf.writestr(arcname, data)
+    return path
+
+
+@pytest.fixture(scope="module")
+def cuda_like_venv(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A venv (with pip) whose torch (links to the CPU build) declares two nvidia-* wheels in
+    its Requires-Dist, as CUDA builds do; stand-in wheels of both at the wrong version installed
+    by real pip; and a torchvision whose library needs libcudnn.so.9 from the nvidia-cudnn wheel
+    folder (RUNPATH $ORIGIN/../nvidia/cudnn/lib, as torch's CUDA libraries find theirs)."""
+    if CC is None:
+        pytest.skip("no C compiler")
+    base = tmp_path_factory.mktemp("cudalike")
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=180)
+    python = venv / "bin" / "python"
+    major, minor = sys.version_info[:2]
+    site = venv / "lib" / f"python{major}.{minor}" / "site-packages"
+    shadow_torch(site)
+    info = copy_dist_info(site)
+    meta = info / "METADATA"
+    marker = 'platform_system == "Linux" and platform_machine == "x86_64"'
+    meta.write_text(meta.read_text().replace(
+        "Requires-Dist: filelock",
+        f"Requires-Dist: nvidia-cudnn-cu12==9.1.0.70; {marker}\n"
+        f"Requires-Dist: nvidia-cublas-cu12==12.4.5.8; {marker}\n"
+        "Requires-Dist: filelock", 1))
+    for dep in ("torchgen", "typing_extensions.py", "sympy", "mpmath", "networkx", "jinja2",
+                "markupsafe", "filelock", "fsspec", "numpy", "numpy.libs"):
+        if os.path.exists(os.path.join(SITE, dep)):
+            (site / dep).symlink_to(os.path.join(SITE, dep))
+    build = base / "build"
+    build.mkdir()
+    (build / "cudnn.c").write_text("int cudnnGetVersion(void){return 90100;}\n")
+    for soname in ("libcudnn.so.9", "libcudnn.so.8"):
+        subprocess.run([CC, "-shared", "-fPIC", "-o", str(build / soname),
+                        f"-Wl,-soname,{soname}", str(build / "cudnn.c")], check=True,
+                       timeout=60)
+    (build / "ops.c").write_text("extern int cudnnGetVersion(void);\n"
+                                 "int ops_cudnn(void){ return cudnnGetVersion(); }\n")
+    vision = site / "torchvision"
+    vision.mkdir()
+    subprocess.run([CC, "-shared", "-fPIC", "-o", str(vision / "libtorchvision_ops.so"),
+                    str(build / "ops.c"), f"-L{build}", "-l:libcudnn.so.9",
+                    "-Wl,-rpath,$ORIGIN/../nvidia/cudnn/lib"], check=True, timeout=60)
+    (vision / "__init__.py").write_text(
+        "import ctypes, os\n"
+        "ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libtorchvision_ops.so'))\n")
+    vinfo = site / "torchvision-0.28.0+cpu.dist-info"
+    vinfo.mkdir()
+    (vinfo / "METADATA").write_text("Metadata-Version: 2.1\nName: torchvision\n"
+                                    "Version: 0.28.0+cpu\n\n")
+    wheels = base / "wheels"
+    wheels.mkdir()
+    lib = "nvidia/cudnn/lib"
+    _wheel(wheels, "nvidia-cudnn-cu12", "8.9.2.26",
+           {f"{lib}/libcudnn.so.8": (build / "libcudnn.so.8").read_bytes()})
+    _wheel(wheels, "nvidia-cudnn-cu12", "9.1.0.70",
+           {f"{lib}/libcudnn.so.9": (build / "libcudnn.so.9").read_bytes()})
+    _wheel(wheels, "nvidia-cublas-cu12", "12.1.0.26", {})
+    pip_env = base_env(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheels),
+                       PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    pip_env = {k: v for k, v in pip_env.items() if k not in ("PIP_CONSTRAINT", "VIRTUAL_ENV")}
+    subprocess.run([str(python), "-m", "pip", "install", "--no-deps",
+                    "nvidia-cudnn-cu12==8.9.2.26", "nvidia-cublas-cu12==12.1.0.26"],
+                   env=pip_env, check=True, timeout=180, capture_output=True)
+    return {"python": str(python), "site": str(site), "pip_env": pip_env}
+
+
+def test_a_missing_cuda_library_names_the_wheel_torch_requires_and_its_fix_works(
+        cuda_like_venv: dict[str, Any], tmp_path: Path) -> None:
+    python, env = cuda_like_venv["python"], cuda_like_venv["pip_env"]
+    seen, findings = diagnose(env, tmp_path, python=python)
+    vision = seen.outcome("torchvision")
+    assert vision is not None and not vision.ok
+    assert "libcudnn.so.9: cannot open shared object file" in (vision.message or "")
+    by_code = {f.code: f for f in findings}
+    missing = by_code["missing-shared-library"]
+    assert missing.evidence["requirement"] == "nvidia-cudnn-cu12==9.1.0.70"
+    assert missing.evidence["installed"] == "8.9.2.26"
+    assert by_code["requirement-version"].evidence["wanted"] == [
+        "nvidia-cudnn-cu12==9.1.0.70", "nvidia-cublas-cu12==12.4.5.8"]
+    # the fix, as printed, with pip taking the stand-in wheels from a local folder
+    imports_after(missing.fix or "false", env, tmp_path, python=python)
+    seen, findings = diagnose(env, tmp_path, python=python)
+    assert all(o.ok for o in seen.imports), [o.message for o in seen.imports]
+    assert [f.code for f in findings] == ["requirement-version"]
+    assert findings[0].evidence["wanted"] == ["nvidia-cublas-cu12==12.4.5.8"]

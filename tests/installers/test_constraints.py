@@ -62,6 +62,7 @@ def _installed_torch(python: Path) -> str:
     return out.stdout.strip()
 
 
+@pytest.mark.slow  # two real pip installs into a fresh venv (about 4 s)
 @pytest.mark.parametrize("constrained", [True, False], ids=["with-constraints", "control"])
 def test_a_later_install_cannot_replace_the_chosen_torch(
         constrained: bool, tmp_path: Path, cli_cwd: Path, local_index: LocalIndex,
