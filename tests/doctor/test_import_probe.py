@@ -299,13 +299,33 @@ def test_doctor_diagnoses_the_active_venv_and_says_so(user_site_venv: dict[str, 
         f"Diagnosing {user_site_venv['python']} ($VIRTUAL_ENV)"
 
 
+def _planted(case: str, stubs: Path, tmp_path: Path) -> dict[str, str]:
+    """The environment of one planted break, for the CLI."""
+    if case == "LD_PRELOAD":
+        return {"LD_PRELOAD": str(stubs / "libgomp.so.1")}
+    site = tmp_path / "site"
+    if case == "source-tree":
+        (site / "torch" / "_C").mkdir(parents=True)
+        shutil.copy2(os.path.join(TORCH, "__init__.py"), site / "torch" / "__init__.py")
+    else:  # a file of the install gone
+        folder = shadow_torch(site, real=("_utils_internal.py",))
+        copy_dist_info(site)
+        (folder / "_utils_internal.py").unlink()
+    return {"PYTHONPATH": str(site)}
+
+
 @needs_cc
-def test_validate_and_doctor_give_the_same_cause_and_fix(stubs: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("case", "code"), [
+    ("LD_PRELOAD", "library-path-breaks-torch"), ("source-tree", "torch-shadowed"),
+    ("files-missing", "files-missing")])
+def test_validate_and_doctor_give_the_same_cause_and_fix(stubs: Path, tmp_path: Path,
+                                                         case: str, code: str) -> None:
     import json
 
     from conftest import run_cli
+    from torchenv.doctor.classify import IMPORT_CAUSES
 
-    env = {"LD_PRELOAD": str(stubs / "libgomp.so.1")}
+    env = _planted(case, stubs, tmp_path)
     validate = run_cli(["validate", "--json", "--python", PYTHON], env=env, cwd=str(tmp_path),
                        timeout=180)
     doctor = run_cli(["doctor", "--json", "--python", PYTHON], env=env, cwd=str(tmp_path),
@@ -314,10 +334,11 @@ def test_validate_and_doctor_give_the_same_cause_and_fix(stubs: Path, tmp_path: 
     check = json.loads(validate.stdout)["checks"][0]
     assert check["name"] == "import_torch" and check["status"] == "fail"
     cause = check["metrics"]["finding"]
-    finding = json.loads(doctor.stdout)["findings"][0]
-    assert (cause["code"], cause["fix"]) == (finding["code"], finding["fix"]) == (
-        "library-path-breaks-torch", "unset LD_PRELOAD")
-    assert "unset LD_PRELOAD" in check["hint"] and "run 'torchenv doctor" not in check["hint"]
+    finding = next(f for f in json.loads(doctor.stdout)["findings"]
+                   if f["code"] in IMPORT_CAUSES)
+    assert (cause["code"], cause["fix"]) == (finding["code"], finding["fix"])
+    assert cause["code"] == code
+    assert cause["fix"] in check["hint"] and "run 'torchenv doctor" not in check["hint"]
 
 
 def test_a_wheel_for_another_python(tmp_path: Path) -> None:
