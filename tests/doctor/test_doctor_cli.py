@@ -120,3 +120,12 @@ def test_doctor_diagnoses_a_described_host(how: str, tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     assert [f["code"] for f in doc["findings"]] == ["cpu-build-on-gpu-host"]
     assert doc["interpreter"] == {"path": sys.executable, "source": "--python"}
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "4000"])
+def test_a_bad_import_timeout_is_bad_input(value: str) -> None:
+    from conftest import run_cli
+
+    proc = run_cli(["doctor", "--import-timeout", value])
+    assert proc.returncode == 2
+    assert "--import-timeout" in proc.stderr and value in proc.stderr

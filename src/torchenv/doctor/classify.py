@@ -381,8 +381,9 @@ def _owner(seen: Seen, path: str) -> Optional[SeenDistribution]:
 def _undefined_symbols(seen: Seen, paired: Mapping[str, str], shell: Shell) -> list[Finding]:
     out = []
     torch = seen.outcome("torch")
+    installed = _torch_dist(seen)
     torch_version = (torch.version if torch is not None and torch.ok else None) or (
-        _torch_dist(seen).version if _torch_dist(seen) else None)  # type: ignore[union-attr]
+        installed.version if installed is not None else None)
     overrides = _overrides(seen)
     for outcome in seen.imports:
         if outcome.ok:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Optional
 
@@ -262,8 +262,3 @@ def entry_folder(entry: Optional[str], cwd: Optional[str]) -> Optional[str]:
     if entry is None:
         return None
     return os.path.abspath(os.path.join(cwd or "", entry)) if entry else (cwd or None)
-
-
-def paths_within(paths: Sequence[str], folder: str) -> list[str]:
-    prefix = folder.rstrip(os.sep) + os.sep
-    return [p for p in paths if p == folder or p.startswith(prefix)]
