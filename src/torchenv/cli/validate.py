@@ -207,7 +207,9 @@ def _explain_import_failure(report: Report) -> Report:
     cause = next((f for f in classify(seen) if explains_import(f)), None)
     if cause is None:
         return report
-    hint = f"{cause.title} [{cause.code}]" + (f"; fix: {cause.fix}" if cause.fix else "")
+    # a cause without a single fixing command keeps validate's own next step after it
+    hint = f"{cause.title} [{cause.code}]; " + (f"fix: {cause.fix}" if cause.fix
+                                                 else failed.hint or "")
     explained = replace(failed, hint=hint,
                         metrics={**failed.metrics, "finding": cause.to_json()})
     return replace(report, checks=tuple(explained if c is failed else c for c in report.checks))
