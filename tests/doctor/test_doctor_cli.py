@@ -109,7 +109,7 @@ def test_doctor_asks_the_interpreter_twice(planted: dict[str, object], tmp_path:
 def test_doctor_diagnoses_a_described_host(how: str, tmp_path: Path) -> None:
     """The target flags and variables of resolve describe the machine: this venv's CPU torch on
     a host given a GPU is the CPU-build-on-a-GPU-host error."""
-    from conftest import run_cli
+    from tests.conftest import run_cli
 
     args = ["--gpu", "8.6", "--driver", "550.54.15"] if how == "flags" else []
     env = {"TORCHENV_GPUS": "8.6", "TORCHENV_DRIVER_VERSION": "550.54.15"} \
@@ -124,7 +124,7 @@ def test_doctor_diagnoses_a_described_host(how: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("value", ["0", "-1", "4000"])
 def test_a_bad_import_timeout_is_bad_input(value: str) -> None:
-    from conftest import run_cli
+    from tests.conftest import run_cli
 
     proc = run_cli(["doctor", "--import-timeout", value])
     assert proc.returncode == 2

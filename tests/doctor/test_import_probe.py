@@ -283,7 +283,7 @@ def test_doctor_diagnoses_the_active_venv_and_says_so(user_site_venv: dict[str, 
                                                       tmp_path: Path) -> None:
     import json
 
-    from conftest import run_cli
+    from tests.conftest import run_cli
 
     env = {"VIRTUAL_ENV": user_site_venv["venv"], "PYTHONUSERBASE": user_site_venv["userbase"]}
     proc = run_cli(["doctor", "--json"], env=env, cwd=str(tmp_path), timeout=180)
@@ -322,7 +322,8 @@ def test_validate_and_doctor_give_the_same_cause_and_fix(stubs: Path, tmp_path: 
                                                          case: str, code: str) -> None:
     import json
 
-    from conftest import run_cli
+    from tests.conftest import run_cli
+
     from torchenv.doctor.classify import IMPORT_CAUSES
 
     env = _planted(case, stubs, tmp_path)
