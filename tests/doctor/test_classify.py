@@ -282,6 +282,15 @@ def test_an_unknown_failure_still_gives_its_text() -> None:
     assert all(explains_import(f) for f in found)
 
 
+def test_torch_not_installed_is_no_import_cause() -> None:
+    """'No module named torch' with nothing on the path is doctor's torch-missing finding (from
+    the metadata) and validate's 'not installed', not an unexplained import failure."""
+    absent = failed("No module named 'torch'", error_type="ModuleNotFoundError")
+    assert classify(seen(imports=(absent,), distributions=(), torch_folder=None)) == []
+    # a dist-info without its package is a broken install
+    assert codes(classify(seen(imports=(absent,), torch_folder=None))) == ["import-failed"]
+
+
 def test_the_report_lines_are_read_past_other_output_and_a_cut_line() -> None:
     lines = [
         "a sitecustomize printed this",
@@ -310,3 +319,19 @@ def test_every_finding_code_is_documented() -> None:
     doc = (Path(__file__).parents[2] / "docs" / "doctor.md").read_text()
     assert len(emitted) > 30
     assert {c for c in emitted if f"`{c}`" not in doc} == set()
+
+
+def test_the_child_is_python_3_7_syntax_and_stdlib_only() -> None:
+    """It runs in the interpreter being diagnosed, which may be as old as any release in the
+    matrix supports."""
+    import ast
+
+    import torchenv.doctor._import_child as child
+
+    tree = ast.parse(Path(child.__file__).read_text(), feature_version=(3, 7))
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
+                for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree)
+                 if isinstance(n, ast.ImportFrom) and n.module}
+    assert imported <= {"__future__", "importlib", "json", "os", "platform", "site", "sys",
+                        "sysconfig", "time", "traceback", "typing"}, imported

@@ -130,7 +130,8 @@ def classify(seen: Seen, *, paired: Optional[Mapping[str, str]] = None,
     findings += _requirements(seen, shell)
     findings += _duplicates(seen, shell)
     findings += _numpy(seen, shell)
-    failed = [o for o in seen.imports if not o.ok]
+    # torch not there at all is the metadata's finding (torch-missing), not an import cause
+    failed = [o for o in seen.imports if not o.ok and not _absent(seen, o)]
     if failed and not any(explains_import(f) for f in findings):
         o = failed[0]
         findings.append(Finding(
@@ -141,6 +142,14 @@ def classify(seen: Seen, *, paired: Optional[Mapping[str, str]] = None,
             evidence={"module": o.module, "error": o.error}))
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(findings, key=lambda f: order[f.severity])
+
+
+def _absent(seen: Seen, outcome: ImportOutcome) -> bool:
+    """Whether an import failed only because nothing of that name is on the path."""
+    return (outcome.error_type == "ModuleNotFoundError"
+            and outcome.message == f"No module named '{outcome.module}'"
+            and not seen.dists(outcome.module)
+            and (outcome.module != "torch" or seen.torch_folder is None))
 
 
 IMPORT_CAUSES = frozenset({
