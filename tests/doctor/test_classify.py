@@ -185,6 +185,17 @@ def test_nccl_for_two_cuda_majors() -> None:
     assert "uninstall -y nvidia-nccl-cu11" in (found[0].fix or "")
 
 
+def test_libcuda_missing_under_wsl_points_at_the_driver_folder() -> None:
+    wsl = {**MARKERS, "platform_release": "6.6.87.2-microsoft-standard-WSL2"}
+    error = failed("libcuda.so.1: cannot open shared object file: No such file or directory",
+                   error_type="OSError")
+    found = classify(seen(imports=(error,), markers=wsl, env={"LD_LIBRARY_PATH": "/opt/x"}))
+    assert codes(found) == ["missing-shared-library"]
+    assert found[0].fix == "export LD_LIBRARY_PATH=/usr/lib/wsl/lib:/opt/x"
+    elsewhere = classify(seen(imports=(error,)))  # not WSL: no folder to point at
+    assert codes(elsewhere) == ["missing-shared-library"] and elsewhere[0].fix is None
+
+
 @pytest.mark.parametrize(("name", "library"), [
     ("libcudnn_ops.so.9", "libcudnn"), ("libcublasLt.so.12", "libcublasLt"),
     ("libcusparseLt.so.0", "libcusparseLt"), ("libcuda.so.1", "libcuda"),

@@ -518,6 +518,20 @@ def _missing_libraries(seen: Seen, shell: Shell) -> list[Finding]:
                 _pip(seen, "install", "--force-reinstall", "--no-deps", requirement,
                      shell=shell), evidence=evidence))
             continue
+        if lib is not None and lib.library == "libcuda" and _wsl(seen):
+            wsl = WSL_DRIVER_FOLDER
+            evidence["wsl_driver_folder"] = wsl
+            rest = seen.env.get("LD_LIBRARY_PATH", "")
+            out.append(Finding(
+                "error", "missing-shared-library",
+                f"{name} cannot be loaded: on WSL the driver's libcuda is in {wsl}",
+                f"{_first_line(outcome)}. libcuda comes with the NVIDIA driver, never with a "
+                f"wheel; under WSL the Windows driver provides it in {wsl}, which the loader "
+                "must be able to find (ldconfig or LD_LIBRARY_PATH).",
+                quote_command(["export", "LD_LIBRARY_PATH=" + os.pathsep.join(
+                    p for p in (wsl, *rest.split(os.pathsep)) if p)], shell),
+                evidence=evidence))
+            continue
         out.append(Finding(
             "error", "missing-shared-library",
             f"{name} cannot be loaded by import {outcome.module}",
@@ -530,6 +544,17 @@ def _missing_libraries(seen: Seen, shell: Shell) -> list[Finding]:
                if elsewhere else ""),
             None, evidence=evidence))
     return out
+
+
+WSL_DRIVER_FOLDER = "/usr/lib/wsl/lib"
+"""Where WSL 2 mounts the Windows NVIDIA driver's Linux libraries (libcuda.so.1, libnvidia-ml);
+https://docs.nvidia.com/cuda/wsl-user-guide/index.html ("the CUDA driver installed on Windows
+host will be stubbed inside the WSL 2 as libcuda.so")."""
+
+
+def _wsl(seen: Seen) -> bool:
+    """Whether the child ran under WSL: its kernel release names Microsoft."""
+    return "microsoft" in seen.markers.get("platform_release", "").lower()
 
 
 def _records(seen: Seen, shell: Shell) -> list[Finding]:
