@@ -161,8 +161,10 @@ def test_a_torch_that_hangs_ends_at_the_limit_and_leaves_nothing_running(tmp_pat
     tree = tmp_path / "hang"
     (tree / "torch").mkdir(parents=True)
     pid_file = tmp_path / "pid"
-    (tree / "torch" / "__init__.py").write_text(
-        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+    (tree / "torch" / "__init__.py").write_text(  # and a process of its own that waits too
+        "import os, subprocess, time\n"
+        "child = subprocess.Popen(['sleep', '600'])\n"
+        f"open({str(pid_file)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
         "while True:\n    time.sleep(1)\n")
     start = time.monotonic()
     seen, findings = diagnose(base_env(PYTHONPATH=str(tree)), tmp_path, limit=3.0)
@@ -170,9 +172,24 @@ def test_a_torch_that_hangs_ends_at_the_limit_and_leaves_nothing_running(tmp_pat
     assert seen.timed_out and seen.hung_in == "torch"
     assert [f.code for f in findings][:1] == ["import-timeout"]
     assert "torch-shadowed" in [f.code for f in findings]
-    pid = int(pid_file.read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    for pid in map(int, pid_file.read_text().split()):
+        assert _ended(pid), f"process {pid} of the hung import is still running"
+
+
+def _ended(pid: int, wait: float = 5.0) -> bool:
+    """Whether ``pid`` is gone or a zombie (killed, not yet reaped by whoever adopted it)."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state in ("Z", "X"):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 @needs_cc
