@@ -65,6 +65,9 @@ def test_doctor_cli_finds_each_planted_problem(planted: dict[str, object]) -> No
     found = {f["code"] for f in doc["findings"]}
     assert {"multiple-torch", "torchvision-unpaired", "conda-pytorch-channel",
             "ld-library-path-cuda", "cuda-memory-pool"} <= found, found
+    multiple = next(f for f in doc["findings"] if f["code"] == "multiple-torch")
+    assert "from conda" in multiple["explanation"]  # the child's view and conda's records
+    assert len(multiple["evidence"]["shadowed"]) == 1 and multiple["evidence"]["conda"]
     for f in doc["findings"]:
         assert f["severity"] in ("error", "warning", "info")
         assert f["title"] and f["explanation"]

@@ -236,6 +236,14 @@ def diagnose(host: HostProfile, env: Mapping[str, str], matrix: Matrix,
         replaced = {f.code for f in seen_findings} | {"ld-library-path-cuda"}
         if any(f.code == "torch-shadowed" for f in seen_findings):
             replaced.add("torch-missing")  # torch imports, from the folder that finding names
+        conda_torch = [r for r in installs.conda if r.name in ("pytorch", "torch")]
+        if conda_torch:  # the child sees pip's dist-info folders only: conda's records too
+            listed = "; ".join(f"{r.version} from conda ({r.channel}) in {r.path}"
+                               for r in conda_torch)
+            seen_findings = [replace(f, explanation=f"{f.explanation} Also installed: {listed}.",
+                                     evidence={**f.evidence, "conda": [r.path for r in
+                                                                       conda_torch]})
+                             if f.code == "multiple-torch" else f for f in seen_findings]
         findings = [f for f in findings if f.code not in replaced] + seen_findings
     for warning in host.warnings:
         if re.search(r"mismatch", warning, re.I) and re.search(r"nvml|driver", warning, re.I):
