@@ -76,12 +76,16 @@ def _host(tmp_path: Path, gpu_name: str) -> Path:
 
 
 def _env_file(tmp_path: Path, fmt: str, gpu_name: str,
-              capsys: pytest.CaptureFixture[str]) -> str:
-    out = tmp_path / f"out-{fmt}-{abs(hash(gpu_name))}"
+              capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
+    """The file ``env --format FMT -o`` writes, and the constraints file written beside it."""
+    folder = tmp_path / f"{fmt}-{abs(hash(gpu_name))}"  # each with its constraints file
+    folder.mkdir()
+    out = folder / "out"
     status = main(["env", "--format", fmt, "--host", str(_host(tmp_path, gpu_name)),
                    "--torch", "2.11.0", "--variant", "cu129", "-o", str(out)])
     assert status == 0, capsys.readouterr().err
-    return out.read_text(encoding="utf-8")
+    return (out.read_text(encoding="utf-8"),
+            (folder / "torch-constraints.txt").read_text(encoding="utf-8"))
 
 
 def _requirements(text: str) -> list[list[str]]:
@@ -103,12 +107,14 @@ PARSERS: dict[str, Any] = {
 @pytest.mark.parametrize("kind", list(HOSTILE))
 def test_an_environment_file_reads_back_as_the_benign_one(
         fmt: str, kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    benign = _env_file(tmp_path, fmt, BENIGN, capsys)
-    hostile = _env_file(tmp_path, fmt, HOSTILE[kind], capsys)
+    benign, benign_pins = _env_file(tmp_path, fmt, BENIGN, capsys)
+    hostile, hostile_pins = _env_file(tmp_path, fmt, HOSTILE[kind], capsys)
     assert "RTX" in hostile  # the value is there: the warning names the GPU
     assert PARSERS[fmt](hostile) == PARSERS[fmt](benign)
     assert len(hostile.splitlines()) == len(benign.splitlines())
     assert not NOT_IN_A_FILE & set(hostile)
+    assert _requirements(hostile_pins) == _requirements(benign_pins)  # pip reads it so
+    assert not NOT_IN_A_FILE & set(hostile_pins)
 
 
 # ----------------------------------------------------------------------------- JUnit

@@ -202,11 +202,12 @@ def test_the_leftover_check_finds_a_process_its_child_left_behind() -> None:
     left = session_processes(child.pid)
     try:
         assert len(left) == 1
-        # the shell forks, then the copy execs sleep: under load the exec may come later
-        end = time.monotonic() + 10
-        while not Path(f"/proc/{left[0]}/cmdline").read_bytes().startswith(b"sleep"):
-            assert time.monotonic() < end, "the forked shell never became sleep"
+        # the shell's fork may not have become ``sleep`` yet on a busy machine
+        deadline = time.monotonic() + 10
+        while not Path(f"/proc/{left[0]}/cmdline").read_bytes().startswith(b"sleep") \
+                and time.monotonic() < deadline:
             time.sleep(0.01)
+        assert Path(f"/proc/{left[0]}/cmdline").read_bytes().startswith(b"sleep")
     finally:
         for pid in left:
             os.kill(pid, signal.SIGKILL)

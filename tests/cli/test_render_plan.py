@@ -24,9 +24,9 @@ def _plan(index: str = "confirmed", arch: str = "confirmed", level: str = "compa
      ["this build's entry on the PyTorch index is not yet confirmed: install it (the installer "
       "stops with an error if the wheel is not there), or take torch 2.14.1 cu130, which is "
       "confirmed"]),
-    (_plan(index="inferred"),
-     ["this build's entry on the PyTorch index is only inferred: install it (the installer "
-      "stops with an error if the wheel is not there)"]),
+    # an entry a rule infers is named among the reasons (with its rule), as an inferred arch
+    # list is: nothing to advise
+    (_plan(index="inferred"), []),
     (_plan(arch="unknown", found=EvidenceAlternative("2.9.1", "cu128", "inferred", "r")),
      ["nothing proves this build runs on your GPU: install it and run 'torchenv validate', or "
       "take torch 2.9.1 cu128, whose support is inferred"]),

@@ -126,6 +126,28 @@ def test_pairing_fix_is_the_exact_command_resolve_would_pin() -> None:
                      "--index-url https://download.pytorch.org/whl/cu128")
 
 
+def _torch_2_13(**companions: str) -> TorchInfo:
+    return TorchInfo(version="2.13.0+cu130", variant="cu130", cuda_version="13.0",
+                     arch_list=("sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"),
+                     **companions)
+
+
+def test_a_companion_its_maintainers_state_works_with_the_torch_is_paired() -> None:
+    # torchaudio 2.11.1 is "compatible with PyTorch 2.11 and later"; the matrix pairs 2.13.0
+    # with 2.11.0 (2.11.1 came out later, with 2.15.0), yet 2.11.1 is not a mismatch
+    torch = _torch_2_13(torchaudio="2.11.1+cu130", torchvision="0.28.0+cu130")
+    assert "torchaudio-unpaired" not in codes(diagnose(host(torch=torch), {}, MATRIX,
+                                                       Installs()))
+
+
+def test_a_companion_no_statement_covers_is_unpaired_and_the_fix_pins_the_stated_one() -> None:
+    torch = _torch_2_13(torchaudio="2.10.0+cu130")
+    [f] = [f for f in diagnose(host(torch=torch), {}, MATRIX, Installs())
+           if f.code == "torchaudio-unpaired"]
+    assert f.fix == ("pip install --force-reinstall --no-deps torchaudio==2.11.0+cu130 "
+                     "--index-url https://download.pytorch.org/whl/cu130")
+
+
 @pytest.mark.parametrize("value", ["MIG-GPU-1234/1/0", "GPU-1234,0"], ids=["mig", "uuid-then-0"])
 def test_cuda_visible_devices_is_read_as_detection_reads_it(value: str) -> None:
     # a MIG instance of the GPU is a visible device: no false "hides every GPU"

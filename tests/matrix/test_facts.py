@@ -60,9 +60,29 @@ def test_free_threaded_3_13_was_dropped_in_2_12_1(matrix: Matrix) -> None:
     assert "3.13t" not in rel(matrix, "2.12.1").python[LINUX]
 
 
-def test_there_is_no_torchaudio_from_2_12_on(matrix: Matrix) -> None:
-    assert all(r.torchaudio is None for r in matrix.releases if r.torch.release >= (2, 12))
-    assert rel(matrix, "2.11.0").torchaudio is not None
+def test_torchaudio_2_11_pairs_with_every_later_torch_by_its_maintainers_statement(
+        matrix: Matrix) -> None:
+    # no torchaudio pins a torch of 2.12 or later; its maintainers say 2.11 works with 2.11 and
+    # every later torch, so each later release pairs with the newest torchaudio out by its own
+    # date (2.11.1 came out with 2.15.0, as a cu132 build), inferred, quoted
+    assert rel(matrix, "2.11.0").pairing("torchaudio").evidence == "confirmed"
+    later = [r for r in matrix.releases if r.torch.release >= (2, 12)]
+    assert later
+    for r in later:
+        pairing = r.pairing("torchaudio")
+        expected = "2.11.1" if r.torch.release >= (2, 15) else "2.11.0"
+        assert (str(r.torchaudio), pairing.evidence, pairing.rule) == (
+            expected, "inferred", "companion-by-statement"), r.torch
+        assert "2.11" in (pairing.statement or "")
+
+
+def test_torchvision_for_2_15_is_inferred_from_the_0_29_statements(matrix: Matrix) -> None:
+    r = rel(matrix, "2.15.0")
+    assert str(r.torchvision) == "0.29.2"
+    assert r.pairing("torchvision").evidence == "inferred"
+    # a pin the data confirms is kept: 0.29.1's notes name 2.14.1
+    assert rel(matrix, "2.14.1").pairing("torchvision").evidence == "confirmed"
+    assert str(rel(matrix, "2.14.1").torchvision) == "0.29.1"
 
 
 def test_python_3_12_wheels_exist_since_2_2(matrix: Matrix) -> None:

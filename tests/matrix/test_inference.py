@@ -123,11 +123,10 @@ def _fact(matrix: Matrix, torch: str, variant: str, platform: str) -> ArchFact:
     ("2.8.0", "cu126", "linux-x86_64", ("inferred", "inferred"),
      "adjacent-releases-agree + unchanged-between-releases",
      ("5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0")),
-    # 2.9 (release-branch script) and 2.12.0 (RELEASE.md table) confirm 8.0;9.0 on aarch64
+    # 2.9 (release-branch script) and 2.11.0 (RELEASE.md aarch64 table for 2.11) confirm
+    # 8.0;9.0 on aarch64
     ("2.10.0", "cu126", "linux-aarch64", ("inferred", "inferred"),
-     "unchanged-between-releases", ("8.0", "9.0")),
-    ("2.11.0", "cu126", "linux-aarch64", ("inferred", "inferred"),
-     "unchanged-between-releases", ("8.0", "9.0")),
+     "adjacent-releases-agree", ("8.0", "9.0")),
     ("2.15.0", "cu130", "linux-aarch64", ("inferred", "inferred"),
      "runtime-table-in-sync + release-ptx-policy", ("8.0", "9.0", "10.0", "11.0", "12.0")),
     ("2.15.0", "cu134", "linux-x86_64", ("inferred", "inferred"),

@@ -8,17 +8,19 @@ cannot pass by saying nothing.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from torchenv.matrix.inference import (
     LINUX_X86_64,
+    UNVERSIONED_KINDS,
     WINDOWS,
     agrees_with_partial,
     chains,
     excluded_by_family,
     family_includes,
+    index_history,
+    index_in_every_earlier_release,
+    index_row_for,
     infer_in_chain,
     infer_ptx_in_chain,
     list_excludes,
@@ -50,7 +52,7 @@ def _confirmed_only(fact: ArchFact | None) -> ArchFact | None:
     """What the data confirms of a fact: its SASS and PTX halves when confirmed, else unknown."""
     if fact is None or fact.sass != "confirmed":
         return UNKNOWN
-    return fact if fact.ptx == "confirmed" else replace(fact, ptx="unknown")
+    return fact if fact.ptx == "confirmed" else fact._replace(ptx="unknown")
 
 
 def test_unchanged_lists_replayed_on_every_confirmed_sass_list(matrix: Matrix) -> None:
@@ -79,7 +81,7 @@ def test_unchanged_lists_replayed_on_every_confirmed_ptx_entry(matrix: Matrix) -
         for pos, fact in enumerate(facts):
             if fact is None or fact.ptx != "confirmed":
                 continue
-            hidden = [*facts[:pos], replace(fact, ptx="unknown"), *facts[pos + 1:]]
+            hidden = [*facts[:pos], fact._replace(ptx="unknown"), *facts[pos + 1:]]
             got = infer_ptx_in_chain(hidden, pos)
             if got is None:
                 continue
@@ -183,10 +185,10 @@ def test_partial_lists_take_part_only_where_they_speak() -> None:
     assert family_includes(ampere, Neighbours((partial,), (newer,))) is True
     assert excluded_by_family(ampere, Neighbours((partial,), (newer,))) is None
     # a rule's list that contradicts the partial one is not taken
-    assert agrees_with_partial(replace(partial[1], arch_list=(ArchEntry("7.0"), ArchEntry("8.0"))))
-    assert not agrees_with_partial(replace(partial[1], arch_list=(ArchEntry("6.0"),
+    assert agrees_with_partial(partial[1]._replace(arch_list=(ArchEntry("7.0"), ArchEntry("8.0"))))
+    assert not agrees_with_partial(partial[1]._replace(arch_list=(ArchEntry("6.0"),
                                                                   ArchEntry("7.0"))))
-    assert not agrees_with_partial(replace(partial[1], arch_list=(ArchEntry("7.5"),)))
+    assert not agrees_with_partial(partial[1]._replace(arch_list=(ArchEntry("7.5"),)))
 
 
 def test_every_unknown_list_keeps_its_neighbours(matrix: Matrix) -> None:
@@ -229,3 +231,83 @@ def test_maintainers_partial_statements_about_unknown_lists_hold(
     assert fact.neighbours is not None
     if fact.neighbours.linux is not None:
         assert windows_covers_linux(volta, fact.neighbours.linux)
+
+
+# --- index entries: hide each confirmed entry, ask the rules for it back ----------------------
+
+
+def _index_replay(matrix: Matrix, kinds: tuple[str, ...]
+                  ) -> tuple[int, int, list[str]]:
+    """Rule ``index-every-earlier-release`` (for builds of ``kinds``) asked, for every release
+    whose index entries are all confirmed, about every (build, platform) an earlier release
+    had: (entries it infers back, entries it predicts, its mispredictions)."""
+    history = index_history(matrix.releases)
+    complete = {r.torch for r in matrix.releases
+                if all(v.index == "confirmed" for v in r.variants)}
+    back = predicted = 0
+    wrong = []
+    for pos, (torch, have) in enumerate(history):
+        if torch not in complete:
+            continue
+        earlier = [entries for _, entries in history[:pos]]
+        for entry in sorted(set().union(*earlier), key=str) if earlier else []:
+            if not index_in_every_earlier_release(entry, earlier, kinds):
+                continue
+            predicted += 1
+            if entry in have:
+                back += 1
+            else:
+                wrong.append(f"{torch} {entry[0]} {entry[1]}")
+    return back, predicted, wrong
+
+
+def test_every_earlier_release_replayed_on_every_confirmed_index_entry(matrix: Matrix) -> None:
+    """``index-every-earlier-release``: each release's confirmed entries, hidden, are asked
+    for from the releases before it; no prediction may name an entry the release lacks."""
+    back, predicted, wrong = _index_replay(matrix, UNVERSIONED_KINDS)
+    assert wrong == []
+    assert back == predicted
+    assert predicted >= 60  # cpu on three platforms and xpu on two, release after release
+
+
+def test_the_premise_is_narrowed_to_builds_without_a_version(matrix: Matrix) -> None:
+    """Taken for every kind of build, the premise mispredicts: a CUDA or ROCm build the index
+    had in every release since its first is dropped with its toolkit. That is why the rule
+    speaks only of cpu and xpu."""
+    _, _, wrong = _index_replay(matrix, ("cpu", "xpu", "cuda", "rocm"))
+    assert "2.1.0 cu117 linux-x86_64" in wrong
+    assert len(wrong) >= 10
+
+
+def test_release_rows_replayed_on_every_confirmed_index_entry(matrix: Matrix) -> None:
+    """``index-in-release-row``: every build a maintainers' row names for a release is among
+    that release's confirmed entries (each entry hidden is named back by its row)."""
+    assert matrix.index_rows
+    predicted = 0
+    for rel in matrix.releases:
+        have = {(v.name, p) for v in rel.variants if v.index == "confirmed" for p in v.platforms}
+        for row in matrix.index_rows:
+            if rel.torch not in row.releases:
+                continue
+            for name in row.variants:
+                for plat in row.platforms:
+                    assert index_row_for(rel.torch, (name, plat), matrix.index_rows) is row
+                    predicted += 1
+                    assert (name, plat) in have, f"{rel.torch} {name} {plat}: {row.sources}"
+    assert predicted >= 50
+
+
+def test_the_index_rules_infer_only_entries_the_data_leaves_unknown(matrix: Matrix) -> None:
+    newest = matrix.releases[0]
+    by_name = {str(v.name): v for v in newest.variants}
+    assert str(newest.torch) == "2.15.0"
+    for name in ("cpu", "xpu"):
+        v = by_name[name]
+        assert (v.index, v.index_rule) == ("inferred", "index-every-earlier-release"), name
+        assert v.index_sources  # the confirmations of 2.14.1 it rests on
+    # versioned builds no row names stay unknown
+    assert by_name["cu134"].index == "unknown"
+    assert by_name["rocm7.2"].index == "unknown"
+    inferred = [(r.torch, v.name) for r in matrix.releases[1:] for v in r.variants
+                if v.index_rule is not None]
+    assert inferred == []

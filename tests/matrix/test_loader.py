@@ -50,7 +50,7 @@ def test_the_matrix_is_the_one_the_yaml_builds(documents: dict[str, Any]) -> Non
 
 
 def test_the_data_folder_ships_only_data() -> None:
-    assert sorted(f.suffix for f in DATA_DIR.iterdir()) == [".json"] + [".yaml"] * 5
+    assert sorted(f.suffix for f in DATA_DIR.iterdir()) == [".json"] * 2 + [".yaml"] * 5
 
 
 def _copy_data(tmp_path: Path) -> Path:
@@ -430,11 +430,12 @@ def test_a_rule_never_gives_a_list_that_contradicts_the_partial_one(
 
 def test_the_older_status_field_still_reads_as_index_evidence(documents: dict[str, Any]) -> None:
     docs = copy.deepcopy(documents)
-    v = _variant_entry(docs, "2.13.0", "xpu")
+    # cu129 of 2.13.0: no index rule reaches it (no row names it, and it is a versioned build)
+    v = _variant_entry(docs, "2.13.0", "cu129")
     del v["index"]
     v["status"] = "unverified"
     rel = build_matrix(docs, origin=ORIGIN).release(TorchVersion("2.13.0"))
-    assert rel is not None and rel.variant(VariantName("xpu")).index == "unknown"  # type: ignore[union-attr]
+    assert rel is not None and rel.variant(VariantName("cu129")).index == "unknown"  # type: ignore[union-attr]
 
 
 def test_the_coverage_report_in_docs_is_current(matrix: Matrix) -> None:
@@ -522,3 +523,64 @@ def test_a_rocm_list_is_confirmed_for_the_releases_whose_wheel_was_seen(
     assert targets is not None
     assert targets.evidence_for(TorchVersion("2.7.1")) == "confirmed"
     assert targets.evidence_for(TorchVersion("2.8.0")) == "inferred"
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    ({"package": "torchtext"}, "companion_statements[0].package: 'torchtext' is not one of "
+                               "torchvision, torchaudio"),
+    ({"statement": "  "}, "companion_statements[0].statement: empty: quote the maintainers'"),
+    ({"torch": "2.11+"}, "companion_statements[0].torch"),
+    ({"released": "March 2026"}, "companion_statements[0].released"),
+    ({"sources": ["pytorch-release-md"]}, "companion_statements[0].sources: cites no primary "
+                                          "source"),
+], ids=["package", "statement", "torch", "released", "copy-only"])
+def test_a_companion_statement_names_a_companion_quotes_its_words_and_a_primary_source(
+        documents: dict[str, Any], change: dict[str, Any], words: str) -> None:
+    docs = copy.deepcopy(documents)
+    docs["releases.yaml"]["companion_statements"][0].update(change)
+    with pytest.raises(MatrixError, match=re.escape(words)):
+        build_matrix(docs, origin=ORIGIN)
+
+
+def test_an_index_row_names_releases_of_the_matrix_and_a_primary_source(
+        documents: dict[str, Any]) -> None:
+    docs = copy.deepcopy(documents)
+    docs["variants.yaml"]["index_rows"][0]["releases"] = ["1.12.0"]
+    with pytest.raises(MatrixError, match=re.escape("torch 1.12.0 is not in releases.yaml")):
+        build_matrix(docs, origin=ORIGIN)
+    docs = copy.deepcopy(documents)
+    docs["variants.yaml"]["index_rows"][0]["sources"] = ["pytorch-release-md"]
+    with pytest.raises(MatrixError, match=re.escape("index_rows[0].sources: cites no primary")):
+        build_matrix(docs, origin=ORIGIN)
+
+
+def test_a_statement_pairs_only_what_the_data_does_not_confirm(
+        documents: dict[str, Any]) -> None:
+    docs = copy.deepcopy(documents)
+    docs["releases.yaml"]["companion_statements"] = []
+    bare = build_matrix(docs, origin=ORIGIN).release(TorchVersion("2.13.0"))
+    assert bare is not None and bare.torchaudio is None
+    assert bare.pairing("torchaudio").evidence == "none"
+    full = build_matrix(documents, origin=ORIGIN)
+    rel = full.release(TorchVersion("2.13.0"))
+    assert rel is not None and str(rel.torchaudio) == "2.11.0"
+    # the newest stated torchaudio out by a release's own date: 2.11.1 came out with 2.15.0
+    newest = full.release(TorchVersion("2.15.0"))
+    assert newest is not None and str(newest.torchaudio) == "2.11.1"
+    # torch 2.11.0's own pairing (2.11.0) is confirmed and kept, though 2.11.1 is newer
+    kept = full.release(TorchVersion("2.11.0"))
+    assert kept is not None and str(kept.torchaudio) == "2.11.0"
+    assert kept.pairing("torchaudio").evidence == "confirmed"
+
+
+def test_the_coverage_report_lists_the_open_questions_and_no_inferred_entry_as_open(
+        matrix: Matrix) -> None:
+    from torchenv.matrix.coverage import coverage, coverage_markdown
+
+    report = coverage(matrix)
+    assert "2.15.0 cu134: index entry unknown" in report["open"]
+    assert not any("cpu: index entry" in item for item in report["open"])  # inferred by rule
+    text = coverage_markdown(report)
+    assert f"## Open questions ({len(matrix.open_questions)})" in text
+    assert "### A Windows cu129 build of 2.9.0" in text
+    assert len(matrix.open_questions) >= 5

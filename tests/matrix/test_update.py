@@ -652,6 +652,23 @@ def test_derive_pypi_tool_and_update_derive_the_same_release(
     assert from_update["note"].startswith(from_tool["note"])
 
 
+def test_derive_pypi_carries_the_maintainers_statements_it_cannot_derive() -> None:
+    """The statements PyPI cannot show survive a regeneration of releases.yaml as they were."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "derive_pypi", Path(__file__).parents[2] / "tools" / "derive_pypi.py")
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    shipped = yaml.safe_load(
+        (Path(__file__).parents[2] / "src/torchenv/matrix/data/releases.yaml").read_text())
+    statements = shipped["companion_statements"]
+    text = tool.render([], [], "2099-01-02", statements)
+    assert yaml.safe_load(text)["companion_statements"] == statements
+    assert "companion_statements" not in yaml.safe_load(tool.render([], [], "2099-01-02"))
+
+
 @pytest.mark.parametrize("content", ["root:x:0:0:root:/root:/bin/bash\n", "just: [a, mapping]\n"],
                          ids=["not-yaml-mapping", "other-keys"])
 def test_an_output_that_is_not_an_overlay_is_refused_before_any_request(

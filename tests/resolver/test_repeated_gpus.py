@@ -8,6 +8,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,16 +36,16 @@ def _host(copies: int) -> HostProfile:
 
 def _judged(host: HostProfile, matrix: Matrix,
             monkeypatch: pytest.MonkeyPatch) -> tuple[int, object]:
-    """How many times a GPU was judged against an arch entry, and the plan."""
+    """How many times a GPU was judged against a build's arch facts, and the plan."""
     calls = 0
-    real = rules.runs_on
+    real = rules.reach
 
-    def counting(*args: object, **kwargs: object) -> bool:
+    def counting(*args: Any, **kwargs: Any) -> Any:
         nonlocal calls
         calls += 1
-        return real(*args, **kwargs)  # type: ignore[arg-type]
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(rules, "runs_on", counting)
+    monkeypatch.setattr(rules, "reach", counting)
     plan = resolve(Request(), host, matrix)
     return calls, plan
 

@@ -83,7 +83,9 @@ HOSTS: dict[str, HostProfile] = {
 # an absent GPU), catalog (GPU name -> compute capability), cvd (only visible GPUs count),
 # index (an unconfirmed index entry), explicit (a forced variant).
 TABLE: list[tuple[str, Any, dict[str, Any], Any, str]] = [
-    ("cpu-only linux 3.12", {}, {}, ("2.15.0", "cpu", "compat", "n/a"), "index"),
+    # 2.15.0's cpu entry: not confirmed, inferred by rule index-every-earlier-release (every
+    # release since 1.13 has it), so the plan is full; rocm7.14 below stays unknown
+    ("cpu-only linux 3.12", {}, {}, ("2.15.0", "cpu", "full", "n/a"), "index"),
     ("cpu-only linux 3.9", {"python": "3.9"}, {}, ("2.8.0", "cpu", "full", "n/a"), "python"),
     ("cpu-only linux 3.8", {"python": "3.8"}, {}, ("2.4.1", "cpu", "full", "n/a"), "python"),
     ("cpu-only 3.7", {"python": "3.7"}, {}, ("1.13.1", "cpu", "full", "n/a"), "python"),
@@ -109,7 +111,7 @@ TABLE: list[tuple[str, Any, dict[str, Any], Any, str]] = [
     ("windows rtx5090 576 torch>=2.6", {"platform": "win-amd64", "driver": "576.02",
                                         "gpus": ["12.0"]}, {"torch": ">=2.6"},
      ("2.11.0", "cu128", "full", "confirmed"), "driver"),
-    ("aarch64 cpu", {"platform": "linux-aarch64"}, {}, ("2.15.0", "cpu", "compat", "n/a"),
+    ("aarch64 cpu", {"platform": "linux-aarch64"}, {}, ("2.15.0", "cpu", "full", "n/a"),
      "index"),
     # a 580 driver runs CUDA 13.2 by minor-version compatibility: the PyPI build (cu132, index
     # and list confirmed) before cu130, whose index entry and list are not confirmed
@@ -162,9 +164,9 @@ TABLE: list[tuple[str, Any, dict[str, Any], Any, str]] = [
     ("driver 390 pascal", {"driver": "390.116", "gpus": ["6.1"]}, {}, None, "driver"),
     ("free-threaded 3.13t h100 580", {"python": "3.13t", "driver": "580.65.06", "gpus": ["9.0"]},
      {}, ("2.12.0", "cu130", "full", "confirmed"), "python"),
-    ("free-threaded 3.14t cpu", {"python": "3.14t"}, {}, ("2.15.0", "cpu", "compat", "n/a"),
+    ("free-threaded 3.14t cpu", {"python": "3.14t"}, {}, ("2.15.0", "cpu", "full", "n/a"),
      "python"),
-    ("3.15 cpu", {"python": "3.15"}, {}, ("2.15.0", "cpu", "compat", "n/a"), "python"),
+    ("3.15 cpu", {"python": "3.15"}, {}, ("2.15.0", "cpu", "full", "n/a"), "python"),
     # the rocm7.14 list is the wheel images' build configuration (no wheel of it seen)
     ("rocm gfx1100", {"rocm_archs": ["gfx1100"]}, {},
      ("2.15.0", "rocm7.14", "compat", "inferred"), "index"),
@@ -183,7 +185,7 @@ TABLE: list[tuple[str, Any, dict[str, Any], Any, str]] = [
      {"torch": "==2.7.1", "variant": "cu128"}, ("2.7.1", "cu128", "compat", "unknown"),
      "explicit"),
     ("variant cpu on gpu host", {"driver": "570.86.15", "gpus": ["8.6"]}, {"variant": "cpu"},
-     ("2.15.0", "cpu", "compat", "n/a"), "explicit"),
+     ("2.15.0", "cpu", "full", "n/a"), "explicit"),
     # 2.8's CUDA 12.9 builds kept sm_70 (their maintainers); the 2.9-2.11 cu129 lists are not
     # known, so they are named as newer unverified builds
     ("volta --cuda 12.9 580", {"driver": "580.65.06", "gpus": ["7.0"]}, {"cuda": "12.9"},
@@ -196,7 +198,7 @@ TABLE: list[tuple[str, Any, dict[str, Any], Any, str]] = [
      "driver"),
     ("no-gpu flag", {"no_gpu": True, "environ": {"TORCHENV_DRIVER_VERSION": "570.86.15",
                                                  "TORCHENV_GPUS": "8.6"}}, {},
-     ("2.15.0", "cpu", "compat", "n/a"), "index"),
+     ("2.15.0", "cpu", "full", "n/a"), "index"),
     ("xpu variant forced no device", {}, {"variant": "xpu"},
      ("2.15.0", "xpu", "compat", "n/a"), "explicit"),
     ("rtx4090 + py3.8 torch<2.5", {"python": "3.8", "driver": "550.54.15", "gpus": ["8.9"]},
@@ -204,7 +206,7 @@ TABLE: list[tuple[str, Any, dict[str, Any], Any, str]] = [
     ("smi hangs, PCI sees a GPU", "smi hangs, PCI sees a GPU", {}, None, "probe"),
     ("smi cannot talk to the driver", "smi cannot talk to the driver", {}, None, "probe"),
     ("failed probe, --variant cpu", "smi cannot talk to the driver", {"variant": "cpu"},
-     ("2.15.0", "cpu", "compat", "n/a"), "explicit"),
+     ("2.15.0", "cpu", "full", "n/a"), "explicit"),
     ("K80 named by nvidia-smi 470", "driver read, GPU names only (K80 on 470)", {},
      ("2.7.1", "cu118", "compat", "inferred"), "catalog"),
     ("unknown GPU name", "driver read, unknown GPU name", {}, None, "probe"),
@@ -367,6 +369,40 @@ def test_torchvision_and_torchaudio_follow_the_pairing(matrix: Matrix) -> None:
         host = HostProfile(platform="linux-x86_64", python=PythonInfo("3.10"), glibc="2.39")
         plan = resolve(Request.from_text(torch=f"=={r.torch}"), host, matrix)
         assert (plan.torchvision, plan.torchaudio) == (r.torchvision, r.torchaudio)
+
+
+def test_a_plain_cpu_host_gets_the_newest_release_with_nothing_the_data_answers_as_warning(
+        matrix: Matrix) -> None:
+    # 2.15.0's cpu entry is inferred (rule index-every-earlier-release), its torchvision and
+    # torchaudio by their maintainers' "X and later" statements: each is a reason, none a warning
+    plan = resolve(Request(), BASE, matrix)
+    assert (plan.torch, plan.variant, plan.level) == ("2.15.0", "cpu", "full")
+    assert plan.warnings == ()
+    assert plan.requirements() == ["torch==2.15.0+cpu", "torchvision==0.29.2+cpu",
+                                   "torchaudio==2.11.1+cpu"]
+    assert plan.evidence is not None and plan.evidence.index == "inferred"
+    assert any("rule index-every-earlier-release" in r for r in plan.reasons)
+    stated = [r for r in plan.reasons if "rule companion-by-statement" in r]
+    assert [r.split()[0] for r in stated] == ["torchvision", "torchaudio"]
+    assert "compatible with PyTorch 2.11 and later" in stated[1]
+    # asked without them, no reason speaks of them
+    bare = resolve(Request(with_torchvision=False, with_torchaudio=False), BASE, matrix)
+    assert not any("companion-by-statement" in r for r in bare.reasons)
+
+
+def test_a_t4g_on_graviton_is_not_given_a_2_11_build_without_its_target(
+        matrix: Matrix) -> None:
+    # RELEASE.md's aarch64 table for 2.11: cu128 8.0;9.0;10.0;12.0 and cu126 8.0;9.0, no PTX
+    host = _host("580.65.06", "7.5", platform="linux-aarch64")
+    plan = resolve(Request(), host, matrix)
+    assert (plan.torch, plan.variant) != ("2.11.0", "cu128")
+    # within 2.11.0 only cu129, whose aarch64 list no source gives, is left (as unknown)
+    only = resolve(Request.from_text(torch="==2.11.0"), host, matrix)
+    assert only.variant == "cu129" and only.evidence is not None
+    assert only.evidence.arch == "unknown"
+    reasons = {r.variant: r.reason for r in only.rejected if r.category == "arch"}
+    assert reasons["cu128"] == "GPU 0 (sm_75) not in arch list 8.0–12.0"
+    assert reasons["cu126"] == "GPU 0 (sm_75) not in arch list 8.0–9.0"
 
 
 def test_an_index_build_is_pinned_with_its_local_tag(matrix: Matrix) -> None:

@@ -6,10 +6,17 @@ from collections.abc import Sequence
 
 from torchenv.cli._common import console
 from torchenv.errors import BadInput
-from torchenv.matrix.model import ALL_PLATFORMS, ArchFact, Matrix, Release, python_sort_key
+from torchenv.matrix.model import (
+    ALL_PLATFORMS,
+    COMPANIONS,
+    ArchFact,
+    Matrix,
+    Release,
+    python_sort_key,
+)
 from torchenv.values import Platform, TorchSpec
 
-__all__ = ["release_detail", "render_table", "select"]
+__all__ = ["companion_line", "release_detail", "render_table", "select"]
 
 
 def select(matrix: Matrix, spec: TorchSpec | None) -> list[Release]:
@@ -108,6 +115,24 @@ def _fact_line(platform: Platform, fact: ArchFact) -> str:
     return line
 
 
+_PAIRING_WORDS = {"confirmed": "confirmed", "inferred": "by statement", "unknown": "unknown",
+                  "none": "none pairs"}
+
+
+def companion_line(package: str, r: Release) -> str:
+    """How the ``package`` release paired with ``r`` is known: ``torchaudio 2.11.1: by
+    statement (rule companion-by-statement): "…"`` (confirmed / by statement / unknown)."""
+    p = r.pairing(package)
+    line = f"{package} {p.version or '–'}: {_PAIRING_WORDS.get(p.evidence, p.evidence)}"
+    if p.rule:
+        line += f" (rule {p.rule})"
+    if p.statement:
+        line += f': "{p.statement}"'
+    if p.evidence == "inferred" and p.sources:
+        line += f" (sources: {', '.join(p.sources)})"
+    return line
+
+
 def release_detail(matrix: Matrix, r: Release) -> None:
     from rich.markup import escape
 
@@ -125,13 +150,16 @@ def release_detail(matrix: Matrix, r: Release) -> None:
                 + (f"  PyPI build {r.pypi_default[plat]}" if plat in r.pypi_default else "")
                 + (f"  glibc ≥ {r.manylinux[plat]}" if plat in r.manylinux else "")
             ))
+    for package in COMPANIONS:
+        out.print("  " + escape(companion_line(package, r)), soft_wrap=True)
     for v in r.variants:
         out.print(
             f"  [bold]{escape(str(v.name))}[/bold] "
             + escape(f"on {', '.join(map(str, v.platforms))}"
                      + (f"; cuDNN {v.cudnn}" if v.cudnn else "")
                      + (f"; NCCL {v.nccl}" if v.nccl else "")
-                     + f"; index entry {v.index}")
+                     + f"; index entry {v.index}"
+                     + (f" (rule {v.index_rule})" if v.index_rule else ""))
         )
         for plat, fact in v.arch_facts.items():
             out.print("      " + escape(_fact_line(plat, fact)), soft_wrap=True)
@@ -141,7 +169,7 @@ def release_detail(matrix: Matrix, r: Release) -> None:
                      f"conda-forge {_has(r.conda.conda_forge)}"))
     if r.note:
         out.print(f"  note: {escape(r.note)}", soft_wrap=True)
-    cited = list(r.sources)
+    cited = [*r.sources, *(s for pkg in COMPANIONS for s in r.pairing(pkg).sources)]
     for v in r.variants:
         cited += [*v.sources, *(sid for f in v.arch_facts.values() for sid in f.sources)]
     for sid in dict.fromkeys(cited):

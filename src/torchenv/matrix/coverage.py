@@ -49,13 +49,16 @@ def coverage(matrix: Matrix) -> dict[str, Any]:
                 "counts": {k: {c: counts[k, c] for c in EVIDENCE_CLASSES} for k in _KINDS},
             })
         for v in rel.variants:
-            if v.index != "confirmed":
-                unknown.append(f"{rel.torch} {v.name}: index entry {v.index}")
+            if v.index == "unknown":  # an inferred entry, like an inferred list, is not open
+                unknown.append(f"{rel.torch} {v.name}: index entry unknown")
     return {
         "matrix_version": matrix.matrix_version,
         "totals": {k: {c: totals[k, c] for c in EVIDENCE_CLASSES} for k in _KINDS},
         "rows": rows,
         "open": unknown,
+        "questions": [{"topic": q.topic, "releases": [str(t) for t in q.releases],
+                       "known": q.known, "why_open": q.why_open, "sources": list(q.sources)}
+                      for q in matrix.open_questions],
     }
 
 
@@ -92,6 +95,17 @@ def coverage_markdown(report: dict[str, Any], *, generated_by: str | None = None
         c = row["counts"]
         lines.append(f"| {row['torch']} | {row['platform']} | {_cell(c['index'])} | "
                      f"{_cell(c['sass'])} | {_cell(c['ptx'])} |")
+    questions: Sequence[dict[str, Any]] = report.get("questions", [])
+    if questions:
+        lines += ["", f"## Open questions ({len(questions)})", "",
+                  "What the sources read so far leave open (`open_questions` in variants.yaml).",
+                  ""]
+        for q in questions:
+            lines += [f"### {q['topic']}", "",
+                      f"Releases: {', '.join(q['releases'])}. Sources: "
+                      f"{', '.join(q['sources'])}.", "",
+                      f"Known: {q['known']}", "", f"Open because: {q['why_open']}", ""]
+        lines.pop()
     open_facts: Sequence[str] = report["open"]
     lines += ["", f"## Still open ({len(open_facts)})", ""]
     lines += [f"- {item}" for item in open_facts]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from torchenv.matrix.inference import describe
-from torchenv.matrix.model import ALL_PLATFORMS, Matrix, Release
+from torchenv.matrix.model import ALL_PLATFORMS, COMPANIONS, Matrix, Release
 from torchenv.values import optional_text
 
 __all__ = ["matrix_to_json", "release_to_json"]
@@ -27,6 +27,9 @@ def release_to_json(r: Release, *, with_sources: bool = False) -> dict[str, Any]
         if v.python:
             entry["python"] = {str(k): list(t) for k, t in v.python.items()}
         entry.update(cudnn=v.cudnn, nccl=v.nccl, status=v.status, index=v.index)
+        if v.index_rule:
+            entry["index_rule"] = v.index_rule
+            entry["index_sources"] = list(v.index_sources)
         if v.arch_facts:
             entry["evidence"] = {str(plat): describe(f) for plat, f in v.arch_facts.items()}
         if with_sources:
@@ -43,6 +46,9 @@ def release_to_json(r: Release, *, with_sources: bool = False) -> dict[str, Any]
         "manylinux": {str(p): floor for p, floor in r.manylinux.items()},
         "variants": variants,
         "conda": {"pytorch_channel": r.conda.pytorch_channel, "conda_forge": r.conda.conda_forge},
+        # how each companion pairing is known: confirmed / inferred (by a maintainer's range
+        # statement, quoted) / unknown / none
+        "pairings": {p: r.pairing(p).to_json() for p in COMPANIONS},
     }
     if r.unconfirmed:
         doc["unconfirmed"] = list(r.unconfirmed)  # null above means "not confirmed" for these

@@ -34,6 +34,24 @@ Rules:
     an architecture newer than the newest it knows, and no build carries SASS for one older than
     the oldest it still compiles for (PTX never runs on an older GPU), so such a GPU is out.
 
+Three rules infer facts other than arch lists:
+
+``index-every-earlier-release``
+    :func:`index_in_every_earlier_release`: a build of a kind that carries no version (``cpu``,
+    ``xpu``) that the index has had for a platform in every release since its first there is on
+    the index for that platform in the next release too. Builds named for a CUDA or ROCm version
+    are left out: the replay shows they are dropped (cu117 after 2.0, rocm6.0 after 2.4).
+
+``index-in-release-row``
+    :func:`index_row_for`: the maintainers' row for a release (its go-live change of the binary
+    build matrix, or its RELEASE.md compatibility row) names the build, so the index has it.
+
+``companion-by-statement``
+    :func:`infer_companions`: a torchvision or torchaudio release whose maintainers state that it
+    works with every torch from some release on ("compatible with PyTorch 2.11 and later") pairs
+    with each release in that range whose own pairing the data does not confirm; the newest
+    such companion is taken.
+
 Two rules answer for one GPU at a time, when the resolver meets an unknown list (they cannot be
 written as a list):
 
@@ -59,10 +77,22 @@ predict anything of it that it does not hold.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, NamedTuple
 
-from torchenv.matrix.model import ArchFact, Neighbours, Release, SameAs, ToolkitFloor, Variant
+from torchenv.matrix.model import (
+    COMPANIONS,
+    EVIDENCE_CLASSES,
+    ArchFact,
+    CompanionStatement,
+    IndexRow,
+    Neighbours,
+    Pairing,
+    Release,
+    SameAs,
+    ToolkitFloor,
+    Variant,
+)
 from torchenv.values import (
     ArchEntry,
     ComputeCapability,
@@ -78,23 +108,33 @@ if TYPE_CHECKING:
 __all__ = [
     "LINUX_X86_64",
     "RULES",
+    "UNVERSIONED_KINDS",
     "WINDOWS",
+    "IndexRow",
     "PtxPolicy",
+    "Reach",
     "RuntimeTable",
     "apply_inference",
     "chains",
     "entry_runs",
     "excluded_by_family",
     "family_includes",
+    "index_history",
+    "index_in_every_earlier_release",
+    "index_row_for",
+    "infer_companions",
     "infer_from_adjacent_releases",
     "infer_from_runtime_table",
     "infer_in_chain",
+    "infer_index_entries",
     "infer_ptx_between",
     "infer_ptx_from_policy",
     "infer_ptx_in_chain",
     "list_excludes",
     "list_includes",
     "neighbours_in_chain",
+    "reach",
+    "statement_pairing",
     "toolkit_excludes",
     "windows_covers_linux",
 ]
@@ -132,14 +172,24 @@ RULES: Mapping[str, str] = {
         "(a partial list)"
     ),
     "release-ptx-policy": "the release wheels of this release carry no PTX (release policy)",
+    "index-every-earlier-release": (
+        "the index has had this build (a kind without a version: cpu, xpu) for the platform in "
+        "every release since its first there"
+    ),
+    "index-in-release-row": (
+        "the maintainers' row for the release (go-live build matrix or RELEASE.md) names the build"
+    ),
+    "companion-by-statement": (
+        "its maintainers state that this release works with every torch from a release on "
+        "(\"X and later\")"
+    ),
     "toolkit-bounds": (
         "a CUDA toolkit compiles for nothing newer than its newest or older than its oldest target"
     ),
 }
 
 
-@dataclass(frozen=True)
-class PtxPolicy:
+class PtxPolicy(NamedTuple):
     """A confirmed statement that the release wheels of ``releases`` for CUDA ``cuda`` on
     ``platforms`` were built without PTX."""
 
@@ -150,8 +200,7 @@ class PtxPolicy:
     note: str | None = None
 
 
-@dataclass(frozen=True)
-class RuntimeTable:
+class RuntimeTable(NamedTuple):
     """``PYTORCH_RELEASES_CODE_CC`` of ``releases``: CUDA version -> platform -> SASS list.
 
     ``synced`` is True where the release's build script keeps its build table equal to it.
@@ -232,8 +281,7 @@ def infer_ptx_between(fact: ArchFact, older: ArchFact | None, newer: ArchFact | 
     sass = _sass(fact.arch_list)
     if not ptx <= set(sass):  # a PTX entry of a target this list does not build: no rule
         return None
-    return replace(
-        fact,
+    return fact._replace(
         arch_list=tuple(ArchEntry(f"{a}+PTX") if a in ptx else a for a in sass),
         ptx="inferred",
         rule=f"{fact.rule} + {rule}" if fact.rule and fact.rule != rule else rule,
@@ -247,8 +295,7 @@ def infer_ptx_from_policy(fact: ArchFact, policy: PtxPolicy | None) -> ArchFact:
         return fact
     if fact.ptx != "unknown":
         return fact
-    return replace(
-        fact,
+    return fact._replace(
         arch_list=_sass(fact.arch_list),
         ptx="inferred",
         rule=f"{fact.rule} + release-ptx-policy" if fact.rule else "release-ptx-policy",
@@ -312,7 +359,7 @@ def apply_inference(
         if written is not None and written.partial is not None:
             # what a source says of the list stays with it, and a rule's list that
             # contradicts it is not used
-            fact = replace(fact, partial=written.partial)
+            fact = fact._replace(partial=written.partial)
             if fact.known and not agrees_with_partial(fact):
                 return
         updates.setdefault(id(v), {})[plat] = fact
@@ -519,6 +566,49 @@ def entry_runs(entry: ArchEntry, cc: ComputeCapability, *, jit_ok: bool) -> bool
     return entry.ptx and jit_ok and (major, minor) >= (entry.major, entry.minor)
 
 
+class Reach(NamedTuple):
+    """What :func:`reach` answers: whether a build runs on a GPU (``runs``: None when nobody
+    knows) and how sure that is (``evidence``: ``confirmed``, ``inferred`` or ``unknown``).
+
+    ``by_ptx``: it runs only by JIT-compiling PTX, whose nearest architecture is major
+    ``ptx_major``. ``rule``: for a list not known whole, the rule of its partial list that
+    answered (``oldest-target``, ``named-in-list``)."""
+
+    runs: bool | None
+    evidence: str
+    by_ptx: bool = False
+    ptx_major: int | None = None
+    rule: str | None = None
+
+
+def _weaker(a: str, b: str) -> str:
+    return max(a, b, key=EVIDENCE_CLASSES.index)
+
+
+def reach(fact: ArchFact, cc: ComputeCapability, *, jit_ok: bool) -> Reach:
+    """Does a build compiled for ``fact`` run on a GPU of compute capability ``cc``, and how
+    sure are we: the one answer of rule 3 for one GPU.
+
+    A known list runs ``cc`` by SASS (as sure as its SASS) or, with ``jit_ok`` (a driver at the
+    toolkit floor), by PTX (as sure as the weaker of its SASS and PTX), else not (as sure as its
+    SASS). Of a list not known whole, a partial list still answers: ``cc`` older than its oldest
+    target does not run, SASS it names does (both ``confirmed``); otherwise nobody knows.
+    """
+    arch = fact.arch_list
+    if arch is None or fact.sass == "unknown":
+        if partial_excludes(fact, cc):
+            return Reach(False, "confirmed", rule="oldest-target")
+        if fact.partial is not None and list_includes(fact, cc):
+            return Reach(True, "confirmed", rule="named-in-list")
+        return Reach(None, "unknown")
+    if any(entry_runs(e, cc, jit_ok=False) for e in arch):
+        return Reach(True, fact.sass)
+    jit = [e.major for e in arch if entry_runs(e, cc, jit_ok=jit_ok)]
+    if jit:
+        return Reach(True, _weaker(fact.sass, fact.ptx), by_ptx=True, ptx_major=max(jit))
+    return Reach(False, fact.sass)
+
+
 def _below(cc: ComputeCapability | ArchEntry, oldest: ArchEntry) -> bool:
     return (cc.major, cc.minor) < (oldest.major, oldest.minor)
 
@@ -652,7 +742,7 @@ def _attach_neighbours(by_variant: _Chains, updates: _Updates,
                 continue
             linux = (current(v, LINUX_X86_64)
                      if plat == WINDOWS and LINUX_X86_64 in v.platforms else None)
-            update(v, plat, replace(fact, neighbours=neighbours_in_chain(facts, pos, linux)))
+            update(v, plat, fact._replace(neighbours=neighbours_in_chain(facts, pos, linux)))
 
 
 def describe(fact: ArchFact) -> dict[str, Any]:
@@ -661,3 +751,132 @@ def describe(fact: ArchFact) -> dict[str, Any]:
     if fact.rule:
         doc["rule_text"] = "; ".join(RULES.get(r, r) for r in fact.rule.split(" + "))
     return doc
+
+
+# --- index entries ----------------------------------------------------------------------------
+
+
+UNVERSIONED_KINDS: tuple[str, ...] = ("cpu", "xpu")
+"""The kinds of build rule ``index-every-earlier-release`` speaks of: one build per release
+whose name carries no toolkit version, so nothing retires it with a toolkit."""
+
+_Entry = tuple[VariantName, Platform]
+
+
+def index_history(releases: Sequence[Release]
+                  ) -> list[tuple[TorchVersion, frozenset[_Entry]]]:
+    """Each release (oldest first) with the (build, platform) entries its data confirms on the
+    index."""
+    out = []
+    for rel in sorted(releases, key=lambda r: r.torch):
+        out.append((rel.torch, frozenset((v.name, p) for v in rel.variants
+                                         if v.index == "confirmed" for p in v.platforms)))
+    return out
+
+
+def index_in_every_earlier_release(entry: _Entry, earlier: Sequence[frozenset[_Entry]],
+                                   kinds: Sequence[str] = UNVERSIONED_KINDS) -> bool:
+    """Rule ``index-every-earlier-release``: ``entry`` (build, platform) is confirmed in every
+    release of ``earlier`` (the confirmed entries of the earlier releases, oldest first) since
+    the first that has it, and its build is of one of ``kinds``."""
+    if entry[0].kind not in kinds:
+        return False
+    first = next((i for i, have in enumerate(earlier) if entry in have), None)
+    return first is not None and all(entry in have for have in earlier[first:])
+
+
+def index_row_for(torch: TorchVersion, entry: _Entry,
+                  rows: Sequence[IndexRow]) -> IndexRow | None:
+    """Rule ``index-in-release-row``: the row of ``torch`` that names ``entry``, if any."""
+    for row in rows:
+        if torch in row.releases and entry[0] in row.variants and entry[1] in row.platforms:
+            return row
+    return None
+
+
+def infer_index_entries(releases: Sequence[Release],
+                        rows: Sequence[IndexRow] = ()) -> tuple[Release, ...]:
+    """``releases`` with each unknown index entry that a rule infers for every platform of its
+    build marked ``inferred``, with the rule and the sources of its premise."""
+    history = index_history(releases)
+    position = {torch: i for i, (torch, _) in enumerate(history)}
+    sources_of: dict[_Entry, tuple[str, ...]] = {}  # the newest confirming entry's sources
+    for rel in sorted(releases, key=lambda r: r.torch):
+        for v in rel.variants:
+            if v.index == "confirmed":
+                for p in v.platforms:
+                    sources_of[(v.name, p)] = v.sources
+    out = []
+    for rel in releases:
+        earlier = [have for _, have in history[:position[rel.torch]]]
+        variants = tuple(_infer_index(rel.torch, v, earlier, rows, sources_of)
+                         if v.index == "unknown" and v.platforms else v for v in rel.variants)
+        changed = any(a is not b for a, b in zip(variants, rel.variants))
+        out.append(replace(rel, variants=variants) if changed else rel)
+    return tuple(out)
+
+
+def _infer_index(torch: TorchVersion, v: Variant, earlier: Sequence[frozenset[_Entry]],
+                 rows: Sequence[IndexRow],
+                 sources_of: Mapping[_Entry, tuple[str, ...]]) -> Variant:
+    """One unknown entry through rule ``index-in-release-row``, then
+    ``index-every-earlier-release``: ``v`` itself when neither holds on every platform."""
+    row_sources: list[str] = []
+    for p in v.platforms:
+        row = index_row_for(torch, (v.name, p), rows)
+        if row is None:
+            break
+        row_sources += row.sources
+    else:
+        return replace(v, index="inferred", index_rule="index-in-release-row",
+                       index_sources=tuple(dict.fromkeys(row_sources)))
+    if all(index_in_every_earlier_release((v.name, p), earlier) for p in v.platforms):
+        premise = tuple(dict.fromkeys(s for p in v.platforms for s in sources_of[(v.name, p)]))
+        return replace(v, index="inferred", index_rule="index-every-earlier-release",
+                       index_sources=premise)
+    return v
+
+
+# --- companions -------------------------------------------------------------------------------
+
+
+def statement_pairing(package: str, torch: TorchVersion, released: str,
+                      statements: Sequence[CompanionStatement]) -> Pairing | None:
+    """Rule ``companion-by-statement`` for one release (``torch``, out on ``released``): the
+    newest ``package`` release out by then whose statement's range holds ``torch``; None when no
+    statement does. A companion released later was built in a later release cycle, for that
+    cycle's variants: on an older release's indexes it may not exist (torchaudio 2.11.1 came out
+    with torch 2.15.0 as a cu132 build, so 2.12-2.14 pair with 2.11.0)."""
+    best = None
+    for s in statements:
+        if s.package == package and s.covers(torch) and s.released <= released \
+                and (best is None or s.version > best.version):
+            best = s
+    if best is None:
+        return None
+    return Pairing(best.version, "inferred", rule="companion-by-statement",
+                   statement=best.statement, sources=best.sources)
+
+
+def infer_companions(releases: Sequence[Release],
+                     statements: Sequence[CompanionStatement]) -> tuple[Release, ...]:
+    """``releases`` with rule ``companion-by-statement`` applied to every companion whose
+    pairing the data does not confirm (null or ``unknown``); a confirmed pairing is kept."""
+    out = []
+    for rel in releases:
+        pairings = dict(rel.pairings)
+        fields: dict[str, Any] = {}
+        for package in COMPANIONS:
+            if getattr(rel, package) is not None:
+                continue
+            found = statement_pairing(package, rel.torch, rel.released, statements)
+            if found is None:
+                continue
+            pairings[package] = found
+            fields[package] = found.version
+        if fields:
+            rel = replace(rel, pairings=pairings,
+                          unconfirmed=tuple(p for p in rel.unconfirmed if p not in fields),
+                          **fields)
+        out.append(rel)
+    return tuple(out)

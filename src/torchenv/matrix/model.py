@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from torchenv.values import (
     PLATFORMS,
@@ -32,15 +32,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALL_PLATFORMS",
+    "COMPANIONS",
     "EVIDENCE_CLASSES",
     "PLATFORMS",
     "AmdGpu",
     "ArchFact",
+    "CompanionStatement",
     "CompatFloor",
     "CondaAvailability",
+    "IndexRow",
     "Matrix",
     "Neighbours",
     "NvidiaGpu",
+    "OpenQuestion",
+    "Pairing",
     "PartialList",
     "Release",
     "RocmTargets",
@@ -76,8 +81,7 @@ def glibc_sort_key(version: str) -> tuple[int, ...]:
     return tuple(map(int, version.split(".")))
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(NamedTuple):
     """Where facts come from. ``primary`` is False for copies, third-party reports and
     documentation, which corroborate a fact but cannot confirm it alone."""
 
@@ -87,8 +91,7 @@ class Source:
     primary: bool = True
 
 
-@dataclass(frozen=True)
-class Neighbours:
+class Neighbours(NamedTuple):
     """What the per-GPU inference rules read of an unknown list, filled when the matrix is built:
     the confirmed lists of the same variant on the same platform in the other releases, oldest
     first, split at this release (``older``, ``newer``), and, for a Windows list, the known list
@@ -100,8 +103,7 @@ class Neighbours:
     linux: Optional[ArchFact] = None
 
 
-@dataclass(frozen=True)
-class PartialList:
+class PartialList(NamedTuple):
     """What a primary source says of a list it does not give whole: ``oldest``, the oldest
     target the build carries (no SASS and no PTX below it, so a GPU older than it cannot run the
     build), and ``includes``, SASS targets it is known to carry."""
@@ -120,8 +122,7 @@ class PartialList:
         }
 
 
-@dataclass(frozen=True)
-class ArchFact:
+class ArchFact(NamedTuple):
     """What is known of one CUDA variant's compiled targets on one platform.
 
     SASS and PTX are judged apart: a wheel read confirms both (a missing ``compute_XX`` entry
@@ -158,8 +159,7 @@ class ArchFact:
         return doc
 
 
-@dataclass(frozen=True)
-class SameAs:
+class SameAs(NamedTuple):
     """A primary source's word that a build is an earlier release's build unchanged (the
     release manager's "no changes to CUDA 11.8" of 2.6 and 2.7): rule
     ``unchanged-by-statement`` gives it that release's lists where its own are unknown."""
@@ -183,6 +183,9 @@ class Variant:
     nccl: Optional[str] = None
     index: str = "confirmed"  # evidence class of "the index has this build for these releases"
     sources: tuple[str, ...] = ()
+    # an ``inferred`` index entry: the rule that inferred it and the sources of its premise
+    index_rule: Optional[str] = None
+    index_sources: tuple[str, ...] = ()
     note: Optional[str] = None
     # per platform, filled by the loader and the inference rules; platforms of a CUDA variant only
     arch_facts: Mapping[Platform, ArchFact] = field(default_factory=dict)
@@ -221,12 +224,75 @@ class Variant:
         return self.arch_list
 
 
-@dataclass(frozen=True)
-class CondaAvailability:
+class CondaAvailability(NamedTuple):
     """Whether a release is on the pytorch conda channel and on conda-forge (or unknown)."""
 
     pytorch_channel: bool | Literal["unknown"]
     conda_forge: bool | Literal["unknown"]
+
+
+class IndexRow(NamedTuple):
+    """The maintainers' row for ``releases``: the builds (``variants``) a go-live change of the
+    binary build matrix or a RELEASE.md compatibility row names, for ``platforms`` (rule
+    ``index-in-release-row``)."""
+
+    releases: tuple[TorchVersion, ...]
+    variants: tuple[VariantName, ...]
+    platforms: tuple[Platform, ...]
+    sources: tuple[str, ...]
+    note: Optional[str] = None
+
+
+class OpenQuestion(NamedTuple):
+    """A question about the data that the sources read so far do not settle: what is asked,
+    what is known, and why it stays open (``docs/data-coverage.md`` lists them)."""
+
+    topic: str
+    releases: tuple[TorchVersion, ...]
+    known: str
+    why_open: str
+    sources: tuple[str, ...]
+
+
+COMPANIONS: tuple[str, ...] = ("torchvision", "torchaudio")
+"""The packages paired with a torch release."""
+
+
+class CompanionStatement(NamedTuple):
+    """A maintainer's statement that a torchvision or torchaudio release works with every torch
+    from ``torch`` on ("compatible with PyTorch 2.11 and later"), quoted in ``statement``.
+    Rule ``companion-by-statement`` pairs it with the releases whose own pairing the data does
+    not confirm."""
+
+    package: str
+    version: TorchVersion
+    torch: TorchVersion  # the oldest torch the statement names ("2.11": 2.11.0 and later)
+    released: str  # ISO date of the companion release (its first upload to PyPI)
+    statement: str
+    sources: tuple[str, ...]
+    note: Optional[str] = None
+
+    def covers(self, torch: TorchVersion) -> bool:
+        """The statement's range holds ``torch`` (its public release; a local tag is ignored)."""
+        return TorchVersion(torch.public) >= self.torch
+
+
+class Pairing(NamedTuple):
+    """How the release of a companion package that pairs with a torch release is known:
+    ``confirmed`` (its wheels pin this torch, or a maintainer names the pair), ``inferred`` (a
+    :class:`CompanionStatement`'s range holds the release: rule ``companion-by-statement``),
+    ``unknown`` (no source settles it), or ``none`` (no release of it pairs)."""
+
+    version: Optional[TorchVersion]
+    evidence: str
+    rule: Optional[str] = None
+    statement: Optional[str] = None
+    sources: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": str(self.version) if self.version is not None else None,
+                "evidence": self.evidence, "rule": self.rule, "statement": self.statement,
+                "sources": list(self.sources)}
 
 
 @dataclass(frozen=True)
@@ -245,6 +311,19 @@ class Release:
     sources: tuple[str, ...] = ()
     note: Optional[str] = None
     unconfirmed: tuple[str, ...] = ()  # packages whose pairing is "unknown" in the data
+    # how each companion's pairing is known, where a rule or the data says more than the
+    # version fields (see :meth:`pairing`)
+    pairings: Mapping[str, Pairing] = field(default_factory=dict)
+
+    def pairing(self, package: str) -> Pairing:
+        """How the ``package`` release paired with this one is known."""
+        found = self.pairings.get(package)
+        if found is not None:
+            return found
+        version = self.torchvision if package == "torchvision" else self.torchaudio
+        if version is not None:
+            return Pairing(version, "confirmed", sources=self.sources)
+        return Pairing(None, "unknown" if package in self.unconfirmed else "none")
 
     def variant(self, name: VariantName) -> Variant | None:
         for v in self.variants:
@@ -262,8 +341,7 @@ class Release:
         return ()
 
 
-@dataclass(frozen=True)
-class ToolkitFloor:
+class ToolkitFloor(NamedTuple):
     """Minimum driver released with a CUDA toolkit minor."""
 
     cuda: CudaVersion
@@ -276,8 +354,7 @@ class ToolkitFloor:
     oldest_arch: Optional[ComputeCapability] = None  # lowest one it still compiles for
 
 
-@dataclass(frozen=True)
-class CompatFloor:
+class CompatFloor(NamedTuple):
     """Minimum driver for CUDA minor-version compatibility within a major."""
 
     major: int
@@ -287,8 +364,7 @@ class CompatFloor:
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class RocmTargets:
+class RocmTargets(NamedTuple):
     """The gfx targets a ROCm variant is built for (of the releases in ``torch``, or of all).
 
     ``evidence``: how well the list is known for the releases it covers; ``observed_on``: the
@@ -309,8 +385,7 @@ class RocmTargets:
         return "confirmed" if torch in self.observed_on else self.evidence
 
 
-@dataclass(frozen=True)
-class NvidiaGpu:
+class NvidiaGpu(NamedTuple):
     """An NVIDIA GPU of the catalog: its compute capability and how it is named."""
 
     name: str
@@ -326,8 +401,7 @@ class NvidiaGpu:
     pci_ids: tuple[str, ...] = ()  # PCI device ids ("1b80") under vendor 0x10de
 
 
-@dataclass(frozen=True)
-class AmdGpu:
+class AmdGpu(NamedTuple):
     """An AMD GPU of the catalog: its gfx target and how it is named."""
 
     name: str
@@ -354,6 +428,9 @@ class Matrix:
     rocm_variants: tuple[RocmTargets, ...]
     nvidia_gpus: tuple[NvidiaGpu, ...]
     amd_gpus: tuple[AmdGpu, ...]
+    companion_statements: tuple[CompanionStatement, ...] = ()
+    index_rows: tuple[IndexRow, ...] = ()
+    open_questions: tuple[OpenQuestion, ...] = ()
     overlay: Optional[str] = None
     overlay_error: Optional[str] = None
 
@@ -361,6 +438,14 @@ class Matrix:
         for r in self.releases:
             if r.torch == torch:
                 return r
+        return None
+
+    def companion_statement(self, package: str, version: TorchVersion,
+                            torch: TorchVersion) -> CompanionStatement | None:
+        """A maintainer's statement that ``package`` ``version`` works with ``torch``, if any."""
+        for s in self.companion_statements:
+            if s.package == package and s.version == version and s.covers(torch):
+                return s
         return None
 
     def toolkit_floor(self, cuda: CudaVersion) -> ToolkitFloor | None:

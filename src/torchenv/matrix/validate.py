@@ -14,16 +14,26 @@ from collections.abc import Mapping
 from typing import Any, Callable, Protocol, TypeVar
 
 from torchenv.errors import MatrixError
-from torchenv.matrix.inference import PtxPolicy, RuntimeTable, apply_inference
+from torchenv.matrix.inference import (
+    PtxPolicy,
+    RuntimeTable,
+    apply_inference,
+    infer_companions,
+    infer_index_entries,
+)
 from torchenv.matrix.model import (
+    COMPANIONS,
     EVIDENCE_CLASSES,
     PLATFORMS,
     AmdGpu,
     ArchFact,
+    CompanionStatement,
     CompatFloor,
     CondaAvailability,
+    IndexRow,
     Matrix,
     NvidiaGpu,
+    OpenQuestion,
     PartialList,
     Release,
     RocmTargets,
@@ -478,18 +488,28 @@ def build_matrix(documents: Mapping[str, Any], *, origin: Mapping[str, str]) -> 
     gctx = ctxs["gpus.yaml"]
     nvidia, amd = _gpus(gctx, gctx.mapping(documents["gpus.yaml"], ""))
 
+    tables = _runtime_tables(vctx, vdoc, by_torch)
+    rows = _index_rows(vctx, vdoc, by_torch)
+    questions = _open_questions(vctx, vdoc, by_torch)
+    statements = _companion_statements(ctx, ctx.mapping(documents["releases.yaml"], ""))
     for c in ctxs.values():
         for path, sid in c.cited:
             if sid not in sources:
                 raise c.fail(path, f"source {sid!r} is not defined in any file's 'sources' list")
     _check_primary_sources(vctx, releases, sources)
     _check_same_as(vctx, releases)
-    tables = _runtime_tables(vctx, vdoc, by_torch)
+    _check_cited_primary(vctx, "index_rows", [r.sources for r in rows], sources)
+    _check_cited_primary(ctx, "companion_statements", [s.sources for s in statements], sources)
+    inferred = apply_inference(releases, policies, tables)
+    inferred = infer_companions(infer_index_entries(inferred, rows), statements)
     return Matrix(
         schema_version=SCHEMA_VERSION,
         matrix_version=matrix_version,
         sources=sources,
-        releases=apply_inference(releases, policies, tables),
+        releases=inferred,
+        companion_statements=tuple(statements),
+        index_rows=tuple(rows),
+        open_questions=tuple(questions),
         toolkit_floors=tuple(toolkit),
         compat_floors=tuple(compat),
         rocm_variants=tuple(rocm),
@@ -683,6 +703,82 @@ def _ptx_policies(vctx: _Ctx, vdoc: Mapping[str, Any],
             note=entry.get("note"),
         ))
     return policies
+
+
+def _index_rows(vctx: _Ctx, vdoc: Mapping[str, Any],
+                by_torch: Mapping[str, Any]) -> list[IndexRow]:
+    """``index_rows``: the builds the maintainers' row for some releases names."""
+    rows = []
+    for i, raw in enumerate(vctx.seq(vdoc.get("index_rows") or [], "index_rows")):
+        path = f"index_rows[{i}]"
+        entry = vctx.mapping(raw, path)
+        rows.append(IndexRow(
+            releases=_release_list(vctx, entry.get("releases"), f"{path}.releases", by_torch),
+            variants=tuple(vctx.value(VariantName, n, f"{path}.variants[{j}]")
+                           for j, n in enumerate(vctx.seq(entry.get("variants"),
+                                                          f"{path}.variants"))),
+            platforms=tuple(vctx.platform(p, f"{path}.platforms[{j}]")
+                            for j, p in enumerate(vctx.seq(entry.get("platforms"),
+                                                           f"{path}.platforms"))),
+            sources=vctx.sources(entry, path),
+            note=entry.get("note"),
+        ))
+    return rows
+
+
+def _open_questions(vctx: _Ctx, vdoc: Mapping[str, Any],
+                    by_torch: Mapping[str, Any]) -> list[OpenQuestion]:
+    """``open_questions``: what the sources read so far leave open, and why."""
+    out = []
+    for i, raw in enumerate(vctx.seq(vdoc.get("open_questions") or [], "open_questions")):
+        path = f"open_questions[{i}]"
+        entry = vctx.mapping(raw, path)
+        out.append(OpenQuestion(
+            topic=vctx.string(entry.get("topic"), f"{path}.topic"),
+            releases=_release_list(vctx, entry.get("releases"), f"{path}.releases", by_torch),
+            known=vctx.string(entry.get("known"), f"{path}.known"),
+            why_open=vctx.string(entry.get("why_open"), f"{path}.why_open"),
+            sources=vctx.sources(entry, path),
+        ))
+    return out
+
+
+def _check_cited_primary(ctx: _Ctx, key: str, cited: list[tuple[str, ...]],
+                         sources: Mapping[str, Source]) -> None:
+    """Each entry of ``key`` cites at least one primary source: it is a premise of a rule."""
+    for i, ids in enumerate(cited):
+        if not any(sources[s].primary for s in ids if s in sources):
+            raise ctx.fail(f"{key}[{i}].sources", "cites no primary source (only copies or "
+                           "third-party reports)")
+
+
+# releases.yaml: companion statements
+
+
+def _companion_statements(ctx: _Ctx, rdoc: Mapping[str, Any]) -> list[CompanionStatement]:
+    """``companion_statements``: a maintainer's "compatible with PyTorch X and later", quoted."""
+    out = []
+    for i, raw in enumerate(ctx.seq(rdoc.get("companion_statements") or [],
+                                    "companion_statements")):
+        path = f"companion_statements[{i}]"
+        entry = ctx.mapping(raw, path)
+        package = ctx.string(entry.get("package"), f"{path}.package")
+        if package not in COMPANIONS:
+            raise ctx.fail(f"{path}.package", f"{package!r} is not one of {', '.join(COMPANIONS)}")
+        statement = ctx.string(entry.get("statement"), f"{path}.statement")
+        if not statement.strip():
+            raise ctx.fail(f"{path}.statement", "empty: quote the maintainers' statement")
+        out.append(CompanionStatement(
+            package=package,
+            version=ctx.value(TorchVersion.plain, entry.get("version"), f"{path}.version"),
+            torch=ctx.value(TorchVersion.plain, entry.get("torch"), f"{path}.torch"),
+            released=ctx.string(entry.get("released"), f"{path}.released", _DATE_RE,
+                                "an ISO date"),
+            statement=statement,
+            sources=ctx.sources(entry, path),
+            note=entry.get("note"),
+        ))
+    return out
 
 
 # cuda.yaml

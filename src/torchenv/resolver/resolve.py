@@ -87,6 +87,7 @@ def _plan(request: Request, host: HostProfile, matrix: Matrix, compatible: list[
     warnings += explain.host_warnings(best, host, request)
     torchvision, torchaudio, missing = explain.companions(best.release, request)
     warnings += missing
+    reasons += explain.companion_reasons(best.release, request)
     # a choice that fits only with warnings names the best build that fits without any
     confirmed = None if best.fully_compatible else next(
         (c for c in compatible if c.fully_compatible and c.gpu_build == best.gpu_build), None)
