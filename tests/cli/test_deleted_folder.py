@@ -61,11 +61,21 @@ def test_an_absolute_output_path_is_written(gone: Path, tmp_path: Path,
     ["resolve", "--host", "host.json"],
     ["fleet", "report", "."],
     ["validate", "--python", "./venv/bin/python"],
-    ["doctor", "--python", "./venv/bin/python"],
-], ids=["env-output", "host-file", "fleet-folder", "validate-python", "doctor-python"])
+], ids=["env-output", "host-file", "fleet-folder", "validate-python"])
 def test_a_path_relative_to_it_is_bad_input_that_says_why(
         gone: Path, args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "is relative to the current folder, which no longer exists" in err, err
     assert "cd to a folder that exists, or give an absolute path" in err
+
+
+@pytest.mark.parametrize("args", [["doctor"], ["doctor", "--python", "./venv/bin/python"]],
+                         ids=["doctor", "doctor-python"])
+def test_doctor_says_the_folder_is_gone(gone: Path, args: list[str],
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A Python started in a deleted folder cannot import torch: doctor says why, instead of
+    diagnosing the install."""
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "the current folder no longer exists" in err and "cd to a folder that exists" in err

@@ -58,6 +58,14 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < limit <= 3600:
         raise BadInput(f"--import-timeout: must be above 0 and at most 3600 seconds, not "
                        f"{limit:g}", hint="e.g. --import-timeout 120")
+    from torchenv._files import current_folder
+
+    if current_folder() is None:  # what python sees here is a folder that is gone
+        raise BadInput("the current folder no longer exists (it was deleted or moved after the "
+                       "shell entered it); a Python started here cannot import torch (loading "
+                       "its libraries fails there), so doctor would diagnose the folder, not "
+                       "the install",
+                       hint="cd to a folder that exists and run doctor again")
     env = dict(os.environ)
     target = target_interpreter(_given_interpreter(args), env)
     python = target.python
@@ -66,10 +74,7 @@ def run(args: argparse.Namespace) -> int:
     matrix = load_matrix_reported()
     host = host_from_args(args, python_executable=python, matrix=matrix, python_facts=facts,
                           environ=env_without)
-    from torchenv._files import current_folder
-
-    # a current folder that was deleted holds nothing: the child starts in it all the same
-    seen = probe_import(python, env, cwd=current_folder(), limit=limit)
+    seen = probe_import(python, env, cwd=os.getcwd(), limit=limit)
     findings = diagnose(host, env, matrix, installs, seen=seen)
     errors = summarize(findings)["error"]
     if args.json:
