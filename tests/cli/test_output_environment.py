@@ -8,6 +8,7 @@ the interpreter's own streams behave the same way.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -178,3 +179,20 @@ def test_a_real_closed_stdout(args: list[str]) -> None:
     assert proc.returncode == 1
     assert proc.stderr == ("torchenv: error: standard output is closed; the output was not "
                            "delivered\n")
+
+
+def test_a_refused_write_that_code_caught_still_fails_the_command(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Code that catches OSError around a print (the refusal is one) cannot turn the lost
+    output into success: the command's last flush says it again."""
+    import torchenv.cli as cli
+
+    def swallowing(args: list[str], prog: str | None) -> int:
+        with contextlib.suppress(OSError):
+            print("the answer")
+        return 0
+
+    monkeypatch.setattr(cli, "_run", swallowing)
+    status, _, err = _run(["resolve"], monkeypatch, stdout_closed=True)
+    assert status == 1
+    assert "standard output is closed; the output was not delivered" in err

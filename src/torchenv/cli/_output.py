@@ -122,7 +122,11 @@ class _ClosedStream:
     encoding = "utf-8"
     errors = "strict"
 
+    def __init__(self) -> None:
+        self._refused = False
+
     def write(self, text: str) -> int:
+        self._refused = True
         raise OutputNotDelivered("standard output is closed")
 
     def writelines(self, lines: Any) -> None:
@@ -130,7 +134,9 @@ class _ClosedStream:
             self.write(line)
 
     def flush(self) -> None:
-        pass
+        # once more at the end, should code that expects I/O errors have caught the first
+        if self._refused:
+            raise OutputNotDelivered("standard output is closed")
 
     def isatty(self) -> bool:
         return False
