@@ -87,6 +87,10 @@ def test_the_page_answers_as_the_resolver_does(browser: Any, page: Path, matrix:
             assert result.returncode == (0 if answer["torch"] is not None else 3), result.stderr
             cli = json.loads(result.stdout)
             cli.pop("rejected", None)
+            # the page keeps no constraints file; the CLI's pins the same torch
+            kept = cli.pop("constraints", None)
+            if answer["torch"] is not None:
+                assert f"torch=={answer['torch']}" in kept["text"], kept
             assert cli == answer
             assert shown["cli"].startswith(f"torchenv resolve --platform {machine.platform} "
                                            f"--python {machine.python}")
