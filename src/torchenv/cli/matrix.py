@@ -30,6 +30,11 @@ def register(sub: Subcommands) -> None:
     show.add_argument(
         "--release", metavar="VERSION", help="every fact of one release, with its sources"
     )
+    show.add_argument("--companions", action="store_true",
+                      help="the extensions built against torch (flash-attn, xformers, PyG, "
+                      "torchao, vLLM), the C++11 ABI of torch's builds and its triton pins")
+    show.add_argument("--package", metavar="NAME",
+                      help="one companion package's builds (implies --companions)")
     add_json_flag(show)
     show.set_defaults(func=run_show)
 
@@ -78,6 +83,8 @@ def run_show(args: argparse.Namespace) -> int:
     from torchenv.resolver.request import read_torch_spec
     from torchenv.values import InvalidValue, TorchVersion
 
+    if args.companions or args.package:
+        return _show_companions(args)
     matrix = load_matrix_reported()
     releases = select(matrix, read_torch_spec(args.torch) if args.torch else None)
     if args.release:
@@ -112,6 +119,24 @@ def run_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _show_companions(args: argparse.Namespace) -> int:
+    """``matrix show --companions`` / ``--package NAME``: read apart from the matrix."""
+    from torchenv.cli.render_companions import render_companions, select_packages
+    from torchenv.matrix.companions import companions_to_json, load_companions
+
+    if args.torch or args.release:
+        given = f"--torch {args.torch}" if args.torch else f"--release {args.release}"
+        raise BadInput(f"{given} selects torch releases and --companions shows the companion "
+                       "data", hint="give one of them")
+    data = load_companions()
+    packages = select_packages(data, args.package)
+    if args.json:
+        emit_json(companions_to_json(data, None if args.package is None else packages))
+    else:
+        render_companions(data, packages)
+    return 0
+
+
 def run_check(args: argparse.Namespace) -> int:
     import json
     import os
@@ -135,6 +160,16 @@ def run_check(args: argparse.Namespace) -> int:
     if args.overlay and not os.path.lexists(args.overlay):
         raise BadInput(f"--overlay: {args.overlay} does not exist")
     matrix = load_matrix(overlay=overlay)  # raises MatrixError (exit 2) for the embedded data
+    from torchenv.matrix.companions import load_companions
+
+    companions = load_companions(matrix=matrix)  # raises MatrixError (exit 2) too
+    stack = {
+        "matrix_version": companions.matrix_version,
+        "packages": len(companions.packages),
+        "builds": sum(len(r.builds) for p in companions.packages for r in p.releases),
+        "cxx11_abi": len(companions.cxx11_abi),
+        "triton": len(companions.triton),
+    }
     problems = []
     if matrix.overlay_error:  # a failure of the check; the other commands only ignore it
         problems.append(f"overlay not usable (every other command ignores it): "
@@ -161,6 +196,7 @@ def run_check(args: argparse.Namespace) -> int:
         "unverified_variants": unverified,
         "cache_current": cached,
         "problems": problems,
+        "companions": stack,
     }
     if provenance is not None:
         summary["commits"] = {"problems": list(provenance.problems),
@@ -176,6 +212,9 @@ def run_check(args: argparse.Namespace) -> int:
             else "matrix check failed" + (": the overlay is not usable" if matrix.overlay_error
                                           else "")
         )
+        print(f"companions {stack['matrix_version']}: {stack['packages']} packages, "
+              f"{stack['builds']} builds, {stack['cxx11_abi']} C++11 ABI facts, "
+              f"{stack['triton']} triton pins, all checks passed")
         if unverified:
             print(
                 f"{len(unverified)} release variants are unverified (existence or arch list): "
