@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from torchenv.cli._common import add_json_flag, emit_json
 from torchenv.errors import BadInput
@@ -249,20 +249,38 @@ def _git_clones(values: list[str]) -> dict[str, Path]:
 COVERAGE_COMMAND = "torchenv matrix coverage -o docs/data-coverage.md --force"
 
 
-def run_coverage(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+def coverage_report(generated_by: str | None = None) -> tuple[dict[str, Any], str]:
+    """The coverage report of the embedded data (no overlay) and its Markdown: the matrix's
+    counts, then the companion data's section. ``generated_by`` names the command in the file's
+    header."""
+    from torchenv.matrix.companion_coverage import (
+        companion_coverage,
+        companion_coverage_markdown,
+    )
+    from torchenv.matrix.companions import load_companions
     from torchenv.matrix.coverage import coverage, coverage_markdown
     from torchenv.matrix.loader import load_matrix
 
-    report = coverage(load_matrix(overlay=False))
+    matrix = load_matrix(overlay=False)
+    report = coverage(matrix)
+    report["companions"] = companion_coverage(load_companions(matrix=matrix), matrix)
+    text = (coverage_markdown(report, generated_by=generated_by) + "\n"
+            + companion_coverage_markdown(report["companions"]))
+    return report, text
+
+
+def run_coverage(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     if args.output:
         from torchenv._files import write_atomic
 
-        text = coverage_markdown(report, generated_by=COVERAGE_COMMAND)  # the file's header
+        report, text = coverage_report(COVERAGE_COMMAND)  # the file's header names it
         write_atomic(Path(args.output), text, force=args.force)
+    else:
+        report, text = coverage_report()
     if args.json:
         emit_json(report)
     elif not args.output:
-        print(coverage_markdown(report), end="")
+        print(text, end="")
     return 0
