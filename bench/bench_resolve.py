@@ -126,16 +126,16 @@ def run_sweep(matrix: Matrix, platforms: list[str], pythons: list[str], profiles
 
 def bench_sweep(sweep_runs: int) -> list:  # type: ignore[type-arg]
     t0 = time.perf_counter()
-    from torchenv.matrix.loader import load_embedded_documents, load_matrix
+    from torchenv.matrix.loader import load_built, load_matrix
 
     matrix = load_matrix(overlay=False)
     load_ms = (time.perf_counter() - t0) * 1000.0
-    _, used_cache = load_embedded_documents()
+    used_built = load_built() is not None
     platforms, pythons, profiles = sweep_cases(matrix)
     n = len(platforms) * len(pythons) * len(profiles)
     print(f"sweep: {len(platforms)} platforms x {len(pythons)} Pythons ({', '.join(pythons)}) x "
           f"{len(profiles)} hardware profiles = {n} resolves; matrix {matrix.matrix_version}, "
-          f"{len(matrix.releases)} releases, cache used: {used_cache}, "
+          f"{len(matrix.releases)} releases, built.json used: {used_built}, "
           f"import+load_matrix {load_ms:.1f} ms (not in the sweep time)")
 
     first_ms, counts, errors = run_sweep(matrix, platforms, pythons, profiles)

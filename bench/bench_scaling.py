@@ -10,10 +10,11 @@ order; every variant set, PTX-policy and runtime-table entry and every ROCm entr
 releases is copied with its releases renamed the same way. The releases and their (release,
 variant) candidates grow k times; the CUDA, ROCm and GPU tables stay as they are, and the newest
 release still decides every plan. Each factor gets a copy of the installed torchenv package
-whose data/ holds the grown YAML with cache.json rebuilt for it (``build_cache``, as
-``matrix check --write-cache`` writes it), so a child started with that copy on PYTHONPATH loads
-the grown matrix exactly as torchenv loads its embedded data. The ×1 copy goes through the
-same rewrite, so every factor is measured on the same footing. TORCHENV_NO_OVERLAY=1 throughout,
+whose data/ holds the grown YAML with cache.json and built.json rebuilt for it (``build_cache``
+and ``build_document``, as ``matrix check --write-cache`` writes them), so a child started
+with that copy on PYTHONPATH loads the grown matrix exactly as torchenv loads its embedded
+data. The ×1 copy goes through the same rewrite, so every factor is measured on the same
+footing. TORCHENV_NO_OVERLAY=1 throughout,
 except in the in-process overlay row, which names its overlay.
 
 The host: 1, 8 or 64 GPUs reported by the stand-in libnvidia-ml.so.1 (tests/detection/fake_nvml.c,
@@ -105,7 +106,7 @@ def timed(fn, n=reps):
 
 
 docs, cached = loader.load_embedded_documents()
-out = {"module": torchenv.__file__, "cache_hit": cached}
+out = {"module": torchenv.__file__, "cache_hit": cached and loader.load_built() is not None}
 out["load_embedded_documents"] = timed(loader.load_embedded_documents)
 out["embedded_digest"] = timed(loader.embedded_digest)
 out["yaml_parse"] = timed(lambda: {n: loader.read_yaml(loader.DATA_DIR / n)
@@ -230,7 +231,13 @@ def make_package(root: Path, factor: int, documents: Mapping[str, Any]) -> tuple
     import yaml
 
     import torchenv
-    from torchenv.matrix.loader import DATA_FILES, build_cache, load_embedded_documents
+    from torchenv.matrix.built import build_document, fingerprint
+    from torchenv.matrix.loader import (
+        DATA_FILES,
+        build_cache,
+        build_embedded,
+        load_embedded_documents,
+    )
 
     base = root / f"x{factor}"
     package = base / "torchenv"
@@ -247,6 +254,9 @@ def make_package(root: Path, factor: int, documents: Mapping[str, Any]) -> tuple
         size += len(text.encode())
     cache = json.dumps(build_cache(data), separators=(",", ":"), sort_keys=True) + "\n"
     (data / "cache.json").write_text(cache, encoding="utf-8")
+    shipped = build_document(build_embedded(data), fingerprint(data, DATA_FILES))
+    (data / "built.json").write_text(
+        json.dumps(shipped, separators=(",", ":"), sort_keys=True) + "\n", encoding="utf-8")
     docs, used_cache = load_embedded_documents(data)
     if not used_cache or docs != grown:
         raise RuntimeError(f"the x{factor} copy does not load its own data through the cache")

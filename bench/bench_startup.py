@@ -52,8 +52,8 @@ load_matrix(overlay=False)
 print((time.perf_counter() - t0) * 1000)
 """
 CACHE_SRC = """\
-from torchenv.matrix.loader import load_embedded_documents
-print(int(load_embedded_documents()[1]))
+from torchenv.matrix.loader import load_built
+print(int(load_built() is not None))
 """
 
 
@@ -64,7 +64,7 @@ def main() -> int:
 
     used_cache = bool(child_value([PYTHON, "-c", CACHE_SRC], env))
     print(f"{describe()}\nruns per case: {runs} (+1 warm-up), alternating\n"
-          f"embedded matrix served from verified cache.json: {used_cache}")
+          f"embedded matrix served built from verified built.json: {used_cache}")
 
     cases = {
         "python -c pass": [PYTHON, "-c", "pass"],

@@ -1,4 +1,5 @@
-"""Shared fixtures: the embedded matrix, loaded once, and a CLI runner in a child process.
+"""Shared fixtures: the embedded matrix, loaded once, and the CLI run in this process
+(:func:`cli`) or in a child (:func:`run_cli`).
 
 Also the suite's rules for what runs where:
 
@@ -16,6 +17,8 @@ import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
 
 import pytest
 
@@ -121,7 +124,12 @@ def run_cli(
     cwd: str | None = None,
     timeout: float = 60,
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m torchenv ARGS`` in a child, with no user overlay and no TORCHENV_* leaking in."""
+    """``python -m torchenv ARGS`` in a child, with no user overlay and no TORCHENV_* leaking in.
+
+    For what only a real process shows: a command that must not hang (a FIFO, a hung probe:
+    the child's timeout is the proof), what a run leaves behind (processes, loaded libraries
+    such as NVML's stand-in), signals, closed pipes, the interpreter's start and the exit
+    status a shell sees. Messages and exit codes are tested in this process (:func:`cli`)."""
     child_env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHENV_")}
     child_env["TORCHENV_NO_OVERLAY"] = "1"
     child_env.update(env or {})
@@ -135,3 +143,53 @@ def run_cli(
         timeout=timeout,
         check=False,
     )
+
+
+class Cli(Protocol):
+    """The signature of the :func:`cli` fixture's value."""
+
+    def __call__(self, args: Sequence[str], env: Mapping[str, str] | None = None,
+                 cwd: str | Path | None = None, *, whole_env: bool = False
+                 ) -> subprocess.CompletedProcess[str]: ...
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    """``torchenv ARGS`` run in this process: :func:`torchenv.cli.main` with its exit status
+    and what it wrote to stdout and stderr, as :func:`run_cli` returns them from a child.
+
+    The environment is the one :func:`run_cli` gives its child: the test's own with no
+    TORCHENV_* leaking in, no user overlay, then ``env``, then the hermetic defaults; with
+    ``whole_env``, ``env`` is the whole environment (as ``subprocess.run(env=...)`` takes
+    it), with the hermetic defaults where it sets none. It is set
+    with ``monkeypatch`` for each call (from the test's environment, not the previous call's)
+    and undone after the test, as is ``cwd``. What only a real process shows (signals, a
+    closed pipe, the interpreter's start, the exit status the shell sees) stays with
+    :func:`run_cli` and ``tests/cli/cli_helpers.run_limited``."""
+    from torchenv.cli import main
+
+    base = dict(os.environ)
+
+    def run(args: Sequence[str], env: Mapping[str, str] | None = None,
+            cwd: str | Path | None = None, *, whole_env: bool = False
+            ) -> subprocess.CompletedProcess[str]:
+        if whole_env:
+            wanted = dict(env or {})
+        else:
+            wanted = {k: v for k, v in base.items() if not k.startswith("TORCHENV_")}
+            wanted["TORCHENV_NO_OVERLAY"] = "1"
+            wanted.update(env or {})
+        hermetic(wanted)
+        for key in [k for k in os.environ if k not in wanted]:
+            monkeypatch.delenv(key)
+        for key, value in wanted.items():
+            if os.environ.get(key) != value:
+                monkeypatch.setenv(key, value)
+        monkeypatch.chdir(cwd if cwd is not None else base_cwd)
+        capsys.readouterr()  # what the test printed before is not the command's
+        status = main(list(args))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["torchenv", *args], status, out, err)
+
+    base_cwd = os.getcwd()
+    return run

@@ -161,4 +161,6 @@ def test_of_twelve_concurrent_env_writers_exactly_one_writes(tmp_path: Path) -> 
     assert all("already exists" in err for code, _, err in results if code == 2)
     text = (tmp_path / "same.txt").read_text()
     assert text.count("torch==") == 1
-    assert [p.name for p in tmp_path.iterdir()] == ["same.txt"]
+    # and the plan's constraints file beside it, written once by the writer that won
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["same.txt", "torch-constraints.txt"]
+    assert (tmp_path / "torch-constraints.txt").read_text().count("torch==") == 1

@@ -15,8 +15,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 __all__ = ["RUN_TOKEN_ENV", "ProcessResult", "kill_token", "reap_children", "run_process",
            "run_to_files", "start_process", "stop_process"]
@@ -97,8 +96,7 @@ def kill_token(token: str, *, rounds: int = 3) -> int:
     return total
 
 
-@dataclass(frozen=True)
-class ProcessResult:
+class ProcessResult(NamedTuple):
     """What a child process did. ``returncode`` is None when it timed out or could not start."""
 
     argv: tuple[str, ...]

@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from tests.conftest import run_cli
+from tests.conftest import Cli
 
 README = Path(__file__).parents[2] / "README.md"
 GITHUB_MAX_JOBS = 256
@@ -29,9 +29,9 @@ def test_the_readme_has_a_github_example() -> None:
 
 
 @pytest.mark.parametrize("line", EXAMPLES)
-def test_each_github_example_fits_in_one_matrix(line: str) -> None:
+def test_each_github_example_fits_in_one_matrix(line: str, cli: Cli) -> None:
     args = shlex.split(line, comments=True)[1:]
-    r = run_cli(args)
+    r = cli(args)
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)["include"]
     assert 0 < len(rows) <= GITHUB_MAX_JOBS, (line, len(rows))

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -200,8 +201,13 @@ def test_the_leftover_check_finds_a_process_its_child_left_behind() -> None:
         child.wait(timeout=10)
     left = session_processes(child.pid)
     try:
-        assert len(left) == 1 and Path(f"/proc/{left[0]}/cmdline").read_bytes().startswith(
-            b"sleep")
+        assert len(left) == 1
+        # the shell's fork may not have become ``sleep`` yet on a busy machine
+        deadline = time.monotonic() + 10
+        while not Path(f"/proc/{left[0]}/cmdline").read_bytes().startswith(b"sleep") \
+                and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert Path(f"/proc/{left[0]}/cmdline").read_bytes().startswith(b"sleep")
     finally:
         for pid in left:
             os.kill(pid, signal.SIGKILL)

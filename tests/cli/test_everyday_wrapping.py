@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
-from tests.conftest import run_cli
+from tests.conftest import Cli
 
 pytestmark = pytest.mark.slow
 
@@ -46,10 +46,10 @@ def bare_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # --------------------------------------------------------------------------- not a terminal
 
 
-def test_resolve_output_is_never_wrapped_when_piped() -> None:
-    r = run_cli(["resolve", *WIN, "--index-base", LONG_BASE, "--explain"], env=NARROW)
+def test_resolve_output_is_never_wrapped_when_piped(cli: Cli) -> None:
+    r = cli(["resolve", *WIN, "--index-base", LONG_BASE, "--explain"], env=NARROW)
     assert r.returncode == 0, r.stderr
-    doc = json.loads(run_cli(["resolve", *WIN, "--index-base", LONG_BASE, "--json"]).stdout)
+    doc = json.loads(cli(["resolve", *WIN, "--index-base", LONG_BASE, "--json"]).stdout)
     lines = r.stdout.splitlines()
     for tool, command in doc["commands"].items():
         assert any(command in (line.strip(), line.split(None, 1)[-1]) for line in lines), (
@@ -59,9 +59,9 @@ def test_resolve_output_is_never_wrapped_when_piped() -> None:
     assert max(len(line) for line in lines) > 80  # the output did need more than 80 columns
 
 
-def test_doctor_fix_commands_are_never_wrapped_when_piped(bare_python: Path) -> None:
-    r = run_cli(["doctor", "--python", str(bare_python)], env=NARROW)
-    doc = json.loads(run_cli(["doctor", "--json", "--python", str(bare_python)]).stdout)
+def test_doctor_fix_commands_are_never_wrapped_when_piped(bare_python: Path, cli: Cli) -> None:
+    r = cli(["doctor", "--python", str(bare_python)], env=NARROW)
+    doc = json.loads(cli(["doctor", "--json", "--python", str(bare_python)]).stdout)
     fixes = [f["fix"] for f in doc["findings"] if f["fix"]]
     titles = [f["title"] for f in doc["findings"]]
     assert fixes and any(str(bare_python) in fix for fix in fixes), doc
@@ -72,10 +72,10 @@ def test_doctor_fix_commands_are_never_wrapped_when_piped(bare_python: Path) -> 
         assert any(line.endswith(title) for line in lines), (title, r.stdout)
 
 
-def test_matrix_show_rows_are_never_wrapped_when_piped() -> None:
-    r = run_cli(["matrix", "show"], env=NARROW)
+def test_matrix_show_rows_are_never_wrapped_when_piped(cli: Cli) -> None:
+    r = cli(["matrix", "show"], env=NARROW)
     assert r.returncode == 0, r.stderr
-    doc = json.loads(run_cli(["matrix", "show", "--json"]).stdout)
+    doc = json.loads(cli(["matrix", "show", "--json"]).stdout)
     rows = [line for line in r.stdout.splitlines() if line.startswith("│")]
     assert len(rows) == len(doc["releases"])  # one line per release
     for line, release in zip(rows, doc["releases"]):
@@ -85,14 +85,14 @@ def test_matrix_show_rows_are_never_wrapped_when_piped() -> None:
         assert [v.rstrip("?") for v in cells[6].split()] == names
 
 
-def test_detect_paths_are_never_wrapped_when_piped(tmp_path: Path) -> None:
+def test_detect_paths_are_never_wrapped_when_piped(tmp_path: Path, cli: Cli) -> None:
     python = str(_long_dir(tmp_path) / "venv" / "bin" / "python3.12")
     host = {"platform": "linux-x86_64", "python": "3.12", "glibc": "2.35", "nvidia": None,
             "rocm": None, "xpu": None, "mps": False, "torch": None,
             "interpreter": {"version": "3.12", "executable": python},
             "warnings": [f"could not read {python}.so: a warning about a long path"]}
     (tmp_path / "host.json").write_text(json.dumps(host))
-    r = run_cli(["detect", "--host", str(tmp_path / "host.json")], env=NARROW)
+    r = cli(["detect", "--host", str(tmp_path / "host.json")], env=NARROW)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert any(line.endswith(python) for line in lines), r.stdout
@@ -140,8 +140,8 @@ def _on_a_terminal(args: Sequence[str], columns: int = 80,
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\]8;[^\x1b]*\x1b\\", "", text)
 
 
-def test_doctor_fix_is_one_line_on_an_80_column_terminal(bare_python: Path) -> None:
-    doc = json.loads(run_cli(["doctor", "--json", "--python", str(bare_python)]).stdout)
+def test_doctor_fix_is_one_line_on_an_80_column_terminal(bare_python: Path, cli: Cli) -> None:
+    doc = json.loads(cli(["doctor", "--json", "--python", str(bare_python)]).stdout)
     fix = next(f["fix"] for f in doc["findings"] if f["fix"] and str(bare_python) in f["fix"])
     assert len(fix) > 80
     out = _on_a_terminal(["doctor", "--python", str(bare_python)])
@@ -156,9 +156,9 @@ VOLTA_CU129 = ["--driver", "580.65.06", "--gpu", "7.0", "--cuda", "12.9", "--pyt
                "--platform", "linux-x86_64"]
 
 
-def test_resolve_commands_and_flags_are_one_line_on_an_80_column_terminal() -> None:
+def test_resolve_commands_and_flags_are_one_line_on_an_80_column_terminal(cli: Cli) -> None:
     flags = [*VOLTA_CU129, "--index-base", LONG_BASE]
-    doc = json.loads(run_cli(["resolve", *flags, "--json"]).stdout)
+    doc = json.loads(cli(["resolve", *flags, "--json"]).stdout)
     out = _on_a_terminal(["resolve", *flags])
     for command in doc["commands"].values():
         assert f"{command}\n" in out, (command, out)
@@ -168,8 +168,8 @@ def test_resolve_commands_and_flags_are_one_line_on_an_80_column_terminal() -> N
         assert f"{reason}\n" in out, (reason, out)
 
 
-def test_matrix_cells_never_break_inside_a_word_on_an_80_column_terminal() -> None:
-    doc = json.loads(run_cli(["matrix", "show", "--json", "--torch", "2.7.1"]).stdout)
+def test_matrix_cells_never_break_inside_a_word_on_an_80_column_terminal(cli: Cli) -> None:
+    doc = json.loads(cli(["matrix", "show", "--json", "--torch", "2.7.1"]).stdout)
     [release] = doc["releases"]
     out = _on_a_terminal(["matrix", "show", "--torch", "2.7.1"])
     words = re.findall(r"[^\s│┃]+", out)

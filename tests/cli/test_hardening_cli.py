@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from tests.cli.cli_helpers import assert_clean_exit, json_documents, run_limited
+from tests.conftest import Cli
 
 from hermetic import hermetic
 
@@ -42,23 +43,23 @@ def _error(r: subprocess.CompletedProcess[str], *named: str) -> dict[str, object
     (["--cuda", "99.9"], ("CUDA 99.9", "known CUDA versions: ", "12.8")),
 ], ids=["variant", "cuda"])
 def test_a_variant_or_cuda_no_release_has_is_bad_input_listing_the_known_ones(
-    args: list[str], named: tuple[str, ...]
-) -> None:
-    _error(run_limited(["resolve", "--json", *GPU_HOST, *args]), *named)
+    args: list[str], named: tuple[str, ...], cli: Cli) -> None:
+    _error(cli(["resolve", "--json", *GPU_HOST, *args]), *named)
 
 
-def test_a_variant_from_pyproject_that_no_release_has_names_the_file(tmp_path: Path) -> None:
+def test_a_variant_from_pyproject_that_no_release_has_names_the_file(
+        tmp_path: Path, cli: Cli) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.torchenv]\nvariant = "cu999"\n')
-    r = run_limited(["resolve", "--json", "--no-gpu"], cwd=tmp_path)
+    r = cli(["resolve", "--json", "--no-gpu"], cwd=tmp_path)
     _error(r, "pyproject.toml [tool.torchenv] variant", "'cu999'")
 
 
-def test_a_bad_variant_from_pyproject_names_the_key_not_the_flag(tmp_path: Path) -> None:
+def test_a_bad_variant_from_pyproject_names_the_key_not_the_flag(tmp_path: Path, cli: Cli) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.torchenv]\nvariant = "bogus"\n')
-    r = run_limited(["resolve", "--json", "--no-gpu"], cwd=tmp_path)
+    r = cli(["resolve", "--json", "--no-gpu"], cwd=tmp_path)
     doc = _error(r, "[tool.torchenv] variant: 'bogus' is not a variant")
     assert "--variant" not in str(doc["error"]) and "--variant" not in r.stderr
-    flag = run_limited(["resolve", "--json", "--no-gpu", "--variant", "bogus"], cwd=tmp_path)
+    flag = cli(["resolve", "--json", "--no-gpu", "--variant", "bogus"], cwd=tmp_path)
     assert _error(flag, "--variant: 'bogus' is not a variant")["error"] == (
         "--variant: 'bogus' is not a variant")  # the flag wins over the file, and is named
 
@@ -75,9 +76,10 @@ def test_a_bad_variant_from_pyproject_names_the_key_not_the_flag(tmp_path: Path)
 ], ids=["python-flag", "python-variable", "python-pyproject", "platform-variable",
         "platform-flag", "driver-variable", "index-base-variable", "index-base-flag"])
 def test_a_bad_value_names_the_flag_variable_or_key_that_gave_it(
-        args: list[str], env: dict[str, str], project: str, named: str, tmp_path: Path) -> None:
+        args: list[str], env: dict[str, str], project: str, named: str, tmp_path: Path,
+        cli: Cli) -> None:
     (tmp_path / "pyproject.toml").write_text(f"[tool.torchenv]\n{project}\n")
-    r = run_limited(["resolve", "--json", *args], env=env, cwd=tmp_path)
+    r = cli(["resolve", "--json", *args], env=env, cwd=tmp_path)
     assert str(_error(r, named)["error"]).startswith(named)
 
 
@@ -89,24 +91,25 @@ def test_a_bad_value_names_the_flag_variable_or_key_that_gave_it(
     ({"TORCHENV_PYTHON": "banana"}, ("TORCHENV_PYTHON", "'banana'")),
 ], ids=["gpus-commas", "gpus-empty-entry", "no-overlay", "index-base", "python"])
 def test_a_bad_variable_is_bad_input_naming_it(env: dict[str, str],
-                                               named: tuple[str, ...]) -> None:
-    _error(run_limited(["resolve", "--json"], env=env), *named)
+                                               named: tuple[str, ...], cli: Cli) -> None:
+    _error(cli(["resolve", "--json"], env=env), *named)
 
 
 @pytest.mark.parametrize("described", [
     ["--rocm-arch", "gfx1100"], ["--gpu", "8.6"], ["--driver", "570.86.15"],
 ], ids=["rocm-arch", "gpu", "driver"])
-def test_no_gpu_with_a_flag_that_describes_one_is_a_contradiction(described: list[str]) -> None:
-    _error(run_limited(["resolve", "--json", "--no-gpu", *described]),
+def test_no_gpu_with_a_flag_that_describes_one_is_a_contradiction(
+        described: list[str], cli: Cli) -> None:
+    _error(cli(["resolve", "--json", "--no-gpu", *described]),
            "--no-gpu conflicts with", described[0])
 
 
-def test_an_empty_variable_means_unset() -> None:
-    plain = run_limited(["resolve", "--json"])
+def test_an_empty_variable_means_unset(cli: Cli) -> None:
+    plain = cli(["resolve", "--json"])
     names = ("TORCHENV_INDEX_BASE", "TORCHENV_DRIVER_VERSION", "TORCHENV_PLATFORM",
              "TORCHENV_PYTHON", "TORCHENV_NO_OVERLAY", "TORCHENV_PROBE_TIMEOUT",
              "TORCHENV_MATRIX_OVERLAY")
-    empty = run_limited(["resolve", "--json"], env=dict.fromkeys(names, ""))
+    empty = cli(["resolve", "--json"], env=dict.fromkeys(names, ""))
     assert plain.returncode == empty.returncode == 0, empty.stderr
     keys = ("torch", "variant", "index_url", "python", "platform")
     first, second = json.loads(plain.stdout), json.loads(empty.stdout)
@@ -118,19 +121,19 @@ def test_an_empty_variable_means_unset() -> None:
     ("ON", False),
 ])
 def test_only_a_yes_value_of_no_overlay_ignores_the_overlay(tmp_path: Path, value: str,
-                                                            read: bool) -> None:
+                                                            read: bool, cli: Cli) -> None:
     overlay = tmp_path / "overlay.yaml"
     overlay.write_text("releases: 3\n")  # broken, so reading it shows on stderr
-    r = run_limited(["resolve", "--json"], env={"TORCHENV_MATRIX_OVERLAY": str(overlay),
-                                                "TORCHENV_NO_OVERLAY": value})
+    r = cli(["resolve", "--json"], env={"TORCHENV_MATRIX_OVERLAY": str(overlay),
+                                        "TORCHENV_NO_OVERLAY": value})
     assert r.returncode == 0, r.stderr
     assert ("matrix overlay ignored" in r.stderr) is read
 
 
-def test_torchenv_python_may_name_an_interpreter_as_the_flag_may() -> None:
-    via_env = run_limited(["resolve", "--json", "--no-gpu"],
-                          env={"TORCHENV_PYTHON": sys.executable})
-    via_flag = run_limited(["resolve", "--json", "--no-gpu", "--python", sys.executable])
+def test_torchenv_python_may_name_an_interpreter_as_the_flag_may(cli: Cli) -> None:
+    via_env = cli(["resolve", "--json", "--no-gpu"],
+                  env={"TORCHENV_PYTHON": sys.executable})
+    via_flag = cli(["resolve", "--json", "--no-gpu", "--python", sys.executable])
     assert via_env.returncode == via_flag.returncode == 0, via_env.stderr
     assert json.loads(via_env.stdout)["python"] == json.loads(via_flag.stdout)["python"] \
         == THIS_PYTHON
@@ -148,44 +151,44 @@ def test_torchenv_python_may_name_an_interpreter_as_the_flag_may() -> None:
                                      ["matrix", "ci", "--json", "--max-rows", "1"]],
                          ids=["resolve", "matrix-ci"])
 def test_an_index_base_that_is_not_a_usable_url_is_bad_input(base: str,
-                                                             command: list[str]) -> None:
-    _error(run_limited([*command, "--index-base", base]), "--index-base", repr(base))
+                                                             command: list[str], cli: Cli) -> None:
+    _error(cli([*command, "--index-base", base]), "--index-base", repr(base))
 
 
-def test_a_plain_http_index_base_is_used_with_a_warning() -> None:
+def test_a_plain_http_index_base_is_used_with_a_warning(cli: Cli) -> None:
     base = "http://mirror.example/whl"
-    r = run_limited(["resolve", "--json", "--no-gpu", "--index-base", base])
+    r = cli(["resolve", "--json", "--no-gpu", "--index-base", base])
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["index_url"].startswith(base)
     assert any("plain HTTP" in w and base in w for w in doc["warnings"])
     assert "torchenv: warning:" in r.stderr and "plain HTTP" in r.stderr
-    ci = run_limited(["matrix", "ci", "--max-rows", "1", "--index-base", base])
+    ci = cli(["matrix", "ci", "--max-rows", "1", "--index-base", base])
     assert ci.returncode == 0 and "plain HTTP" in ci.stderr
-    local = run_limited(["resolve", "--json", "--no-gpu", "--index-base",
-                         "http://127.0.0.1:8080/my mirror/whl"])
+    local = cli(["resolve", "--json", "--no-gpu", "--index-base",
+                     "http://127.0.0.1:8080/my mirror/whl"])
     assert local.returncode == 0 and "plain HTTP" not in local.stderr + local.stdout
 
 
 # --------------------------------------------------------------------------- output files
 
 
-def test_matrix_ci_does_not_overwrite_a_file_without_force(tmp_path: Path) -> None:
+def test_matrix_ci_does_not_overwrite_a_file_without_force(tmp_path: Path, cli: Cli) -> None:
     target = tmp_path / "matrix.json"
     target.write_text("keep")
-    r = run_limited(["matrix", "ci", "--max-rows", "2", "-o", str(target)])
+    r = cli(["matrix", "ci", "--max-rows", "2", "-o", str(target)])
     assert r.returncode == 2 and "already exists" in r.stderr and "--force" in r.stderr
     assert target.read_text() == "keep"
-    r = run_limited(["matrix", "ci", "--max-rows", "2", "-o", str(target), "--force"])
+    r = cli(["matrix", "ci", "--max-rows", "2", "-o", str(target), "--force"])
     assert r.returncode == 0, r.stderr
     assert len(json.loads(target.read_text())["include"]) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["matrix.json"]
 
 
-def test_matrix_ci_json_to_a_file_says_on_stdout_what_it_wrote(tmp_path: Path) -> None:
+def test_matrix_ci_json_to_a_file_says_on_stdout_what_it_wrote(tmp_path: Path, cli: Cli) -> None:
     """As ``env -o FILE --json`` does: the rows go to the file, one document to stdout."""
     target = tmp_path / "rows.json"
-    r = run_limited(["matrix", "ci", "--max-rows", "3", "--json", "-o", str(target)])
+    r = cli(["matrix", "ci", "--max-rows", "3", "--json", "-o", str(target)])
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"written": str(target), "format": "json", "rows": 3}
     assert len(json.loads(target.read_text())) == 3
@@ -195,8 +198,8 @@ def test_matrix_ci_json_to_a_file_says_on_stdout_what_it_wrote(tmp_path: Path) -
 @pytest.mark.parametrize("command", [["env", "--format", "requirements", "--no-gpu"],
                                      ["matrix", "ci", "--max-rows", "1"]],
                          ids=["env", "matrix-ci"])
-def test_dash_as_the_output_file_is_stdout(tmp_path: Path, command: list[str]) -> None:
-    r = run_limited([*command, "-o", "-"], cwd=tmp_path)
+def test_dash_as_the_output_file_is_stdout(tmp_path: Path, command: list[str], cli: Cli) -> None:
+    r = cli([*command, "-o", "-"], cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "torch==" in r.stdout
     assert list(tmp_path.iterdir()) == []
@@ -243,22 +246,21 @@ def test_a_host_file_that_is_not_a_profile_is_bad_input(tmp_path: Path, make: ob
     ({"source": ["nvml"]}, "nvidia.source: expected a string"),
 ], ids=["cuda-version", "cc-number", "gpus-string", "source-list"])
 def test_a_host_file_fact_of_the_wrong_kind_is_bad_input_naming_the_key(
-    tmp_path: Path, nvidia: dict[str, object], named: str
-) -> None:
+    tmp_path: Path, nvidia: dict[str, object], named: str, cli: Cli) -> None:
     host = tmp_path / "node.json"
     host.write_text(json.dumps({"platform": "linux-x86_64", "python": "3.12",
                                 "nvidia": nvidia}))
     for command in ("resolve", "detect"):
-        _error(run_limited([command, "--json", "--host", str(host)]), named)
+        _error(cli([command, "--json", "--host", str(host)]), named)
 
 
-def test_a_host_file_python_that_is_not_a_version_is_bad_input(tmp_path: Path) -> None:
+def test_a_host_file_python_that_is_not_a_version_is_bad_input(tmp_path: Path, cli: Cli) -> None:
     host = tmp_path / "node.json"
     host.write_text(json.dumps({"platform": "linux-x86_64", "python": "banana"}))
-    _error(run_limited(["resolve", "--json", "--host", str(host)]), "python: 'banana'")
+    _error(cli(["resolve", "--json", "--host", str(host)]), "python: 'banana'")
 
 
-def test_markup_in_printed_values_is_printed_as_text(tmp_path: Path) -> None:
+def test_markup_in_printed_values_is_printed_as_text(tmp_path: Path, cli: Cli) -> None:
     host = tmp_path / "node.json"
     host.write_text(json.dumps({
         "platform": "linux-x86_64", "python": "3.12", "container": "[bold]pod",
@@ -272,16 +274,16 @@ def test_markup_in_printed_values_is_printed_as_text(tmp_path: Path) -> None:
         "xpu": {"devices": ["[/k]"]},
         "torch": {"version": "2.7.1", "variant": "[/l]", "torchvision": "[/m]"},
         "warnings": ["[/o] could not be read"]}))
-    r = run_limited(["detect", "--host", str(host)])
+    r = cli(["detect", "--host", str(host)])
     assert r.returncode == 0, r.stderr
     for text in ("[bold]pod", "/opt/[/a]/bin/python", "3.12.1[/c]", "([/b], [/d])", "(from [/f])",
                  "[/g] GPU", "[/i]", "[/k]", "([/l])", "torchvision [/m]", "[/o] could not"):
         assert text in r.stdout, (text, r.stdout)
 
 
-def test_a_pyproject_without_a_tool_table_is_ignored(tmp_path: Path) -> None:
+def test_a_pyproject_without_a_tool_table_is_ignored(tmp_path: Path, cli: Cli) -> None:
     (tmp_path / "pyproject.toml").write_text('tool = "torchenv"\n')
-    r = run_limited(["resolve", "--json", "--no-gpu"], cwd=tmp_path)
+    r = cli(["resolve", "--json", "--no-gpu"], cwd=tmp_path)
     assert r.returncode == 0, r.stderr
 
 
@@ -331,12 +333,13 @@ def test_an_overlay_that_cannot_be_built_safely_is_reported_and_ignored(
 # --------------------------------------------------------------------------- install
 
 
-def test_install_refuses_a_pyproject_python_other_than_its_interpreter(tmp_path: Path) -> None:
+def test_install_refuses_a_pyproject_python_other_than_its_interpreter(
+        tmp_path: Path, cli: Cli) -> None:
     other = "3.8" if THIS_PYTHON != "3.8" else "3.9"
     (tmp_path / "pyproject.toml").write_text(f'[tool.torchenv]\npython = "{other}"\n')
-    r = run_limited(["install", "--dry-run", "--json"], cwd=tmp_path)
+    r = cli(["install", "--dry-run", "--json"], cwd=tmp_path)
     _error(r, "pyproject.toml [tool.torchenv] python", other, f"Python {THIS_PYTHON}")
-    ok = run_limited(["install", "--dry-run", "--json", "--python", THIS_PYTHON], cwd=tmp_path)
+    ok = cli(["install", "--dry-run", "--json", "--python", THIS_PYTHON], cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["plan"]["python"] == THIS_PYTHON
 
@@ -348,8 +351,8 @@ def test_install_refuses_a_pyproject_python_other_than_its_interpreter(tmp_path:
     ({"TORCHENV_PYTHON": "/usr/bin/no-such-python"}, "TORCHENV_PYTHON"),
 ], ids=["python", "platform", "python-path"])
 def test_install_refuses_a_variable_that_describes_another_machine(env: dict[str, str],
-                                                                   named: str) -> None:
-    _error(run_limited(["install", "--dry-run", "--json"], env=env), f"install: {named}")
+                                                                   named: str, cli: Cli) -> None:
+    _error(cli(["install", "--dry-run", "--json"], env=env), f"install: {named}")
 
 
 def _install_at_a_terminal(extra: list[str], keys: bytes) -> tuple[int, str, str]:
@@ -425,8 +428,9 @@ def test_install_with_stdin_closed_asks_for_yes() -> None:
     (["nosuchcommand"], "torchenv"),
 ], ids=["resolve", "detect", "env-missing-format", "matrix-missing-action", "matrix-ci",
         "matrix-show-missing-value", "unknown-command"])
-def test_a_usage_error_points_at_the_commands_own_help(args: list[str], prog: str) -> None:
-    r = run_limited([*args, "--json"])
+def test_a_usage_error_points_at_the_commands_own_help(
+        args: list[str], prog: str, cli: Cli) -> None:
+    r = cli([*args, "--json"])
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert f"hint: see '{prog} --help'" in r.stderr, r.stderr
 

@@ -23,7 +23,7 @@ print(status)
         ["resolve", "--json"],
         ["env", "--format", "requirements", "--json"],
         ["install", "--dry-run", "--json"],
-        ["doctor", "--json"],
+        pytest.param(["doctor", "--json"], marks=pytest.mark.slow),  # torch in its child
         ["matrix", "show", "--json"],
         pytest.param(["validate", "--json"], marks=pytest.mark.slow),  # torch in its child
     ],

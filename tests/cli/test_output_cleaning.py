@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.conftest import run_cli
+from tests.conftest import Cli
 from tests.detection.detection_helpers import fake_smi
 
 from torchenv.cli._output import clean
@@ -27,28 +27,28 @@ def test_clean(text: str, keep_colour: bool, expected: str) -> None:
     assert clean(text, keep_colour=keep_colour) == expected
 
 
-def test_a_gpu_name_with_escape_sequences_prints_none(tmp_path: Path) -> None:
+def test_a_gpu_name_with_escape_sequences_prints_none(tmp_path: Path, cli: Cli) -> None:
     """nvidia-smi (here a stand-in printing a hostile name) is data from outside."""
     query = f"0, {HOSTILE}, 8.9, 24564, GPU-00000000-0000-0000-0000-000000000000, 550.54.15\n"
     smi = fake_smi(tmp_path / "bin", query=query)
-    proc = run_cli(["detect"], env={"TORCHENV_NVIDIA_SMI": str(smi)})
+    proc = cli(["detect"], env={"TORCHENV_NVIDIA_SMI": str(smi)})
     assert proc.returncode == 0, proc.stderr
     shown = proc.stdout + proc.stderr
     assert not any(ch in shown for ch in "\x1b\x07\x9b\x7f\x08"), repr(shown)
     assert "GeForce ?[2J?RTX" in shown  # the name is shown, its sequences defused
 
 
-def test_json_documents_escape_them_instead(tmp_path: Path) -> None:
+def test_json_documents_escape_them_instead(tmp_path: Path, cli: Cli) -> None:
     query = f"0, {HOSTILE}, 8.9, 24564, GPU-00000000-0000-0000-0000-000000000000, 550.54.15\n"
     smi = fake_smi(tmp_path / "bin", query=query)
-    proc = run_cli(["detect", "--json"], env={"TORCHENV_NVIDIA_SMI": str(smi)})
+    proc = cli(["detect", "--json"], env={"TORCHENV_NVIDIA_SMI": str(smi)})
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stdout
     assert json.loads(proc.stdout)["nvidia"]["gpus"][0]["name"] == HOSTILE.strip()
 
 
-def test_a_file_name_with_escape_sequences_prints_none(tmp_path: Path) -> None:
-    proc = run_cli(["resolve", "--host", str(tmp_path / "node\x1b]0;owned\x07.json")])
+def test_a_file_name_with_escape_sequences_prints_none(tmp_path: Path, cli: Cli) -> None:
+    proc = cli(["resolve", "--host", str(tmp_path / "node\x1b]0;owned\x07.json")])
     assert proc.returncode == 2
     assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr
     assert "node?]0;owned?.json" in proc.stderr
@@ -73,17 +73,17 @@ def test_credentials_are_redacted_when_shown_and_left_out_of_files(
 
 
 @pytest.mark.parametrize("extra", [[], ["--json"], ["--explain"]], ids=["text", "json", "explain"])
-def test_resolve_never_prints_an_index_password(extra: list[str]) -> None:
-    proc = run_cli(["resolve", "--no-gpu", "--variant", "cpu", "--index-base", SECRET_BASE,
-                    *extra])
+def test_resolve_never_prints_an_index_password(extra: list[str], cli: Cli) -> None:
+    proc = cli(["resolve", "--no-gpu", "--variant", "cpu", "--index-base", SECRET_BASE,
+                *extra])
     assert proc.returncode == 0, proc.stderr
     assert "s3cret" not in proc.stdout + proc.stderr
     assert "alice:****@mirror.example" in proc.stdout
 
 
-def test_an_env_file_holds_no_index_credentials_and_says_so(tmp_path: Path) -> None:
-    proc = run_cli(["env", "--format", "requirements", "-o", "req.txt", "--no-gpu", "--variant",
-                    "cpu", "--index-base", SECRET_BASE], cwd=str(tmp_path))
+def test_an_env_file_holds_no_index_credentials_and_says_so(tmp_path: Path, cli: Cli) -> None:
+    proc = cli(["env", "--format", "requirements", "-o", "req.txt", "--no-gpu", "--variant",
+                "cpu", "--index-base", SECRET_BASE], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     written = (tmp_path / "req.txt").read_text()
     assert "s3cret" not in written and "alice" not in written

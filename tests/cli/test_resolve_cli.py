@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.conftest import run_cli
+from tests.conftest import Cli
 
 CONTRACT_KEYS = {
     "torch",
@@ -23,8 +23,8 @@ CONTRACT_KEYS = {
 }
 
 
-def test_resolve_json_follows_the_contract() -> None:
-    r = run_cli(
+def test_resolve_json_follows_the_contract(cli: Cli) -> None:
+    r = cli(
         [
             "resolve",
             "--json",
@@ -46,11 +46,12 @@ def test_resolve_json_follows_the_contract() -> None:
     assert (doc["torch"], doc["torchvision"], doc["torchaudio"]) == ("2.7.1", "0.22.1", "2.7.1")
     assert doc["index_url"] is None and doc["variant"] == "cu126"
     assert set(doc["commands"]) == {"pip", "uv", "conda", "pixi"}
-    assert all({"torch", "variant", "reason"} <= set(x) for x in doc["rejected"])
+    assert all({"torch", "variant", "reason", "category", "rule"} <= set(x)
+               for x in doc["rejected"])
 
 
-def test_unsatisfiable_exits_3_with_a_null_torch_and_reasons() -> None:
-    r = run_cli(["resolve", "--json", "--driver", "390.116", "--gpu", "6.1", "--python", "3.12"])
+def test_unsatisfiable_exits_3_with_a_null_torch_and_reasons(cli: Cli) -> None:
+    r = cli(["resolve", "--json", "--driver", "390.116", "--gpu", "6.1", "--python", "3.12"])
     assert r.returncode == 3
     doc = json.loads(r.stdout)
     assert doc["torch"] is None and doc["rejected"]
@@ -59,17 +60,17 @@ def test_unsatisfiable_exits_3_with_a_null_torch_and_reasons() -> None:
     assert doc["exit_code"] == 3 and doc["hint"] == doc["fixes"][0]
 
 
-def test_without_candidates_the_text_does_not_offer_to_list_them() -> None:
-    r = run_cli(["resolve", "--gpu", "8.6"])  # a GPU whose driver cannot be read
+def test_without_candidates_the_text_does_not_offer_to_list_them(cli: Cli) -> None:
+    r = cli(["resolve", "--gpu", "8.6"])  # a GPU whose driver cannot be read
     assert r.returncode == 3
     assert "driver version could not be read" in r.stderr
     assert "--explain lists every candidate" not in r.stderr
-    r = run_cli(["resolve", "--driver", "390.116", "--gpu", "6.1", "--python", "3.12"])
+    r = cli(["resolve", "--driver", "390.116", "--gpu", "6.1", "--python", "3.12"])
     assert "--explain lists every candidate" in r.stderr
 
 
-def test_unsatisfiable_on_the_terminal_prints_the_fixes() -> None:
-    r = run_cli(["resolve", "--driver", "390.116", "--gpu", "6.1", "--python", "3.12"])
+def test_unsatisfiable_on_the_terminal_prints_the_fixes(cli: Cli) -> None:
+    r = cli(["resolve", "--driver", "390.116", "--gpu", "6.1", "--python", "3.12"])
     assert r.returncode == 3
     assert "upgrade the NVIDIA driver" in r.stderr and "--variant cpu" in r.stderr
 
@@ -91,61 +92,60 @@ def test_unsatisfiable_on_the_terminal_prints_the_fixes() -> None:
          "gpu-sm_999"],
 )
 def test_bad_input_exits_2_naming_the_value(
-    args: list[str], env: dict[str, str], named: str
-) -> None:
-    r = run_cli(["resolve", "--json", *args], env=env)
+    args: list[str], env: dict[str, str], named: str, cli: Cli) -> None:
+    r = cli(["resolve", "--json", *args], env=env)
     assert r.returncode == 2
     assert named in r.stderr
     doc = json.loads(r.stdout)  # with --json even a failure is one JSON document
     assert doc["exit_code"] == 2 and named in doc["error"]
 
 
-def test_usage_errors_exit_2_without_a_traceback() -> None:
+def test_usage_errors_exit_2_without_a_traceback(cli: Cli) -> None:
     for args in (["resolve", "--bogus"], [], ["nosuchcommand"], ["env"]):
-        r = run_cli(args)
+        r = cli(args)
         assert r.returncode == 2, args
         assert "torchenv: error:" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_env_and_install_report_unsatisfiable_as_json() -> None:
+def test_env_and_install_report_unsatisfiable_as_json(cli: Cli) -> None:
     for cmd in (["env", "--format", "requirements"], ["install", "--dry-run"]):
-        r = run_cli([*cmd, "--json", "--driver", "390.116", "--gpu", "6.1"])
+        r = cli([*cmd, "--json", "--driver", "390.116", "--gpu", "6.1"])
         assert r.returncode == 3
         doc = json.loads(r.stdout)
         assert doc["torch"] is None and doc["rejected"] and doc["fixes"]
 
 
-def test_a_saved_host_profile_resolves_elsewhere(tmp_path: Path) -> None:
-    detect = run_cli(["detect", "--json", "--driver", "550.54.15", "--gpu", "9.0"])
+def test_a_saved_host_profile_resolves_elsewhere(tmp_path: Path, cli: Cli) -> None:
+    detect = cli(["detect", "--json", "--driver", "550.54.15", "--gpu", "9.0"])
     assert detect.returncode == 0, detect.stderr
     host = tmp_path / "node.json"
     host.write_text(detect.stdout)
-    via_file = run_cli(["resolve", "--json", "--host", str(host)])
-    direct = run_cli(["resolve", "--json", "--driver", "550.54.15", "--gpu", "9.0"])
+    via_file = cli(["resolve", "--json", "--host", str(host)])
+    direct = cli(["resolve", "--json", "--driver", "550.54.15", "--gpu", "9.0"])
     assert via_file.returncode == direct.returncode == 0
     assert json.loads(via_file.stdout)["torch"] == json.loads(direct.stdout)["torch"]
 
 
-def test_a_malformed_host_file_exits_2(tmp_path: Path) -> None:
+def test_a_malformed_host_file_exits_2(tmp_path: Path, cli: Cli) -> None:
     bad = tmp_path / "node.json"
     bad.write_text("{not json")
-    r = run_cli(["resolve", "--host", str(bad)])
+    r = cli(["resolve", "--host", str(bad)])
     assert r.returncode == 2 and "node.json" in r.stderr
 
 
-def test_pyproject_defaults_apply_and_flags_override_them(tmp_path: Path) -> None:
+def test_pyproject_defaults_apply_and_flags_override_them(tmp_path: Path, cli: Cli) -> None:
     (tmp_path / "pyproject.toml").write_text(
         '[tool.torchenv]\ntorch = "==2.6.*"\npython = "3.10"\nvariant = "cpu"\n'
     )
-    r = run_cli(["resolve", "--json", "--no-gpu"], cwd=str(tmp_path))
+    r = cli(["resolve", "--json", "--no-gpu"], cwd=str(tmp_path))
     doc = json.loads(r.stdout)
     assert (doc["torch"], doc["python"], doc["variant"]) == ("2.6.0", "3.10", "cpu")
-    r = run_cli(["resolve", "--json", "--no-gpu", "--torch", "==2.5.1"], cwd=str(tmp_path))
+    r = cli(["resolve", "--json", "--no-gpu", "--torch", "==2.5.1"], cwd=str(tmp_path))
     assert json.loads(r.stdout)["torch"] == "2.5.1"
 
 
-def test_matrix_show_json_lists_every_release_newest_first() -> None:
-    r = run_cli(["matrix", "show", "--json"])
+def test_matrix_show_json_lists_every_release_newest_first(cli: Cli) -> None:
+    r = cli(["matrix", "show", "--json"])
     doc = json.loads(r.stdout)
     assert doc["schema_version"] == 1 and doc["matrix_version"]
     versions = [x["torch"] for x in doc["releases"]]
@@ -162,16 +162,17 @@ def test_matrix_show_json_lists_every_release_newest_first() -> None:
     } <= set(first)
 
 
-def test_matrix_check_passes() -> None:
-    r = run_cli(["matrix", "check", "--json"])
+def test_matrix_check_passes(cli: Cli) -> None:
+    r = cli(["matrix", "check", "--json"])
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["cache_current"] is True
+    report = json.loads(r.stdout)
+    assert report["cache_current"] is True and report["built_current"] is True
 
 
-def test_matrix_check_rejects_a_broken_overlay(tmp_path: Path) -> None:
+def test_matrix_check_rejects_a_broken_overlay(tmp_path: Path, cli: Cli) -> None:
     overlay = tmp_path / "o.yaml"
     overlay.write_text("releases:\n  - torch: nope\n")
-    r = run_cli(["matrix", "check", "--overlay", str(overlay)])
+    r = cli(["matrix", "check", "--overlay", str(overlay)])
     assert r.returncode == 2
     assert r.stdout.startswith("matrix check failed: the overlay is not usable")
     assert ("error: overlay not usable (every other command ignores it): "
@@ -180,29 +181,29 @@ def test_matrix_check_rejects_a_broken_overlay(tmp_path: Path) -> None:
     assert "warning: overlay" not in r.stderr
 
 
-def test_an_empty_torchenv_gpus_means_no_gpu_even_with_a_driver() -> None:
-    r = run_cli(["resolve", "--json"],
-                env={"TORCHENV_GPUS": "", "TORCHENV_DRIVER_VERSION": "570.86.15"})
+def test_an_empty_torchenv_gpus_means_no_gpu_even_with_a_driver(cli: Cli) -> None:
+    r = cli(["resolve", "--json"],
+            env={"TORCHENV_GPUS": "", "TORCHENV_DRIVER_VERSION": "570.86.15"})
     assert r.returncode == 0
     assert json.loads(r.stdout)["variant"] == "cpu"
 
 
-def test_install_refuses_targets_that_are_not_this_machine(tmp_path: Path) -> None:
-    r = run_cli(["install", "--dry-run", "--platform", "win-amd64"])
+def test_install_refuses_targets_that_are_not_this_machine(tmp_path: Path, cli: Cli) -> None:
+    r = cli(["install", "--dry-run", "--platform", "win-amd64"])
     assert r.returncode == 2 and "is not this machine" in r.stderr
     host = tmp_path / "h.json"
     host.write_text(json.dumps({"platform": "linux-x86_64", "python": "3.12"}))
-    r = run_cli(["install", "--dry-run", "--host", str(host)])
+    r = cli(["install", "--dry-run", "--host", str(host)])
     assert r.returncode == 2 and "--host describes another machine" in r.stderr
 
 
-def test_a_host_file_is_normalised_once_and_resolves(tmp_path: Path) -> None:
+def test_a_host_file_is_normalised_once_and_resolves(tmp_path: Path, cli: Cli) -> None:
     host = tmp_path / "node.json"
     host.write_text(json.dumps({
         "platform": "linux", "python": "cp312", "glibc": "2.35",
         "nvidia": {"driver_version": "580.65.06",
                    "gpus": [{"index": 0, "compute_capability": "sm_86"}]}}))
-    r = run_cli(["resolve", "--json", "--host", str(host)])
+    r = cli(["resolve", "--json", "--host", str(host)])
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert (doc["platform"], doc["python"]) == ("linux-x86_64", "3.12")
@@ -214,11 +215,11 @@ def test_a_host_file_is_normalised_once_and_resolves(tmp_path: Path) -> None:
     ({"index": 0, "compute_capability": "99.9"}, "'99.9'"),
 ], ids=["negative-memory", "impossible-cc"])
 def test_bad_facts_in_a_host_file_exit_2_naming_the_key(tmp_path: Path, gpu: dict[str, object],
-                                                         named: str) -> None:
+                                                         named: str, cli: Cli) -> None:
     host = tmp_path / "node.json"
     host.write_text(json.dumps({"platform": "linux-x86_64", "python": "3.12",
                                 "nvidia": {"driver_version": "580.65.06", "gpus": [gpu]}}))
-    r = run_cli(["resolve", "--host", str(host)])
+    r = cli(["resolve", "--host", str(host)])
     assert r.returncode == 2
     assert named in r.stderr and "nvidia.gpus[0]" in r.stderr and "Traceback" not in r.stderr
 
@@ -231,9 +232,9 @@ OLD_DRIVER = ["--driver", "550.54.15", "--gpu", "8.6", "--python", "3.12", "--pl
 compatibility), while an older one fits without any."""
 
 
-def test_resolve_leads_with_the_build_and_its_command() -> None:
-    doc = json.loads(run_cli(["resolve", *OLD_DRIVER, "--json"]).stdout)
-    r = run_cli(["resolve", *OLD_DRIVER])
+def test_resolve_leads_with_the_build_and_its_command(cli: Cli) -> None:
+    doc = json.loads(cli(["resolve", *OLD_DRIVER, "--json"]).stdout)
+    r = cli(["resolve", *OLD_DRIVER])
     assert r.returncode == 0, r.stderr
     first, command, *rest = r.stdout.splitlines()
     assert first.startswith(f"Install torch {doc['torch']} {doc['variant']} ")
@@ -242,16 +243,16 @@ def test_resolve_leads_with_the_build_and_its_command() -> None:
                and line.strip() != doc["commands"]["pip"] for line in rest)
 
 
-def test_warnings_say_what_to_do_and_alternatives_are_labelled() -> None:
-    doc = json.loads(run_cli(["resolve", *OLD_DRIVER, "--json"]).stdout)
+def test_warnings_say_what_to_do_and_alternatives_are_labelled(cli: Cli) -> None:
+    doc = json.loads(cli(["resolve", *OLD_DRIVER, "--json"]).stdout)
     alt = doc["confirmed_alternative"]
     assert alt is not None and doc["warnings"]
-    lines = run_cli(["resolve", *OLD_DRIVER]).stdout.splitlines()
+    lines = cli(["resolve", *OLD_DRIVER]).stdout.splitlines()
     assert (f"  → this build works with the warnings above: install it, or take torch "
             f"{alt['torch']} {alt['variant']}, which fits without any") in lines
     header = (f"Alternative, not the answer above: torch {alt['torch']} {alt['variant']} "
               "fits without warnings")
     assert header in lines
-    other = json.loads(run_cli(["resolve", *OLD_DRIVER[:-2], "--torch", f"=={alt['torch']}",
-                                "--variant", alt["variant"], "--json"]).stdout)
+    other = json.loads(cli(["resolve", *OLD_DRIVER[:-2], "--torch", f"=={alt['torch']}",
+                            "--variant", alt["variant"], "--json"]).stdout)
     assert lines[lines.index(header) + 1] == "  " + other["commands"]["pip"]

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from hermetic import hermetic
+
+if TYPE_CHECKING:
+    from tests.conftest import Cli
 
 DATA = Path(__file__).parent / "data"
 FAKE_NVML_SOURCE = Path(__file__).parent / "fake_nvml.c"
@@ -91,8 +94,18 @@ def run_cli(args: list[str], env: Mapping[str, str], timeout: float = 60
                           capture_output=True, text=True, timeout=timeout)
 
 
-def detect_json(env: Mapping[str, str], *args: str) -> dict[str, Any]:
-    res = run_cli(["detect", "--json", *args], env)
+def cli_exact(cli: Cli, args: list[str], env: Mapping[str, str]
+              ) -> subprocess.CompletedProcess[str]:
+    """``torchenv ARGS`` in this process (the ``cli`` fixture) with exactly the environment
+    ``env``, as :func:`run_cli` gives it to a child."""
+    return cli(args, env, whole_env=True)
+
+
+def detect_json(cli: Cli | None, env: Mapping[str, str], *args: str) -> dict[str, Any]:
+    """``detect --json`` in this process (``cli``), or in a child (None: NVML's stand-in is
+    loaded into the process that detects, and stays loaded there)."""
+    argv = ["detect", "--json", *args]
+    res = run_cli(argv, env) if cli is None else cli_exact(cli, argv, env)
     assert res.returncode == 0, res.stderr
     doc: dict[str, Any] = json.loads(res.stdout)
     return doc

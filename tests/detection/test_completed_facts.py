@@ -9,7 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from detection_helpers import clean_env, data, detect_json, fake_smi, run_cli
+from detection_helpers import clean_env, cli_exact, data, detect_json, fake_smi, run_cli
+from tests.conftest import Cli
 
 from torchenv.detection import _nvml
 from torchenv.detection.catalog import cuda_from_driver
@@ -32,11 +33,11 @@ def no_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_nvml, "probe_nvml_bounded", lambda **_: _nvml.NvmlResult(ok=False))
 
 
-def test_a_host_with_only_nvidia_smi_reports_its_cuda_version(tmp_path: Path) -> None:
+def test_a_host_with_only_nvidia_smi_reports_its_cuda_version(tmp_path: Path, cli: Cli) -> None:
     """No NVML, no /proc: the CUDA version is the table header's, and says so."""
     smi = fake_smi(tmp_path / "bin", query=RTX4080S_QUERY,
                    table=data("table_single_rtx4080super_595.71.05_fedora44.txt"))
-    doc = detect_json(clean_env(PATH=f"{smi.parent}:/usr/bin:/bin"))
+    doc = detect_json(cli, clean_env(PATH=f"{smi.parent}:/usr/bin:/bin"))
     nv = doc["nvidia"]
     assert (nv["driver_version"], nv["cuda_driver_version"], nv["cuda_driver_version_source"],
             nv["source"]) == ("595.71.05", "13.2", "nvidia-smi", "nvidia-smi")
@@ -45,12 +46,12 @@ def test_a_host_with_only_nvidia_smi_reports_its_cuda_version(tmp_path: Path) ->
         ("8.9", "driver")]
 
 
-def test_an_old_nvidia_smi_gets_its_capabilities_from_the_catalog(tmp_path: Path) -> None:
+def test_an_old_nvidia_smi_gets_its_capabilities_from_the_catalog(tmp_path: Path, cli: Cli) -> None:
     """nvidia-smi 440: no compute_cap field. detect fills the capability from the GPU catalog
     by the name nvidia-smi printed, in its JSON with the source, as resolve does."""
     smi = fake_smi(tmp_path / "bin", query=RTX2070_QUERY, no_compute_cap=True,
                    table=data("table_old_440.100_rtx2070_laptop.txt"))
-    doc = detect_json(clean_env(PATH=f"{smi.parent}:/usr/bin:/bin"))
+    doc = detect_json(cli, clean_env(PATH=f"{smi.parent}:/usr/bin:/bin"))
     nv = doc["nvidia"]
     assert (nv["driver_version"], nv["cuda_driver_version"]) == ("440.100", "10.2")
     assert nv["gpus"][0]["name"] == "GeForce RTX 2070"
@@ -66,13 +67,13 @@ def test_an_old_nvidia_smi_gets_its_capabilities_from_the_catalog(tmp_path: Path
     assert host.nvidia.cuda_driver_version_source == "nvidia-smi"
 
 
-def test_the_console_says_where_a_completed_fact_came_from(tmp_path: Path) -> None:
+def test_the_console_says_where_a_completed_fact_came_from(tmp_path: Path, cli: Cli) -> None:
     (tmp_path / "root/proc/driver/nvidia/gpus/0000:01:00.0").mkdir(parents=True)
     (tmp_path / "root/proc/driver/nvidia/version").write_text(
         data("proc_driver_nvidia_version_open_565.57.01.txt"))
     (tmp_path / "root/proc/driver/nvidia/gpus/0000:01:00.0/information").write_text(
         "Model: \t\t NVIDIA H200\nDevice Minor: \t 0\n")
-    res = run_cli(["detect"], clean_env(TORCHENV_PROBE_ROOT=str(tmp_path / "root"),
+    res = cli_exact(cli, ["detect"], clean_env(TORCHENV_PROBE_ROOT=str(tmp_path / "root"),
                                         TORCHENV_NVIDIA_SMI="off"))
     assert res.returncode == 0, res.stderr
     assert "driver 565.57.01, CUDA ≥ 12.6 (by the driver table)" in res.stdout
@@ -175,7 +176,7 @@ def test_nvml_without_a_cuda_version_or_a_capability_is_completed_too(
     """An old libnvidia-ml that lacks nvmlDeviceGetCudaComputeCapability, and reports no CUDA
     version (0): the same completions, with the same sources, on the NVML path."""
     lib = fake_nvml("nvmlDeviceGetCudaComputeCapability")
-    doc = detect_json(clean_env(TORCHENV_NVML_LIBRARY=str(lib / "libnvidia-ml.so.1"),
+    doc = detect_json(None, clean_env(TORCHENV_NVML_LIBRARY=str(lib / "libnvidia-ml.so.1"),
                                 FAKE_NVML_GPUS="NVIDIA H200:9.0:143771:0",
                                 FAKE_NVML_DRIVER="580.82.07", FAKE_NVML_CUDA="0"))
     nv = doc["nvidia"]

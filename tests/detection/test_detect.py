@@ -10,7 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from detection_helpers import clean_env, data, detect_json, fake_smi, make_exe, run_cli
+from detection_helpers import clean_env, cli_exact, data, detect_json, fake_smi, make_exe, run_cli
+from tests.conftest import Cli
 
 from torchenv.detection import _nvml, _rocm
 from torchenv.detection import detect as detect_mod
@@ -173,17 +174,17 @@ def test_overrides_skip_the_probes(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert not profile.has_gpu
 
 
-def test_cli_flags_skip_nvidia_smi(tmp_path: Path) -> None:
+def test_cli_flags_skip_nvidia_smi(tmp_path: Path, cli: Cli) -> None:
     marker = tmp_path / "called"
     smi = fake_smi(tmp_path / "bin", query=SMI_QUERY, marker=marker)
     env = clean_env(PATH=f"{smi.parent}:/usr/bin:/bin")
-    doc = detect_json(env, "--driver", "550.54.15", "--gpu", "sm_86", "--gpu", "8.0")
+    doc = detect_json(cli, env, "--driver", "550.54.15", "--gpu", "sm_86", "--gpu", "8.0")
     assert not marker.exists()
     assert [g["compute_capability"] for g in doc["nvidia"]["gpus"]] == ["8.6", "8.0"]
-    doc = detect_json(dict(env, TORCHENV_GPUS=""))
+    doc = detect_json(cli, dict(env, TORCHENV_GPUS=""))
     assert not marker.exists()
     assert doc["nvidia"] is None
-    detect_json(env)  # without overrides the fake is the probe that answers
+    detect_json(cli, env)  # without overrides the fake is the probe that answers
     assert marker.exists()
 
 
@@ -195,9 +196,9 @@ def test_cli_flags_skip_nvidia_smi(tmp_path: Path) -> None:
      (["--python-exe", "/nonexistent/python"], {}, "/nonexistent/python")],
     ids=["driver-env", "gpu-flag", "timeout-env", "python-exe"],
 )
-def test_bad_input_exits_2_naming_the_value(args: list[str], env: dict[str, str], named: str
-                                            ) -> None:
-    res = run_cli(["detect", "--json", *args], clean_env(**env))
+def test_bad_input_exits_2_naming_the_value(
+        args: list[str], env: dict[str, str], named: str, cli: Cli) -> None:
+    res = cli_exact(cli, ["detect", "--json", *args], clean_env(**env))
     assert res.returncode == 2
     assert named in res.stderr
     doc = json.loads(res.stdout)  # under --json the failure is a JSON document too
@@ -208,7 +209,7 @@ def test_cli_hang_returns_within_timeout(tmp_path: Path) -> None:
     smi = fake_smi(tmp_path / "bin", hang=True)
     env = clean_env(PATH=f"{smi.parent}:/usr/bin:/bin", TORCHENV_PROBE_TIMEOUT="1")
     start = time.monotonic()
-    doc = detect_json(env)
+    doc = detect_json(None, env)
     assert time.monotonic() - start < 5
     assert any("did not answer within 1 s" in w for w in doc["warnings"])
     assert doc["interpreter"]["version"]
@@ -283,14 +284,14 @@ def test_host_file_round_trip(tmp_path: Path, fake_nvml: Callable[..., Path]) ->
                     FAKE_NVML_GPUS="NVIDIA GeForce GTX 1080:6.1:8192;"
                     "NVIDIA GeForce RTX 3090:8.6:24576",
                     CUDA_VISIBLE_DEVICES="1")
-    doc = detect_json(env)
+    doc = detect_json(None, env)
     host = tmp_path / "host.json"
     host.write_text(json.dumps(doc))
     loaded = HostProfile.from_json(json.loads(host.read_text()))
     assert loaded.to_json() == doc
     assert loaded.nvidia is not None
     assert loaded.nvidia.visible == (1,)
-    again = detect_json(clean_env(PATH="/usr/bin:/bin"), "--host", str(host))
+    again = detect_json(None, clean_env(PATH="/usr/bin:/bin"), "--host", str(host))
     assert again == doc
 
 
@@ -310,10 +311,10 @@ def test_probe_timeout_default() -> None:
     assert detect_mod.probe_timeout({"TORCHENV_PROBE_TIMEOUT": "0.5"}) == 0.5
 
 
-def test_rocm_tool_on_path_cli(tmp_path: Path) -> None:
+def test_rocm_tool_on_path_cli(tmp_path: Path, cli: Cli) -> None:
     (tmp_path / "agents.txt").write_text(data("rocm_agent_enumerator_8x_gfx942_mi300x.txt"))
     tool = make_exe(tmp_path / "bin", "rocm_agent_enumerator", f'cat "{tmp_path / "agents.txt"}"\n')
-    doc = detect_json(clean_env(PATH=f"{tool.parent}:/usr/bin:/bin"))
+    doc = detect_json(cli, clean_env(PATH=f"{tool.parent}:/usr/bin:/bin"))
     if doc["rocm"] is not None and doc["sources"].get("rocm") == "kfd":
         pytest.skip("this machine has a real AMD GPU")
     assert doc["rocm"]["gfx_targets"] == ["gfx942"] * 8

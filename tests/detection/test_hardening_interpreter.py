@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from detection_helpers import clean_env, make_exe, run_cli
+from detection_helpers import clean_env, cli_exact, make_exe, run_cli
+from tests.conftest import Cli
 
 from torchenv.detection._inspect_python import read_capped
 from torchenv.detection._python_env import inspect_interpreter, torch_info_from
@@ -84,8 +85,8 @@ def test_a_hanging_interpreter_named_to_detect_is_bad_input(tmp_path: Path) -> N
     (["resolve"], {"TORCHENV_PYTHON": "/bin/false"}, "TORCHENV_PYTHON"),
 ], ids=["detect", "install", "resolve-flag", "resolve-variable"])
 def test_an_interpreter_that_fails_is_blamed_on_what_named_it(
-        args: list[str], env: dict[str, str], named: str) -> None:
-    res = run_cli(args, clean_env(**env), timeout=60)
+        args: list[str], env: dict[str, str], named: str, cli: Cli) -> None:
+    res = cli_exact(cli, args, clean_env(**env))
     assert res.returncode == 2, res.stdout + res.stderr
     assert res.stderr.startswith(
         f"torchenv: error: {named}: cannot inspect the interpreter /bin/false"), res.stderr
@@ -121,9 +122,10 @@ def test_an_interpreter_printing_the_wrong_shape_is_bad_input(tmp_path: Path, pr
 
 @pytest.mark.parametrize("printed", ['{"version_info": 5}', '{"packages": {"torch": "x"}}'],
                          ids=["version-int", "packages-text"])
-def test_the_cli_reports_a_wrong_shape_without_a_traceback(tmp_path: Path, printed: str) -> None:
+def test_the_cli_reports_a_wrong_shape_without_a_traceback(
+        tmp_path: Path, printed: str, cli: Cli) -> None:
     exe = make_exe(tmp_path, "python", f"echo '{printed}'\n")
-    res = run_cli(["resolve", "--python", str(exe)], clean_env(), timeout=60)
+    res = cli_exact(cli, ["resolve", "--python", str(exe)], clean_env())
     assert res.returncode == 2, res.stdout + res.stderr
     assert str(exe) in res.stderr and "wrong shape" in res.stderr
     assert "Traceback" not in res.stderr
@@ -171,9 +173,9 @@ def test_fifo_and_device_metadata_neither_hang_nor_exhaust_memory(tmp_path: Path
 
 
 @needs_fifo
-def test_the_cli_inspects_that_interpreter_promptly(tmp_path: Path) -> None:
+def test_the_cli_inspects_that_interpreter_promptly(tmp_path: Path, cli: Cli) -> None:
     py = _venv_with_hostile_metadata(tmp_path / "env")
-    res = run_cli(["detect", "--json", "--python-exe", str(py)], clean_env(), timeout=30)
+    res = cli_exact(cli, ["detect", "--json", "--python-exe", str(py)], clean_env())
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["torch"]["version"] == "2.7.1+cu126"
 
@@ -241,18 +243,18 @@ def test_a_named_driver_path_that_is_unusable_is_bad_input(
 
 @pytest.mark.parametrize("variable", ["TORCHENV_NVML_LIBRARY", "TORCHENV_NVIDIA_SMI"])
 def test_the_cli_exits_2_for_a_named_driver_path_that_is_not_there(tmp_path: Path,
-                                                                   variable: str) -> None:
+                                                                   variable: str, cli: Cli) -> None:
     """On a machine without a GPU: exit 2 naming the variable and the value."""
     path = str(tmp_path / "missing" / "lib")
-    res = run_cli(["resolve"], clean_env(**{variable: path}), timeout=60)
+    res = cli_exact(cli, ["resolve"], clean_env(**{variable: path}))
     assert res.returncode == 2, res.stdout + res.stderr
     assert f"torchenv: error: {variable}: {path} does not exist" in res.stderr
     assert "Traceback" not in res.stderr
 
 
-def test_a_probe_root_that_is_not_a_directory_is_bad_input(tmp_path: Path) -> None:
+def test_a_probe_root_that_is_not_a_directory_is_bad_input(tmp_path: Path, cli: Cli) -> None:
     """Read in place of /, a missing folder would find no GPU on a GPU host."""
     for root in (tmp_path / "missing", make_exe(tmp_path, "file", "true\n")):
-        res = run_cli(["resolve"], clean_env(TORCHENV_PROBE_ROOT=str(root)), timeout=60)
+        res = cli_exact(cli, ["resolve"], clean_env(TORCHENV_PROBE_ROOT=str(root)))
         assert res.returncode == 2, res.stdout + res.stderr
         assert f"torchenv: error: TORCHENV_PROBE_ROOT: {root} is not a directory" in res.stderr

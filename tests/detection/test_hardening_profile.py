@@ -66,3 +66,20 @@ def test_a_full_detect_document_still_loads() -> None:
     host = HostProfile.from_json(doc, origin="node.json")
     assert host.nvidia is not None and str(host.nvidia.cuda_driver_version) == "12.8"
     assert HostProfile.from_json(host.to_json()) == host
+
+
+@pytest.mark.parametrize(("extra", "kinds", "has_gpu"), [
+    ({}, set(), False),
+    ({"nvidia": {"driver_version": "550.54.15"}}, {"cuda"}, True),
+    ({"nvidia": {"cuda_driver_version": "12.4"}}, {"cuda"}, True),  # the driver's CUDA alone
+    ({"rocm": {"version": "6.3", "gfx_targets": ["gfx90a"]}}, {"rocm"}, True),
+    ({"xpu": {"devices": ["Arc A770"], "level_zero": True}}, {"xpu"}, True),
+    # an Intel display device without Level Zero: no GPU for the resolver, nor the installers
+    ({"xpu": {"devices": ["UHD Graphics 770"], "level_zero": False}}, set(), False),
+    ({"platform": "macos-arm64", "mps": True}, set(), True),  # Apple's GPU steers no family
+], ids=["none", "nvidia-driver", "nvidia-cuda-only", "rocm", "xpu", "igpu", "mps"])
+def test_one_rule_says_which_gpus_are_here(extra: dict[str, Any], kinds: set[str],
+                                           has_gpu: bool) -> None:
+    host = HostProfile.from_json({**BASE, **extra}, origin="node.json")
+    assert host.gpu_kinds == kinds
+    assert host.has_gpu is has_gpu

@@ -42,7 +42,7 @@ def nvml_env(lib: Path, gpus: str, path: str = "/usr/bin:/bin", **extra: str) ->
 
 
 def test_h200_on_580(fake_nvml: Callable[..., Path]) -> None:
-    doc = detect_json(nvml_env(fake_nvml(), H200, FAKE_NVML_DRIVER="580.82.07",
+    doc = detect_json(None, nvml_env(fake_nvml(), H200, FAKE_NVML_DRIVER="580.82.07",
                                FAKE_NVML_CUDA="13000"))
     nv = doc["nvidia"]
     assert (nv["driver_version"], nv["cuda_driver_version"], nv["source"]) == (
@@ -57,7 +57,7 @@ def test_h200_on_580(fake_nvml: Callable[..., Path]) -> None:
 
 
 def test_mixed_pascal_ampere(fake_nvml: Callable[..., Path]) -> None:
-    doc = detect_json(nvml_env(fake_nvml(), MIXED, FAKE_NVML_DRIVER="550.54.15",
+    doc = detect_json(None, nvml_env(fake_nvml(), MIXED, FAKE_NVML_DRIVER="550.54.15",
                                FAKE_NVML_CUDA="12040"))
     gpus = doc["nvidia"]["gpus"]
     assert [(g["name"], g["compute_capability"]) for g in gpus] == [
@@ -67,7 +67,7 @@ def test_mixed_pascal_ampere(fake_nvml: Callable[..., Path]) -> None:
 
 
 def test_eight_a100(fake_nvml: Callable[..., Path]) -> None:
-    doc = detect_json(nvml_env(fake_nvml(), EIGHT_A100, CUDA_VISIBLE_DEVICES="4,5,6,7"))
+    doc = detect_json(None, nvml_env(fake_nvml(), EIGHT_A100, CUDA_VISIBLE_DEVICES="4,5,6,7"))
     nv = doc["nvidia"]
     assert [g["index"] for g in nv["gpus"]] == list(range(8))
     assert {g["compute_capability"] for g in nv["gpus"]} == {"8.0"}
@@ -79,7 +79,7 @@ def test_version_mismatch_warns_and_next_probe_runs(fake_nvml: Callable[..., Pat
                                                      tmp_path: Path) -> None:
     smi = fake_smi(tmp_path / "bin", query="0, NVIDIA H200, 9.0, 143771, GPU-1, 580.82.07\n",
                    version="DRIVER version      : 580.82.07\nCUDA Version        : 13.0\n")
-    doc = detect_json(nvml_env(fake_nvml(), H200, path=f"{smi.parent}:/usr/bin:/bin",
+    doc = detect_json(None, nvml_env(fake_nvml(), H200, path=f"{smi.parent}:/usr/bin:/bin",
                                FAKE_NVML_INIT_ERROR="18"))
     assert any("driver/library version mismatch" in w and "reboot" in w
                for w in doc["warnings"])
@@ -90,13 +90,13 @@ def test_version_mismatch_warns_and_next_probe_runs(fake_nvml: Callable[..., Pat
 
 
 def test_driver_not_loaded_warns(fake_nvml: Callable[..., Path]) -> None:
-    doc = detect_json(nvml_env(fake_nvml(), H200, FAKE_NVML_INIT_ERROR="9"))
+    doc = detect_json(None, nvml_env(fake_nvml(), H200, FAKE_NVML_INIT_ERROR="9"))
     assert doc["nvidia"] is None
     assert any("driver is not loaded" in w for w in doc["warnings"])
 
 
 def test_missing_function_degrades_one_field(fake_nvml: Callable[..., Path]) -> None:
-    doc = detect_json(nvml_env(fake_nvml("nvmlDeviceGetUUID"), MIXED))
+    doc = detect_json(None, nvml_env(fake_nvml("nvmlDeviceGetUUID"), MIXED))
     gpus = doc["nvidia"]["gpus"]
     assert [g["uuid"] for g in gpus] == [None, None]
     assert [g["compute_capability"] for g in gpus] == ["6.1", "8.6"]
@@ -104,14 +104,14 @@ def test_missing_function_degrades_one_field(fake_nvml: Callable[..., Path]) -> 
 
 
 def test_missing_cuda_v2_falls_back_to_v1(fake_nvml: Callable[..., Path]) -> None:
-    doc = detect_json(nvml_env(fake_nvml("nvmlSystemGetCudaDriverVersion_v2"), H200,
+    doc = detect_json(None, nvml_env(fake_nvml("nvmlSystemGetCudaDriverVersion_v2"), H200,
                                FAKE_NVML_CUDA="12080"))
     assert doc["nvidia"]["cuda_driver_version"] == "12.8"
     assert doc["warnings"] == []
 
 
 def test_missing_count_fails_the_probe_not_the_profile(fake_nvml: Callable[..., Path]) -> None:
-    doc = detect_json(nvml_env(fake_nvml("nvmlDeviceGetCount_v2"), H200))
+    doc = detect_json(None, nvml_env(fake_nvml("nvmlDeviceGetCount_v2"), H200))
     assert doc["nvidia"] is None
     assert any("cannot count GPUs" in w for w in doc["warnings"])
     assert doc["interpreter"]["executable"]
@@ -123,7 +123,7 @@ def test_a_hung_nvml_is_abandoned_after_the_probe_timeout(fake_nvml: Callable[..
     env = nvml_env(fake_nvml(), H200, FAKE_NVML_DRIVER="580.82.07", FAKE_NVML_CUDA="13000",
                    FAKE_NVML_HANG_SECONDS="30", TORCHENV_PROBE_TIMEOUT="1")
     start = time.monotonic()
-    doc = detect_json(env)
+    doc = detect_json(None, env)
     assert time.monotonic() - start < 10
     assert any("NVML did not answer within 1 s" in w for w in doc["warnings"])
 
@@ -132,10 +132,10 @@ def test_one_supplied_nvidia_value_is_merged_with_the_detected_other(
     fake_nvml: Callable[..., Path],
 ) -> None:
     env = nvml_env(fake_nvml(), H200, FAKE_NVML_DRIVER="580.82.07", FAKE_NVML_CUDA="13000")
-    doc = detect_json(env, "--gpu", "8.6")
+    doc = detect_json(None, env, "--gpu", "8.6")
     assert doc["nvidia"]["driver_version"] == "580.82.07"
     assert [g["compute_capability"] for g in doc["nvidia"]["gpus"]] == ["8.6"]
-    doc = detect_json(env, "--driver", "550.54.15")
+    doc = detect_json(None, env, "--driver", "550.54.15")
     assert doc["nvidia"]["driver_version"] == "550.54.15"
     assert doc["nvidia"]["cuda_driver_version"] is None  # NVML's CUDA version was for 580
     assert [g["name"] for g in doc["nvidia"]["gpus"]] == ["NVIDIA H200"]

@@ -4,7 +4,8 @@ digits (fullwidth ``８.６``, Arabic-Indic ``٨.٦``) are refused with a messag
 from __future__ import annotations
 
 import pytest
-from detection_helpers import clean_env, run_cli
+from detection_helpers import clean_env, cli_exact
+from tests.conftest import Cli
 
 from torchenv.detection.overrides import (
     Overrides,
@@ -49,8 +50,8 @@ def test_a_plain_mistake_is_not_blamed_on_ascii() -> None:
     assert (caught.value.field, caught.value.value) == ("gpus", "8.x")
 
 
-def test_the_command_line_refuses_a_fullwidth_gpu() -> None:
-    res = run_cli(["detect", "--json", "--gpu", "\uff18.\uff16"], clean_env())
+def test_the_command_line_refuses_a_fullwidth_gpu(cli: Cli) -> None:
+    res = cli_exact(cli, ["detect", "--json", "--gpu", "\uff18.\uff16"], clean_env())
     assert res.returncode == 2
     assert "--gpu: '\uff18.\uff16' is not a compute capability" in res.stderr
     assert "outside ASCII" in res.stderr

@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from detection_helpers import clean_env, fake_smi, run_cli
+from detection_helpers import clean_env, cli_exact, fake_smi, run_cli
+from tests.conftest import Cli
 
 from torchenv.detection import _nvml
 from torchenv.detection._pci import is_display_class, parse_hex_id, scan_pci
@@ -111,30 +112,30 @@ def test_resolve_with_a_hung_nvidia_smi_exits_3_and_says_why(tmp_path: Path) -> 
     assert "no NVIDIA, AMD or Intel GPU was found" not in console.stdout + console.stderr
 
 
-def test_resolve_when_nvidia_smi_cannot_reach_the_driver_exits_3(tmp_path: Path) -> None:
+def test_resolve_when_nvidia_smi_cannot_reach_the_driver_exits_3(tmp_path: Path, cli: Cli) -> None:
     from detection_helpers import data
 
     root = _gpu_box(tmp_path)
     smi = fake_smi(tmp_path / "bin", error=data("error_couldnt_communicate_with_driver.txt"))
     env = clean_env(PATH=f"{smi.parent}:/usr/bin:/bin", TORCHENV_PROBE_ROOT=str(root))
-    res = run_cli(["resolve", "--json"], env)
+    res = cli_exact(cli, ["resolve", "--json"], env)
     assert res.returncode == 3, res.stderr
     doc = json.loads(res.stdout)
     assert "could not talk to the NVIDIA driver" in " ".join(doc["host_warnings"])
 
 
-def test_the_cpu_build_can_still_be_asked_for_knowingly(tmp_path: Path) -> None:
+def test_the_cpu_build_can_still_be_asked_for_knowingly(tmp_path: Path, cli: Cli) -> None:
     root = _gpu_box(tmp_path)
     env = clean_env(PATH="/usr/bin:/bin", TORCHENV_PROBE_ROOT=str(root))
-    res = run_cli(["resolve", "--json", "--variant", "cpu"], env)
+    res = cli_exact(cli, ["resolve", "--json", "--variant", "cpu"], env)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["variant"] == "cpu"
 
 
-def test_given_facts_replace_the_failed_probe(tmp_path: Path) -> None:
+def test_given_facts_replace_the_failed_probe(tmp_path: Path, cli: Cli) -> None:
     root = _gpu_box(tmp_path)
     env = clean_env(PATH="/usr/bin:/bin", TORCHENV_PROBE_ROOT=str(root))
-    res = run_cli(["resolve", "--json", "--driver", "580.65.06", "--gpu", "6.1"], env)
+    res = cli_exact(cli, ["resolve", "--json", "--driver", "580.65.06", "--gpu", "6.1"], env)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["variant"].startswith("cu") and doc["evidence"]["arch"] in ("confirmed", "inferred")

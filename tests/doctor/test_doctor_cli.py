@@ -65,6 +65,9 @@ def test_doctor_cli_finds_each_planted_problem(planted: dict[str, object]) -> No
     found = {f["code"] for f in doc["findings"]}
     assert {"multiple-torch", "torchvision-unpaired", "conda-pytorch-channel",
             "ld-library-path-cuda", "cuda-memory-pool"} <= found, found
+    multiple = next(f for f in doc["findings"] if f["code"] == "multiple-torch")
+    assert "from conda" in multiple["explanation"]  # the child's view and conda's records
+    assert len(multiple["evidence"]["shadowed"]) == 1 and multiple["evidence"]["conda"]
     for f in doc["findings"]:
         assert f["severity"] in ("error", "warning", "info")
         assert f["title"] and f["explanation"]
@@ -88,11 +91,13 @@ def test_doctor_missing_interpreter_exits_2() -> None:
     assert "does not exist" in proc.stderr
 
 
-def test_doctor_asks_the_interpreter_once(planted: dict[str, object], tmp_path: Path) -> None:
-    """One child answers for doctor's inventory and for detection's interpreter facts."""
+def test_doctor_asks_the_interpreter_twice(planted: dict[str, object], tmp_path: Path) -> None:
+    """One isolated child (-I) answers for doctor's inventory and for detection's interpreter
+    facts; one more imports torch as the user's python would (no -I: the current folder,
+    PYTHONPATH and the user site count)."""
     log = tmp_path / "calls.log"
     wrapper = tmp_path / "python"
-    wrapper.write_text(f'#!/bin/sh\necho run >> "{log}"\nexec "{planted["python"]}" "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\necho "$1" >> "{log}"\nexec "{planted["python"]}" "$@"\n')
     wrapper.chmod(0o755)
     env = {**os.environ, **planted["env"]}  # type: ignore[dict-item]
     proc = subprocess.run([sys.executable, "-m", "torchenv", "doctor", "--json", "--python",
@@ -100,4 +105,30 @@ def test_doctor_asks_the_interpreter_once(planted: dict[str, object], tmp_path: 
                           check=False)
     doc = json.loads(proc.stdout)
     assert doc["findings"], proc.stderr
-    assert log.read_text().splitlines() == ["run"]
+    assert sorted(log.read_text().splitlines()) == ["-I", "-c"]
+
+
+@pytest.mark.parametrize("how", ["flags", "variables"])
+def test_doctor_diagnoses_a_described_host(how: str, tmp_path: Path) -> None:
+    """The target flags and variables of resolve describe the machine: this venv's CPU torch on
+    a host given a GPU is the CPU-build-on-a-GPU-host error."""
+    from tests.conftest import run_cli
+
+    args = ["--gpu", "8.6", "--driver", "550.54.15"] if how == "flags" else []
+    env = {"TORCHENV_GPUS": "8.6", "TORCHENV_DRIVER_VERSION": "550.54.15"} \
+        if how == "variables" else {}
+    proc = run_cli(["doctor", "--json", "--python", sys.executable, *args], env=env,
+                   cwd=str(tmp_path), timeout=180)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1, proc.stderr
+    assert [f["code"] for f in doc["findings"]] == ["cpu-build-on-gpu-host"]
+    assert doc["interpreter"] == {"path": sys.executable, "source": "--python"}
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "4000"])
+def test_a_bad_import_timeout_is_bad_input(value: str) -> None:
+    from tests.conftest import run_cli
+
+    proc = run_cli(["doctor", "--import-timeout", value])
+    assert proc.returncode == 2
+    assert "--import-timeout" in proc.stderr and value in proc.stderr

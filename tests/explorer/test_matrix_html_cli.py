@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.conftest import run_cli
+from tests.conftest import Cli, run_cli
 
 from torchenv.cli.matrix_html import NEWEST, _specifiers
 from torchenv.errors import BadInput
@@ -30,7 +30,7 @@ def written(tmp_path_factory: pytest.TempPathFactory
 
 @pytest.mark.slow
 def test_writes_one_page_and_says_what_it_wrote(
-        matrix: Matrix, written: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+        matrix: Matrix, written: tuple[Path, subprocess.CompletedProcess[str]], cli: Cli) -> None:
     out, result = written
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
@@ -46,7 +46,7 @@ def test_writes_one_page_and_says_what_it_wrote(
     assert any(re.fullmatch(r"torchenv matrix html: decisions for every class of machine "
                             r"(\d+)/\1 \(\d+\.\d s\)", line) for line in progress), result.stderr
 
-    again = run_cli(["matrix", "html", "-o", str(out), "--specifiers", "none"])
+    again = cli(["matrix", "html", "-o", str(out), "--specifiers", "none"])
     assert again.returncode == 2
     assert "already exists" in again.stderr and "--force" in again.stderr
 
@@ -57,8 +57,8 @@ def test_writes_one_page_and_says_what_it_wrote(
     (["--jobs", "0"], "--jobs"),
     (["--jobs", "1" + "0" * 30], "is not a whole number"),
 ])
-def test_bad_values_are_named(tmp_path: Path, args: list[str], message: str) -> None:
-    result = run_cli(["matrix", "html", "-o", str(tmp_path / "x.html"), *args])
+def test_bad_values_are_named(tmp_path: Path, args: list[str], message: str, cli: Cli) -> None:
+    result = cli(["matrix", "html", "-o", str(tmp_path / "x.html"), *args])
     assert result.returncode == 2
     assert message in result.stderr
     assert not (tmp_path / "x.html").exists()
@@ -71,13 +71,13 @@ def test_bad_values_are_named(tmp_path: Path, args: list[str], message: str) -> 
     ("missing/x.html", True, "{tmp}/missing does not exist", "create the directory first"),
 ], ids=["folder", "folder-force", "missing-folder", "missing-folder-force"])
 def test_a_place_the_page_cannot_go_is_refused_before_any_answer(
-        tmp_path: Path, where: str, force: bool, message: str, hint: str) -> None:
+        tmp_path: Path, where: str, force: bool, message: str, hint: str, cli: Cli) -> None:
     """Answering every class of machine takes tens of seconds: the place to write is checked
     first, as write_atomic checks it at the end (a folder is never 'pass --force')."""
     (tmp_path / "folder").mkdir()
     out = tmp_path / where
-    result = run_cli(["matrix", "html", "-o", str(out), "--specifiers", "none", "--json",
-                      *(["--force"] if force else [])], timeout=30)
+    result = cli(["matrix", "html", "-o", str(out), "--specifiers", "none", "--json",
+                  *(["--force"] if force else [])])
     assert result.returncode == 2, result.stderr
     doc = json.loads(result.stdout)
     assert doc["error"] == message.format(out=out, tmp=tmp_path), doc
@@ -87,8 +87,8 @@ def test_a_place_the_page_cannot_go_is_refused_before_any_answer(
     assert list((tmp_path / "folder").iterdir()) == []
 
 
-def test_json_needs_a_file(tmp_path: Path) -> None:
-    result = run_cli(["matrix", "html", "-o", "-", "--json"])
+def test_json_needs_a_file(tmp_path: Path, cli: Cli) -> None:
+    result = cli(["matrix", "html", "-o", "-", "--json"])
     assert result.returncode == 2 and "--json needs -o FILE" in result.stderr
 
 

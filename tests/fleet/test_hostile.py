@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import run_cli
+from tests.conftest import Cli
 
 from torchenv.cli.render_fleet import drain_commands
 from torchenv.errors import BadInput
@@ -19,17 +19,18 @@ DETECT = {"platform": "linux-x86_64", "python": "3.12", "glibc": "2.35", "nvidia
           "rocm": None, "xpu": None, "mps": False, "torch": None}
 
 
-def test_a_planted_option_as_a_file_name_never_reaches_a_drain_command(tmp_path: Path) -> None:
+def test_a_planted_option_as_a_file_name_never_reaches_a_drain_command(
+        tmp_path: Path, cli: Cli) -> None:
     (tmp_path / "--all.detect.json").write_text(json.dumps(DETECT))
     (tmp_path / "--selector=x.validate.json").write_text("{}")
     (tmp_path / "node-1.detect.json").write_text(json.dumps(DETECT))
-    proc = run_cli(["fleet", "report", str(tmp_path)])
+    proc = cli(["fleet", "report", str(tmp_path)])
     assert proc.returncode == 1, proc.stdout + proc.stderr
     out = proc.stdout
     drain = out.split("Nodes to drain")[1]
     assert "kubectl cordon -- node-1\n" in drain and "--all" not in drain
     assert "'--all' is not a node name" in out and "'--selector=x' is not a node name" in out
-    doc = json.loads(run_cli(["fleet", "report", str(tmp_path), "--json"]).stdout)
+    doc = json.loads(cli(["fleet", "report", str(tmp_path), "--json"]).stdout)
     assert [n["node"] for n in doc["nodes"]] == ["node-1"]
     assert [d["node"] for d in doc["drain"]] == ["node-1"]
 
@@ -59,11 +60,11 @@ def test_a_log_marker_naming_no_node_is_not_read(tmp_path: Path) -> None:
     assert any("'--all' is not a node name" in p for p in reports.problems)
 
 
-def test_the_nodes_file_holds_node_names_only(tmp_path: Path) -> None:
+def test_the_nodes_file_holds_node_names_only(tmp_path: Path, cli: Cli) -> None:
     (tmp_path / "node-1.detect.json").write_text(json.dumps(DETECT))
     nodes = tmp_path / "nodes.txt"
     nodes.write_text("node-1\n--all\n")
-    proc = run_cli(["fleet", "report", str(tmp_path), "--nodes-file", str(nodes)])
+    proc = cli(["fleet", "report", str(tmp_path), "--nodes-file", str(nodes)])
     assert proc.returncode == 2
     assert "line 2: '--all' is not a node name" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -105,7 +106,8 @@ def test_a_second_begin_with_the_same_prefix_cuts_the_first_short() -> None:
     assert not raws["exit"].partial and raws["exit"].text == "0"
 
 
-def test_control_characters_from_a_report_never_reach_the_terminal(tmp_path: Path) -> None:
+def test_control_characters_from_a_report_never_reach_the_terminal(
+        tmp_path: Path, cli: Cli) -> None:
     """A GPU name, a torch version, a check's error from another node: the console's one
     output filter shows their control characters as ``?``."""
     detect = {**DETECT, "nvidia": {
@@ -117,7 +119,7 @@ def test_control_characters_from_a_report_never_reach_the_terminal(tmp_path: Pat
     (tmp_path / "node-1.validate.json").write_text(json.dumps({
         "ok": False, "python": "/p", "torch": "2.7\x1b[31m", "level": "quick", "checks": [
             {"name": "import_torch", "status": "fail", "error": "boom\x1b[2Jgone"}]}))
-    proc = run_cli(["fleet", "report", str(tmp_path)])
+    proc = cli(["fleet", "report", str(tmp_path)])
     assert proc.returncode == 1
     assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
     assert "H100?[2J" in proc.stdout and "boom?[2Jgone" in proc.stdout

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import run_cli
+from tests.conftest import Cli
 from tests.fleet.fleet_nodes import gpu_checks, gpu_detect, write_node
 
 from torchenv.fleet.reports import read_reports
@@ -133,7 +133,7 @@ def test_torchenv_missing_on_a_node_names_the_cause(tmp_path: Path) -> None:
     assert doc["nodes"][0]["cause"] == []
 
 
-def test_the_cause_is_in_the_table_the_json_and_the_junit(tmp_path: Path) -> None:
+def test_the_cause_is_in_the_table_the_json_and_the_junit(tmp_path: Path, cli: Cli) -> None:
     failing = validate_doc()
     failing["ok"] = False
     failing["checks"][2].update(status="fail", error="Traceback ...\nRuntimeError: Connection "
@@ -143,11 +143,11 @@ def test_the_cause_is_in_the_table_the_json_and_the_junit(tmp_path: Path) -> Non
     (tmp_path / "node-3.stderr").write_text("Killed\n")
     junit = tmp_path / "out" / "fleet.xml"
     junit.parent.mkdir()
-    table = run_cli(["fleet", "report", str(tmp_path), "--junit", str(junit)])
+    table = cli(["fleet", "report", str(tmp_path), "--junit", str(junit)])
     assert table.returncode == 1
     assert "RuntimeError: Connection reset by peer (gloo)" in table.stdout
     assert "killed by signal 9" in table.stdout
-    doc = json.loads(run_cli(["fleet", "report", str(tmp_path), "--json"]).stdout)
+    doc = json.loads(cli(["fleet", "report", str(tmp_path), "--json"]).stdout)
     causes = {n["node"]: n["cause"] for n in doc["nodes"]}
     assert causes["node-2"] == ["gloo_allreduce: RuntimeError: Connection reset by peer (gloo)"]
     assert causes["node-3"][0].startswith("validate killed by signal 9")
@@ -187,7 +187,7 @@ def probe(folder: Path, name: str, results: dict[str, str | None]) -> None:
 
 
 def test_blame_names_the_node_that_fails_alone_and_keeps_its_partner_in_service(
-        tmp_path: Path) -> None:
+        tmp_path: Path, cli: Cli) -> None:
     """A bad GLOO_SOCKET_IFNAME on node-2: the fleet's collectives fail on both nodes; node-2
     also fails its probe alone, node-1 passes alone and has no partner left to be cleared by."""
     write_node(tmp_path, "node-1", detect=detect_doc(0), exit_status=1,
@@ -196,20 +196,20 @@ def test_blame_names_the_node_that_fails_alone_and_keeps_its_partner_in_service(
                validate=collective_failed(validate_doc(), GLOO_ERROR))
     nodes = tmp_path / "nodes.txt"
     nodes.write_text("node-1\nnode-2\n")
-    plan = run_cli(["fleet", "probes", str(tmp_path), "--nodes-file", str(nodes)])
+    plan = cli(["fleet", "probes", str(tmp_path), "--nodes-file", str(nodes)])
     assert plan.returncode == 0 and plan.stdout.splitlines() == ["0+node-1 1 node-1",
                                                                  "0+node-2 1 node-2"]
-    as_json = run_cli(["fleet", "probes", str(tmp_path), "--nodes-file", str(nodes), "--json"])
+    as_json = cli(["fleet", "probes", str(tmp_path), "--nodes-file", str(nodes), "--json"])
     assert as_json.returncode == 0, as_json.stderr
     assert json.loads(as_json.stdout) == {"directory": str(tmp_path), "probes": [
         {"probe": "0+node-1", "round": 0, "nodes": ["node-1"]},
         {"probe": "0+node-2", "round": 0, "nodes": ["node-2"]}]}
     probe(tmp_path, "0+node-1", {"node-1": None})
     probe(tmp_path, "0+node-2", {"node-2": GLOO_ERROR})
-    again = run_cli(["fleet", "probes", str(tmp_path), "--nodes-file", str(nodes)])
+    again = cli(["fleet", "probes", str(tmp_path), "--nodes-file", str(nodes)])
     assert again.returncode == 0 and again.stdout == "", "one node left: no pair to probe"
-    again_json = run_cli(["fleet", "probes", str(tmp_path), "--nodes-file", str(nodes),
-                          "--json"])
+    again_json = cli(["fleet", "probes", str(tmp_path), "--nodes-file", str(nodes),
+                      "--json"])
     assert json.loads(again_json.stdout) == {"directory": str(tmp_path), "probes": []}
     verdict = judge(read_reports(tmp_path), expected_nodes=NODES)
     node1, node2 = by_node(verdict)["node-1"], by_node(verdict)["node-2"]
@@ -223,7 +223,7 @@ def test_blame_names_the_node_that_fails_alone_and_keeps_its_partner_in_service(
     assert doc["counts"]["suspect"] == 1 and doc["counts"]["fail"] == 1
     assert [(p["probe"], p["passed"]) for p in doc["probes"]] == [("0+node-1", True),
                                                                    ("0+node-2", False)]
-    table = run_cli(["fleet", "report", str(tmp_path), "--nodes-file", str(nodes)])
+    table = cli(["fleet", "report", str(tmp_path), "--nodes-file", str(nodes)])
     assert table.returncode == 1
     assert "suspect" in table.stdout and "kubectl cordon -- node-2\n" in table.stdout
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.conftest import run_cli
+from tests.conftest import Cli
 
 from hermetic import hermetic
 from torchenv.fleet.kubernetes import KubernetesJob, pod_script, render_manifests, render_yaml
@@ -186,7 +186,7 @@ def free_port() -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("planted", [False, True], ids=["passing", "planted-failure"])
 def test_the_pod_script_run_here_leaves_reports_in_its_log_and_on_the_claim(
-        tmp_path: Path, planted: bool) -> None:
+        tmp_path: Path, planted: bool, cli: Cli) -> None:
     """A stand-in pod: bash runs the container's command with the environment Kubernetes
     would give it; its stdout is the pod log that ``fleet report`` reads back. A node whose
     validation fails still leaves every report, and the pod fails with validate's status."""
@@ -215,7 +215,7 @@ def test_the_pod_script_run_here_leaves_reports_in_its_log_and_on_the_claim(
     logs.mkdir()
     (logs / "torchenv-validate-0-abcde.log").write_text(proc.stdout)
     for folder in (logs, claim / "1f2e3d"):
-        report = run_cli(["fleet", "report", str(folder), "--expect-nodes", "1", "--json"])
+        report = cli(["fleet", "report", str(folder), "--expect-nodes", "1", "--json"])
         assert report.returncode == proc.returncode, report.stdout + report.stderr
         (node,) = json.loads(report.stdout)["nodes"]
         assert node["node"] == "node-a" and node["exit_status"] == proc.returncode
@@ -244,26 +244,26 @@ def test_the_pod_script_run_here_leaves_reports_in_its_log_and_on_the_claim(
     (["--rdma-resource", "ib"], "--rdma-resource: 'ib' is not an extended resource name"),
 ], ids=["name", "name-digit", "namespace", "pvc", "image", "selector", "nodes", "deadline",
         "cpu", "memory-zero", "memory-negative", "kueue", "coscheduling", "rdma"])
-def test_bad_values_are_refused(flags: list[str], words: str) -> None:
+def test_bad_values_are_refused(flags: list[str], words: str, cli: Cli) -> None:
     args = ["fleet", "k8s"]
     for key, value in {"--nodes": "2", "--gpus-per-node": "8", "--image": "img"}.items():
         if key not in flags:
             args += [key, value]
-    proc = run_cli([*args, *flags])
+    proc = cli([*args, *flags])
     assert proc.returncode == 2, proc.stderr
     assert words in proc.stderr
 
 
-def test_json_and_file_output(tmp_path: Path) -> None:
+def test_json_and_file_output(tmp_path: Path, cli: Cli) -> None:
     target = tmp_path / "fleet.yaml"
-    proc = run_cli(["fleet", "k8s", "--nodes", "3", "--gpus-per-node", "8", "--image", "img",
-                    "-o", str(target), "--json"])
+    proc = cli(["fleet", "k8s", "--nodes", "3", "--gpus-per-node", "8", "--image", "img",
+                "-o", str(target), "--json"])
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["scheduler"] == "kubernetes" and doc["written"] == str(target)
     assert doc["yaml"] == target.read_text()
     assert [m["kind"] for m in doc["manifests"]] == ["Service", "Job"]
     assert doc["parameters"]["rdzv_endpoint"] == "torchenv-validate-0.torchenv-validate:29500"
-    again = run_cli(["fleet", "k8s", "--nodes", "3", "--gpus-per-node", "8", "--image", "img",
-                     "-o", str(target)])
+    again = cli(["fleet", "k8s", "--nodes", "3", "--gpus-per-node", "8", "--image", "img",
+                 "-o", str(target)])
     assert again.returncode == 2 and "--force" in again.stderr

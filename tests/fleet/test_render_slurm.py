@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import run_cli
+from tests.conftest import Cli
 
 from torchenv.fleet.node import NodeRun
 from torchenv.fleet.slurm import SlurmJob, render_sbatch, time_limit_seconds
@@ -121,28 +121,28 @@ def test_hostile_values_reach_the_nodes_unchanged(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("pwned*"))
 
 
-def test_written_atomically_and_never_over_a_file_without_force(tmp_path: Path) -> None:
+def test_written_atomically_and_never_over_a_file_without_force(tmp_path: Path, cli: Cli) -> None:
     target = tmp_path / "job.sbatch"
     flags = ["fleet", "slurm", "--nodes", "2", "--gpus-per-node", "4", "--output-dir", "/o"]
-    first = run_cli([*flags, "-o", str(target)])
+    first = cli([*flags, "-o", str(target)])
     assert first.returncode == 0, first.stderr
     assert first.stdout == "" and "wrote" in first.stderr
     assert target.read_text().startswith("#!/bin/bash")
     target.write_text("keep me")
-    again = run_cli([*flags, "-o", str(target)])
+    again = cli([*flags, "-o", str(target)])
     assert again.returncode == 2 and "already exists" in again.stderr
     assert target.read_text() == "keep me"
-    forced = run_cli([*flags, "-o", str(target), "--force"])
+    forced = cli([*flags, "-o", str(target), "--force"])
     assert forced.returncode == 0 and "--gpus-per-node=4" in target.read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["job.sbatch"]  # no temp file left
-    stdout = run_cli([*flags, "-o", "-"])
+    stdout = cli([*flags, "-o", "-"])
     assert stdout.returncode == 0 and stdout.stdout == target.read_text()
 
 
-def test_json_has_the_script_and_its_parameters(tmp_path: Path) -> None:
-    proc = run_cli(["fleet", "slurm", "--nodes", "2", "--gpus-per-node", "8",
-                    "--output-dir", "/o", "--sbatch-arg=--account=ml", "--level", "quick",
-                    "--json"])
+def test_json_has_the_script_and_its_parameters(tmp_path: Path, cli: Cli) -> None:
+    proc = cli(["fleet", "slurm", "--nodes", "2", "--gpus-per-node", "8",
+                "--output-dir", "/o", "--sbatch-arg=--account=ml", "--level", "quick",
+                "--json"])
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["scheduler"] == "slurm" and doc["written"] is None
@@ -153,8 +153,8 @@ def test_json_has_the_script_and_its_parameters(tmp_path: Path) -> None:
         "merge_seconds": 120, "probe_timeout": 60, "probe_rounds": 4, "probe_limit": 180,
         "level": "quick", "python": "python3", "timeout": None, "rdzv_port": 29500}
     target = tmp_path / "job.sbatch"
-    written = json.loads(run_cli(["fleet", "slurm", "--nodes", "1", "--gpus-per-node", "0",
-                                  "--output-dir", "/o", "-o", str(target), "--json"]).stdout)
+    written = json.loads(cli(["fleet", "slurm", "--nodes", "1", "--gpus-per-node", "0",
+                              "--output-dir", "/o", "-o", str(target), "--json"]).stdout)
     assert written["written"] == str(target) and written["submit"] == f"sbatch --wait {target}"
 
 
@@ -168,13 +168,13 @@ def test_json_has_the_script_and_its_parameters(tmp_path: Path) -> None:
     (["--timeout", "0"], "--timeout: must be a number of seconds above 0"),
     (["--rdzv-port", "70000"], "--rdzv-port: must be between 1 and 65535"),
 ], ids=["nodes", "gpus", "time", "partition", "sbatch-arg", "newline", "timeout", "port"])
-def test_bad_values_are_refused(flags: list[str], words: str) -> None:
+def test_bad_values_are_refused(flags: list[str], words: str, cli: Cli) -> None:
     base = {"--nodes": "2", "--gpus-per-node": "8", "--output-dir": "/o"}
     args = ["fleet", "slurm"]
     for key, value in base.items():
         if key not in flags:
             args += [key, value]
-    proc = run_cli([*args, *flags])
+    proc = cli([*args, *flags])
     assert proc.returncode == 2, proc.stderr
     assert words in proc.stderr
 
@@ -201,11 +201,11 @@ def test_what_is_no_time_limit_is_refused(text: str) -> None:
     ("2:59", "60", "180 s (--time 00:03:00)"),
 ], ids=["1-minute", "merge-above-time", "3-minutes-default-merge", "one-second-short"])
 def test_a_time_that_leaves_the_nodes_no_minute_before_the_merge_signal_is_refused(
-        time: str, merge: str | None, least: str) -> None:
+        time: str, merge: str | None, least: str, cli: Cli) -> None:
     """The signal may come a minute before the --merge-time asked for; the nodes need at
     least a minute before it, or the job stops them before they validate anything."""
-    proc = run_cli(["fleet", "slurm", "--nodes", "2", "--gpus-per-node", "8", "--output-dir",
-                    "/o", "--time", time, *(["--merge-time", merge] if merge else []), "--json"])
+    proc = cli(["fleet", "slurm", "--nodes", "2", "--gpus-per-node", "8", "--output-dir",
+                "/o", "--time", time, *(["--merge-time", merge] if merge else []), "--json"])
     assert proc.returncode == 2, proc.stdout
     doc = json.loads(proc.stdout)
     assert doc["error"].startswith(f"--time {time} (")
@@ -217,9 +217,10 @@ def test_a_time_that_leaves_the_nodes_no_minute_before_the_merge_signal_is_refus
 @pytest.mark.parametrize(("time", "merge"), [
     ("4", None), ("3", "30"), ("00:03:00", "60"), ("UNLIMITED", "3600"), ("0", "3600"),
 ], ids=["4-minutes", "3-minutes-merge-30", "hms-exact", "unlimited", "zero"])
-def test_a_time_that_leaves_the_nodes_a_minute_is_rendered(time: str, merge: str | None) -> None:
-    proc = run_cli(["fleet", "slurm", "--nodes", "2", "--gpus-per-node", "8", "--output-dir",
-                    "/o", "--time", time, *(["--merge-time", merge] if merge else [])])
+def test_a_time_that_leaves_the_nodes_a_minute_is_rendered(
+        time: str, merge: str | None, cli: Cli) -> None:
+    proc = cli(["fleet", "slurm", "--nodes", "2", "--gpus-per-node", "8", "--output-dir",
+                "/o", "--time", time, *(["--merge-time", merge] if merge else [])])
     assert proc.returncode == 0, proc.stderr
     assert f"--time={time}" in directives(proc.stdout)
     assert f"--signal=B:USR1@{merge or 120}" in directives(proc.stdout)
@@ -229,8 +230,8 @@ def test_a_time_that_leaves_the_nodes_a_minute_is_rendered(time: str, merge: str
     ["fleet", "slurm", "--nodes", "2", "--gpus-per-node", "8", "--output-dir", "/o"],
     ["fleet", "k8s", "--nodes", "2", "--gpus-per-node", "8", "--image", "img"],
 ], ids=["slurm", "k8s"])
-def test_a_check_timeout_out_of_range_says_what_to_give(args: list[str]) -> None:
-    proc = run_cli([*args, "--timeout", "0", "--json"])
+def test_a_check_timeout_out_of_range_says_what_to_give(args: list[str], cli: Cli) -> None:
+    proc = cli([*args, "--timeout", "0", "--json"])
     assert proc.returncode == 2, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["error"] == ("--timeout: must be a number of seconds above 0 and at most 86400, "
@@ -304,13 +305,13 @@ def test_near_the_time_limit_the_script_still_prints_the_verdict(tmp_path: Path)
     assert (folder / "fleet-junit.xml").is_file()
 
 
-def test_a_cancelled_job_blames_no_node(tmp_path: Path) -> None:
+def test_a_cancelled_job_blames_no_node(tmp_path: Path, cli: Cli) -> None:
     proc, folder = _stopped_job(tmp_path, "SIGTERM")
     assert proc.returncode == 1, proc.stderr
     assert (folder / "job-end").read_text() == "cancelled\n"
     assert "was cancelled" in proc.stdout and "Nodes to drain" not in proc.stdout
-    doc = json.loads(run_cli(["fleet", "report", str(folder), "--json",
-                              "--nodes-file", str(folder / "expected-nodes.txt")]).stdout)
+    doc = json.loads(cli(["fleet", "report", str(folder), "--json",
+                          "--nodes-file", str(folder / "expected-nodes.txt")]).stdout)
     assert doc["job_end"] == "cancelled" and doc["drain"] == [] and not doc["ok"]
 
 

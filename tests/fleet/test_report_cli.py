@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import run_cli
+from tests.conftest import Cli, run_cli
 from tests.fleet.fleet_nodes import (
     DRIVER,
     TORCH,
@@ -131,9 +131,9 @@ def test_nodes_to_drain(verdict: dict[str, Any]) -> None:
     assert verdict["ignored_files"] == ["nodes.txt", "notes.txt"]
 
 
-def test_the_console_table(fleet: Path) -> None:
-    proc = run_cli(["fleet", "report", str(fleet), "--nodes-file", str(fleet / "nodes.txt")],
-                   env={"COLUMNS": "220"})
+def test_the_console_table(fleet: Path, cli: Cli) -> None:
+    proc = cli(["fleet", "report", str(fleet), "--nodes-file", str(fleet / "nodes.txt")],
+               env={"COLUMNS": "220"})
     assert proc.returncode == 1
     out = proc.stdout
     for text in ("gpu-01", "8× NVIDIA H100 80GB HBM3", DRIVER, TORCH, "FAIL", "no report",
@@ -143,10 +143,10 @@ def test_the_console_table(fleet: Path) -> None:
         assert text in out, text
 
 
-def test_one_junit_file_for_the_whole_fleet(fleet: Path, tmp_path: Path) -> None:
+def test_one_junit_file_for_the_whole_fleet(fleet: Path, tmp_path: Path, cli: Cli) -> None:
     target = tmp_path / "fleet.xml"
-    proc = run_cli(["fleet", "report", str(fleet), "--nodes-file", str(fleet / "nodes.txt"),
-                    "--junit", str(target)])
+    proc = cli(["fleet", "report", str(fleet), "--nodes-file", str(fleet / "nodes.txt"),
+                "--junit", str(target)])
     assert proc.returncode == 1, proc.stderr
     root = ET.parse(target).getroot()
     check_junit_schema(root)
@@ -164,35 +164,35 @@ def test_one_junit_file_for_the_whole_fleet(fleet: Path, tmp_path: Path) -> None
     assert "torchenv.fleet.gpu-01.cpu" in classnames
 
 
-def test_only_good_nodes_pass(fleet: Path, tmp_path: Path) -> None:
+def test_only_good_nodes_pass(fleet: Path, tmp_path: Path, cli: Cli) -> None:
     for path in fleet.glob("gpu-0[123].*"):
         (tmp_path / path.name).write_bytes(path.read_bytes())
-    proc = run_cli(["fleet", "report", str(tmp_path), "--expect-nodes", "3"])
+    proc = cli(["fleet", "report", str(tmp_path), "--expect-nodes", "3"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "OK: 3 of 3 nodes passed, no skew" in proc.stdout
-    proc = run_cli(["fleet", "report", str(tmp_path), "--expect-nodes", "4", "--json"])
+    proc = cli(["fleet", "report", str(tmp_path), "--expect-nodes", "4", "--json"])
     assert proc.returncode == 1
     doc = json.loads(proc.stdout)
     assert doc["findings"][0]["severity"] == "error"
     assert "1 of 4 expected nodes wrote no report" in doc["findings"][0]["message"]
 
 
-def test_allowed_skew_is_reported_without_failing(fleet: Path, tmp_path: Path) -> None:
+def test_allowed_skew_is_reported_without_failing(fleet: Path, tmp_path: Path, cli: Cli) -> None:
     for path in [*fleet.glob("gpu-0[12].*"), *fleet.glob("gpu-05.*")]:
         (tmp_path / path.name).write_bytes(path.read_bytes())
-    assert run_cli(["fleet", "report", str(tmp_path)]).returncode == 1
-    proc = run_cli(["fleet", "report", str(tmp_path), "--allow-skew", "driver", "--json"])
+    assert cli(["fleet", "report", str(tmp_path)]).returncode == 1
+    proc = cli(["fleet", "report", str(tmp_path), "--allow-skew", "driver", "--json"])
     assert proc.returncode == 0, proc.stdout
     doc = json.loads(proc.stdout)
     assert doc["skew"][0]["allowed"] is True and doc["drain"] == []
 
 
-def test_a_folder_without_reports_is_bad_input(tmp_path: Path) -> None:
+def test_a_folder_without_reports_is_bad_input(tmp_path: Path, cli: Cli) -> None:
     job = tmp_path / "1234"
     job.mkdir()
     (job / "n1.validate.json").write_text("{}")
-    proc = run_cli(["fleet", "report", str(tmp_path)])
+    proc = cli(["fleet", "report", str(tmp_path)])
     assert proc.returncode == 2
     assert "holds no node reports" in proc.stderr and str(job) in proc.stderr
-    proc = run_cli(["fleet", "report", str(tmp_path / "nope")])
+    proc = cli(["fleet", "report", str(tmp_path / "nope")])
     assert proc.returncode == 2 and "cannot list it" in proc.stderr

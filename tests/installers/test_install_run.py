@@ -165,6 +165,11 @@ def test_install_json_streams_to_stderr_and_keeps_stdout_one_document(
     assert f"torch=={TORCH}+cpu" in doc["output_tail"]
     assert len(doc["output_tail"]) <= 4000
     assert _installed_torch(uv_venv) == f"{TORCH}+cpu"
+    # the plan's constraints file is kept in the environment, for PIP_CONSTRAINT/UV_CONSTRAINT
+    kept = uv_venv.parent.parent / "torch-constraints.txt"
+    assert doc["constraints_written"] == str(kept)
+    assert f"torch=={TORCH}+cpu" in kept.read_text().splitlines()
+    assert doc["plan"]["constraints"]["text"] == kept.read_text()
 
 
 def test_installer_failure_reports_the_last_output(

@@ -391,7 +391,10 @@ def test_env_output_refuses_to_overwrite_and_force_replaces(cli_cwd: Path) -> No
     assert (
         first.decode() == torchenv("env", "--format", "environment.yml", *cu128, cwd=cli_cwd).stdout
     )
-    assert os.listdir(out_dir) == ["environment.yml"]  # no temp file left behind
+    # no temp file left behind; the constraints file that keeps the build beside it
+    assert sorted(os.listdir(out_dir)) == ["environment.yml", "torch-constraints.txt"]
+    kept = (out_dir / "torch-constraints.txt").read_text()
+    assert "torch==2.7.1+cu128" in kept.splitlines()
     before = target.stat()
 
     proc = torchenv(
@@ -407,7 +410,7 @@ def test_env_output_refuses_to_overwrite_and_force_replaces(cli_cwd: Path) -> No
     assert "exists" in proc.stderr and "--force" in proc.stderr
     assert target.read_bytes() == first
     assert target.stat().st_mtime_ns == before.st_mtime_ns
-    assert os.listdir(out_dir) == ["environment.yml"]
+    assert sorted(os.listdir(out_dir)) == ["environment.yml", "torch-constraints.txt"]
 
     torchenv(
         "env",
@@ -421,9 +424,10 @@ def test_env_output_refuses_to_overwrite_and_force_replaces(cli_cwd: Path) -> No
     )
     after = target.read_text(encoding="utf-8")
     assert after != first.decode() and "pytorch-cpu==2.7.1" in after
+    assert "torch==2.7.1+cpu" in (out_dir / "torch-constraints.txt").read_text().splitlines()
     # replaced by a rename (a new inode), not rewritten in place
     assert target.stat().st_ino != before.st_ino
-    assert os.listdir(out_dir) == ["environment.yml"]
+    assert sorted(os.listdir(out_dir)) == ["environment.yml", "torch-constraints.txt"]
 
 
 def test_env_output_into_a_missing_directory_is_bad_input(cli_cwd: Path) -> None:
@@ -465,6 +469,8 @@ def test_env_json_output_names_the_file(cli_cwd: Path) -> None:
     )
     out = json.loads(proc.stdout)
     assert out["written"] == "req.txt" and out["format"] == "requirements"
+    assert out["constraints_written"] == "torch-constraints.txt"
+    assert (cli_cwd / "torch-constraints.txt").read_text() == out["plan"]["constraints"]["text"]
     assert (cli_cwd / "req.txt").read_text(encoding="utf-8").splitlines()[-1] == out["plan"][
         "requirements"
     ][-1]

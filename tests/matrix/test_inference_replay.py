@@ -8,8 +8,6 @@ cannot pass by saying nothing.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from torchenv.matrix.inference import (
@@ -54,7 +52,7 @@ def _confirmed_only(fact: ArchFact | None) -> ArchFact | None:
     """What the data confirms of a fact: its SASS and PTX halves when confirmed, else unknown."""
     if fact is None or fact.sass != "confirmed":
         return UNKNOWN
-    return fact if fact.ptx == "confirmed" else replace(fact, ptx="unknown")
+    return fact if fact.ptx == "confirmed" else fact._replace(ptx="unknown")
 
 
 def test_unchanged_lists_replayed_on_every_confirmed_sass_list(matrix: Matrix) -> None:
@@ -83,7 +81,7 @@ def test_unchanged_lists_replayed_on_every_confirmed_ptx_entry(matrix: Matrix) -
         for pos, fact in enumerate(facts):
             if fact is None or fact.ptx != "confirmed":
                 continue
-            hidden = [*facts[:pos], replace(fact, ptx="unknown"), *facts[pos + 1:]]
+            hidden = [*facts[:pos], fact._replace(ptx="unknown"), *facts[pos + 1:]]
             got = infer_ptx_in_chain(hidden, pos)
             if got is None:
                 continue
@@ -187,10 +185,10 @@ def test_partial_lists_take_part_only_where_they_speak() -> None:
     assert family_includes(ampere, Neighbours((partial,), (newer,))) is True
     assert excluded_by_family(ampere, Neighbours((partial,), (newer,))) is None
     # a rule's list that contradicts the partial one is not taken
-    assert agrees_with_partial(replace(partial[1], arch_list=(ArchEntry("7.0"), ArchEntry("8.0"))))
-    assert not agrees_with_partial(replace(partial[1], arch_list=(ArchEntry("6.0"),
+    assert agrees_with_partial(partial[1]._replace(arch_list=(ArchEntry("7.0"), ArchEntry("8.0"))))
+    assert not agrees_with_partial(partial[1]._replace(arch_list=(ArchEntry("6.0"),
                                                                   ArchEntry("7.0"))))
-    assert not agrees_with_partial(replace(partial[1], arch_list=(ArchEntry("7.5"),)))
+    assert not agrees_with_partial(partial[1]._replace(arch_list=(ArchEntry("7.5"),)))
 
 
 def test_every_unknown_list_keeps_its_neighbours(matrix: Matrix) -> None:

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.conftest import Cli
 
 from torchenv.matrix.model import Source
 from torchenv.matrix.provenance import check_commits, claims
@@ -84,19 +85,15 @@ def test_only_sources_naming_a_commit_and_a_release_branch_make_claims() -> None
         ("a", "o/r", "89df92f1", "release/2.7")]
 
 
-def test_the_cli_names_a_malformed_git_argument() -> None:
-    from tests.conftest import run_cli
-
-    r = run_cli(["matrix", "check", "--git", "pytorch-test-infra"])
+def test_the_cli_names_a_malformed_git_argument(cli: Cli) -> None:
+    r = cli(["matrix", "check", "--git", "pytorch-test-infra"])
     assert r.returncode == 2 and "'pytorch-test-infra' is not OWNER/NAME=PATH" in r.stderr
 
 
 def test_the_cli_checks_the_embedded_sources_against_a_clone(
-        repo: tuple[Path, dict[str, str]]) -> None:
-    from tests.conftest import run_cli
-
+        repo: tuple[Path, dict[str, str]], cli: Cli) -> None:
     path, _ = repo
-    r = run_cli(["matrix", "check", "--json", "--git", f"pytorch/test-infra={path}"])
+    r = cli(["matrix", "check", "--json", "--git", f"pytorch/test-infra={path}"])
     # this small clone has none of the cited commits: every one is named, and the check fails
     assert r.returncode == 2
     import json

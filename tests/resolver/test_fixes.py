@@ -5,15 +5,12 @@ A fix that would exit 3 too (``--variant cpu`` on musl, where no wheel loads) is
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import Cli
 
-from hermetic import hermetic
 from torchenv.cli._fields import spell
 from torchenv.detection.profile import Gpu, HostProfile, NvidiaInfo, PythonInfo
 from torchenv.matrix.model import Matrix
@@ -42,13 +39,6 @@ CASES: dict[str, tuple[dict[str, Any], list[str], bool]] = {
 }
 
 
-def run_cli(args: list[str]) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHENV_")}
-    env["TORCHENV_NO_OVERLAY"] = "1"
-    return subprocess.run([sys.executable, "-m", "torchenv", *args], capture_output=True,
-                          text=True, env=dict(hermetic(env)), timeout=60, check=False)
-
-
 def _host(**changes: object) -> HostProfile:
     return HostProfile(platform=Platform("linux-x86_64"), python=PythonInfo("3.12"),
                        os="linux", machine="x86_64").with_changes(**changes)
@@ -72,8 +62,8 @@ def _runnable(fix_changes: list[Change]) -> list[str] | None:
 
 
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
-def test_every_fix_offered_resolves_when_its_flags_are_added(matrix: Matrix, tmp_path: Path,
-                                                             case: str) -> None:
+def test_every_fix_offered_resolves_when_its_flags_are_added(
+        matrix: Matrix, tmp_path: Path, cli: Cli, case: str) -> None:
     changes, flags, cpu_works = CASES[case]
     host = _host(**changes)
     with pytest.raises(NoMatch) as caught:
@@ -81,14 +71,14 @@ def test_every_fix_offered_resolves_when_its_flags_are_added(matrix: Matrix, tmp
     texts = [f.text(spell) for f in caught.value.fixes]
     host_file = tmp_path / "host.json"
     host_file.write_text(json.dumps(host.to_json()))
-    res = run_cli(["resolve", "--host", str(host_file), "--json", *flags])
+    res = cli(["resolve", "--host", str(host_file), "--json", *flags])
     assert res.returncode == 3, res.stdout + res.stderr
     assert json.loads(res.stdout)["fixes"] == texts  # the command line offers the same
     runnable = [(t, r) for f, t in zip(caught.value.fixes, texts)
                 if f.changes and (r := _runnable(f.changes)) is not None]
     assert runnable, f"no fix to run among {texts}"
     for text, extra in runnable:
-        res = run_cli(["resolve", "--host", str(host_file), "--json", *flags, *extra])
+        res = cli(["resolve", "--host", str(host_file), "--json", *flags, *extra])
         assert res.returncode == 0, f"{text!r} does not resolve: {res.stdout}{res.stderr}"
     assert any("--variant cpu" in t for t in texts) is cpu_works
 

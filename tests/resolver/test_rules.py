@@ -5,14 +5,16 @@ from __future__ import annotations
 import pytest
 
 from torchenv.detection.profile import Gpu, HostProfile, NvidiaInfo, PythonInfo
-from torchenv.matrix.model import Matrix
-from torchenv.resolver.rules import check_driver, check_gpu_arch, runs_on
+from torchenv.matrix.inference import Reach, reach
+from torchenv.matrix.model import ArchFact, Matrix, PartialList, Variant
+from torchenv.resolver.rules import Evidence, check_cuda_arch, check_driver
 from torchenv.values import (
     ArchEntry,
     ComputeCapability,
     CudaVersion,
     DriverVersion,
     Platform,
+    VariantName,
 )
 
 
@@ -31,8 +33,37 @@ from torchenv.values import (
     ],
     ids=lambda x: str(x),
 )
-def test_runs_on(entry: str, cc: str, jit_ok: bool, expected: bool) -> None:
-    assert runs_on(ArchEntry(entry), ComputeCapability(cc), jit_ok=jit_ok) is expected
+def test_one_entry_reaches(entry: str, cc: str, jit_ok: bool, expected: bool) -> None:
+    fact = ArchFact((ArchEntry(entry),), "confirmed", "confirmed")
+    assert reach(fact, ComputeCapability(cc), jit_ok=jit_ok).runs is expected
+
+
+@pytest.mark.parametrize(
+    ("fact", "cc", "jit_ok", "expected"),
+    [
+        (ArchFact((ArchEntry("8.0"),), "confirmed", "inferred"), "8.6", True,
+         Reach(True, "confirmed")),  # SASS: as sure as the SASS
+        (ArchFact((ArchEntry("8.0+PTX"),), "confirmed", "inferred"), "9.0", True,
+         Reach(True, "inferred", by_ptx=True, ptx_major=8)),  # PTX: the weaker of the two
+        (ArchFact((ArchEntry("7.0+PTX"), ArchEntry("8.0+PTX")), "inferred", "confirmed"), "10.0",
+         True, Reach(True, "inferred", by_ptx=True, ptx_major=8)),  # the nearest PTX
+        (ArchFact((ArchEntry("8.0+PTX"),), "confirmed", "confirmed"), "9.0", False,
+         Reach(False, "confirmed")),  # PTX without the JIT runs nothing
+        (ArchFact(None, "unknown", "unknown"), "8.6", True, Reach(None, "unknown")),
+        (ArchFact(None, "unknown", "unknown", partial=PartialList(oldest=ArchEntry("7.0"))),
+         "6.1", True, Reach(False, "confirmed", rule="oldest-target")),
+        (ArchFact(None, "unknown", "unknown", partial=PartialList(
+            oldest=ArchEntry("7.0"), includes=(ArchEntry("9.0"),))),
+         "9.0", True, Reach(True, "confirmed", rule="named-in-list")),
+        (ArchFact(None, "unknown", "unknown", partial=PartialList(oldest=ArchEntry("7.0"))),
+         "8.6", True, Reach(None, "unknown")),  # above the oldest target: nobody knows
+    ],
+    ids=["sass", "ptx", "nearest-ptx", "ptx-without-jit", "unknown", "oldest-target",
+         "named-in-list", "partial-silent"],
+)
+def test_reach_says_how_sure_it_is(fact: ArchFact, cc: str, jit_ok: bool,
+                                   expected: Reach) -> None:
+    assert reach(fact, ComputeCapability(cc), jit_ok=jit_ok) == expected
 
 
 def host(
@@ -59,15 +90,23 @@ def arch(*entries: str) -> tuple[ArchEntry, ...]:
     return tuple(map(ArchEntry, entries))
 
 
-def test_every_visible_gpu_must_be_covered() -> None:
-    reason = check_gpu_arch(host("570.86", "8.6", "6.1"), arch("7.5", "8.0", "8.6", "9.0"),
-                            jit_ok=True)
-    assert reason == "GPU 1 (sm_61, GPU1) not in arch list 7.5–9.0"
+def cu128(*entries: str) -> Variant:
+    """A cu128 build whose Linux x86_64 list is ``entries``, confirmed."""
+    return Variant(VariantName("cu128"), (Platform("linux-x86_64"),), arch_list=arch(*entries))
 
 
-def test_gpus_hidden_by_cuda_visible_devices_do_not_count() -> None:
+def test_every_visible_gpu_must_be_covered(matrix: Matrix) -> None:
+    verdict = check_cuda_arch(host("570.86", "8.6", "6.1"), matrix, matrix.releases[0],
+                              cu128("7.5", "8.0", "8.6", "9.0"), jit_ok=True)
+    assert verdict.reason == "GPU 1 (sm_61, GPU1) not in arch list 7.5–9.0"
+    assert (verdict.rejected_by, verdict.evidence) == ("arch-list", Evidence.CONFIRMED)
+
+
+def test_gpus_hidden_by_cuda_visible_devices_do_not_count(matrix: Matrix) -> None:
     h = host("570.86", "8.6", "6.1", visible=(0,))
-    assert check_gpu_arch(h, arch("7.5", "8.0", "8.6", "9.0"), jit_ok=True) is None
+    verdict = check_cuda_arch(h, matrix, matrix.releases[0], cu128("7.5", "8.0", "8.6", "9.0"),
+                              jit_ok=True)
+    assert verdict.reason is None and verdict.evidence is Evidence.CONFIRMED
 
 
 def test_driver_at_the_toolkit_floor_is_fully_compatible(matrix: Matrix) -> None:

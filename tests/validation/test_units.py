@@ -37,10 +37,11 @@ _TARGETS = [(major, minor) for major in (3, 5, 6, 7, 8, 9, 10, 11, 12) for minor
 @pytest.mark.parametrize("suffix", ["", "a", "f", "+PTX"], ids=["sass", "arch-a", "family-f",
                                                                 "ptx"])
 def test_the_probes_arch_rule_is_the_resolvers(suffix: str) -> None:
-    """The standalone probe's copy against ``resolver.rules.runs_on`` for every suffix, target and
-    capability: ``sm_XYs`` is SASS ``X.Ys``; ``compute_XY`` is PTX, which the resolver writes
-    ``X.Y+PTX`` and judges with the driver's JIT available."""
-    from torchenv.resolver.rules import runs_on
+    """The standalone probe's copy against ``matrix.inference.entry_runs`` (the entry rule under
+    ``reach``) for every suffix, target and capability: ``sm_XYs`` is SASS ``X.Ys``;
+    ``compute_XY`` is PTX, which the resolver writes ``X.Y+PTX`` and judges with the driver's
+    JIT available."""
+    from torchenv.matrix.inference import entry_runs
     from torchenv.values import ArchEntry, ComputeCapability
 
     compared = 0
@@ -50,8 +51,8 @@ def test_the_probes_arch_rule_is_the_resolvers(suffix: str) -> None:
         else:
             probe_name, entry = f"sm_{t_major}{t_minor}{suffix}", f"{t_major}.{t_minor}{suffix}"
         for major, minor in _CAPABILITIES:
-            want = runs_on(ArchEntry(entry), ComputeCapability.from_parts(major, minor),
-                           jit_ok=True)
+            want = entry_runs(ArchEntry(entry), ComputeCapability.from_parts(major, minor),
+                              jit_ok=True)
             assert _probe.arch_runs(probe_name, major, minor) is want, (probe_name, major, minor)
             compared += 1
     assert compared == len(_TARGETS) * len(_CAPABILITIES)

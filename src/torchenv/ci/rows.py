@@ -16,6 +16,7 @@ from torchenv.ci.request import CiRequest
 from torchenv.installers.commands import pip_install_command
 from torchenv.matrix.index import index_url_for, pins
 from torchenv.matrix.model import Matrix, Release, python_sort_key
+from torchenv.resolver.candidate import offered
 from torchenv.values import Platform, TorchVersion, VariantName, optional_text
 
 __all__ = ["CiRow", "candidate_rows", "generate_rows", "row_sort_key"]
@@ -66,16 +67,11 @@ def row_sort_key(row: CiRow) -> tuple[Any, ...]:
 
 def _variants_on(release: Release,
                  platform: Platform) -> list[tuple[VariantName, tuple[str, ...]]]:
-    """(variant name, Python tags) published for ``platform``, the PyPI build included."""
-    found: list[tuple[VariantName, tuple[str, ...]]] = []
-    for variant in release.variants:
-        if platform in variant.platforms:
-            found.append((variant.name, release.python_tags(platform, variant)))
-    default = release.pypi_default.get(platform)
-    if default is not None and all(name != default for name, _ in found):
-        # e.g. macOS: the PyPI wheel is the CPU build and the index lists no macOS variant
-        found.append((default, release.python_tags(platform)))
-    return found
+    """(variant name, Python tags) of each build of ``release`` on ``platform``: the builds the
+    resolver offers (:func:`torchenv.resolver.candidate.offered`, the PyPI build included),
+    each with the tags its wheels carry."""
+    return [(variant.name, release.python_tags(platform, variant))
+            for variant, _ in offered(release, platform)]
 
 
 def candidate_rows(matrix: Matrix, request: CiRequest) -> Iterator[CiRow]:

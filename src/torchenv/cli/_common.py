@@ -154,7 +154,8 @@ def index_base_warning(base: str | None) -> str | None:
             "mirror offers it")
 
 
-def target_python(args: argparse.Namespace) -> tuple[str | None, str]:
+def target_python(args: argparse.Namespace,
+                  environ: Mapping[str, str] | None = None) -> tuple[str | None, str]:
     """The target Python asked for and the words naming where it came from: ``--python``, else
     a non-empty ``TORCHENV_PYTHON``. Either may be a version (``3.12``) or the path of an
     interpreter."""
@@ -164,7 +165,7 @@ def target_python(args: argparse.Namespace) -> tuple[str | None, str]:
         if "python" not in sources(args):
             given(args, "python", "flag")
         return flag, field.name(sources(args)["python"])
-    env = os.environ.get("TORCHENV_PYTHON", "").strip()
+    env = (os.environ if environ is None else environ).get("TORCHENV_PYTHON", "").strip()
     if env:
         given(args, "python", "variable")
         return env, field.name("variable")
@@ -210,14 +211,17 @@ def overrides_from_args(
 
 def host_from_args(
     args: argparse.Namespace, *, python_executable: str | None = None,
-    matrix: Matrix | None = None,
+    matrix: Matrix | None = None, python_facts: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> HostProfile:
     """The HostProfile for a command: ``--host FILE`` or detection, then the overrides.
-    ``matrix``: the one the command has loaded, for what detection completes from it."""
+    ``matrix``: the one the command has loaded, for what detection completes from it;
+    ``python_facts``: what ``python_executable`` already reported (no second child);
+    ``environ``: the variables the overrides are read from (default: this process's)."""
     from torchenv.detection.detect import apply_overrides, detect
 
-    environ: Mapping[str, str] = os.environ
-    wanted, _ = target_python(args)
+    environ = os.environ if environ is None else environ
+    wanted, _ = target_python(args, environ)
     if wanted and is_interpreter_path(wanted):
         # `--python PATH` (or TORCHENV_PYTHON=PATH) names an interpreter to inspect rather than
         # a version to target; the variable is consumed here, so it is not read as a version
@@ -225,7 +229,7 @@ def host_from_args(
             python_executable = wanted
             given(args, "interpreter", sources(args).get("python", "flag"))
         args.target_python = None
-        environ = {k: v for k, v in os.environ.items() if k != "TORCHENV_PYTHON"}
+        environ = {k: v for k, v in environ.items() if k != "TORCHENV_PYTHON"}
     overrides = overrides_from_args(args, environ)
     host_file = getattr(args, "host", None)
     if host_file:
@@ -242,7 +246,7 @@ def host_from_args(
             raise BadInput(f"--host: {host_file} is nested too deeply to be a host profile",
                            hint=hint) from exc
         return apply_overrides(HostProfile.from_json(data, origin=host_file), overrides)
-    return detect(overrides, python=python_executable, matrix=matrix)
+    return detect(overrides, python=python_executable, matrix=matrix, python_facts=python_facts)
 
 
 def load_matrix_reported() -> Matrix:

@@ -10,8 +10,7 @@ fix is written as the flags that would apply it (:func:`spell`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Optional
+from typing import TYPE_CHECKING, Literal, NamedTuple, Optional
 
 if TYPE_CHECKING:
     import argparse
@@ -36,8 +35,7 @@ __all__ = [
 Source = Literal["flag", "variable", "pyproject", "alias"]
 
 
-@dataclass(frozen=True)
-class Field:
+class Field(NamedTuple):
     """How a user can give one field: a flag, perhaps a variable, perhaps a pyproject key."""
 
     flag: str

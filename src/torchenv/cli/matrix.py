@@ -45,7 +45,8 @@ def register(sub: Subcommands) -> None:
     check.add_argument(
         "--write-cache",
         action="store_true",
-        help="rebuild the embedded cache (cache.json) from the YAML (maintainers)",
+        help="rebuild the built matrix (built.json) and the parsed YAML (cache.json) from the "
+        "YAML (maintainers)",
     )
     check.add_argument(
         "--git",
@@ -143,26 +144,34 @@ def run_check(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
+    from torchenv.matrix.built import BUILT_FILE, build_document, fingerprint
     from torchenv.matrix.loader import (
         CACHE_FILE,
+        DATA_DIR,
+        DATA_FILES,
         build_cache,
+        build_embedded,
+        load_built,
         load_embedded_documents,
         load_matrix,
     )
 
+    built = build_embedded()  # every validation and inference rule; MatrixError is exit 2
     if args.write_cache:
-        doc = build_cache()
         from torchenv._files import write_atomic
 
-        write_atomic(CACHE_FILE, json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n")
+        for path, doc in ((CACHE_FILE, build_cache()),
+                          (BUILT_FILE, build_document(built, fingerprint(DATA_DIR, DATA_FILES)))):
+            write_atomic(path, json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n")
     _, cached = load_embedded_documents()
+    shipped_current = load_built() == built
     overlay: Path | bool = Path(args.overlay) if args.overlay else False
     if args.overlay and not os.path.lexists(args.overlay):
         raise BadInput(f"--overlay: {args.overlay} does not exist")
-    matrix = load_matrix(overlay=overlay)  # raises MatrixError (exit 2) for the embedded data
+    matrix = load_matrix(overlay=overlay) if args.overlay else built
     from torchenv.matrix.companions import load_companions
 
-    companions = load_companions(matrix=matrix)  # raises MatrixError (exit 2) too
+    companions = load_companions(matrix=built)  # checked against the embedded matrix; exit 2
     stack = {
         "matrix_version": companions.matrix_version,
         "packages": len(companions.packages),
@@ -174,11 +183,13 @@ def run_check(args: argparse.Namespace) -> int:
     if matrix.overlay_error:  # a failure of the check; the other commands only ignore it
         problems.append(f"overlay not usable (every other command ignores it): "
                         f"{matrix.overlay_error}")
-    if not cached:
+    stale = [name for name, current in (("built.json", shipped_current), ("cache.json", cached))
+             if not current]
+    if stale:
         problems.append(
-            "cache.json does not match the YAML (run 'torchenv matrix check "
-            "--write-cache'); the YAML is parsed on every start until then"
-        )
+            f"{' and '.join(stale)} {'do' if len(stale) > 1 else 'does'} not match what the "
+            "YAML and the inference rules build (run 'torchenv matrix check --write-cache'); "
+            "every start builds the matrix from the YAML until then")
     unverified = [
         f"{r.torch} {v.name}" for r in matrix.releases for v in r.variants if v.status != "verified"
     ]
@@ -187,7 +198,8 @@ def run_check(args: argparse.Namespace) -> int:
         from torchenv.matrix.provenance import check_commits
 
         provenance = check_commits(list(matrix.sources.values()), _git_clones(args.git))
-    failed = bool(matrix.overlay_error) or bool(provenance and provenance.problems)
+    failed = bool(matrix.overlay_error) or bool(stale) \
+        or bool(provenance and provenance.problems)
     summary = {
         "ok": not failed,
         "matrix_version": matrix.matrix_version,
@@ -195,6 +207,7 @@ def run_check(args: argparse.Namespace) -> int:
         "variants": sum(len(r.variants) for r in matrix.releases),
         "unverified_variants": unverified,
         "cache_current": cached,
+        "built_current": shipped_current,
         "problems": problems,
         "companions": stack,
     }
@@ -210,6 +223,7 @@ def run_check(args: argparse.Namespace) -> int:
             f"{summary['variants']} release variants, all checks passed"
             if summary["ok"]
             else "matrix check failed" + (": the overlay is not usable" if matrix.overlay_error
+                                          else ": the shipped matrix is stale" if stale
                                           else "")
         )
         print(f"companions {stack['matrix_version']}: {stack['packages']} packages, "
@@ -222,7 +236,7 @@ def run_check(args: argparse.Namespace) -> int:
                 + (" …" if len(unverified) > 8 else "")
             )
         for p in problems:
-            print(f"{'error' if p.startswith('overlay') else 'warning'}: {p}", file=sys.stderr)
+            print(f"error: {p}", file=sys.stderr)
         if provenance is not None:
             print(f"cited commits: {len(provenance.checked)} on their branch, "
                   f"{len(provenance.problems)} not, {len(provenance.unchecked)} not checkable here")

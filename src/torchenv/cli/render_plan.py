@@ -109,6 +109,7 @@ def render_plan(
     )
     out.print(f"  {escape(first[1])}", soft_wrap=True)
     out.print("  then prove it works: [bold]torchenv validate[/bold]")
+    _render_constraints(out, plan)
     if plan.warnings:
         out.print("[bold yellow]Warnings[/bold yellow]")
         for w in plan.warnings:
@@ -134,6 +135,17 @@ def render_plan(
         out.print(
             f"[dim]{len(plan.rejected)} other candidates rejected; --explain lists them[/dim]"
         )
+
+
+def _render_constraints(out: Console, plan: Plan) -> None:
+    """How to keep this build: the constraints file's lines and the variables that use it."""
+    from torchenv.installers.render import CONSTRAINTS_FILE
+
+    out.print(f"  keep it: save as {CONSTRAINTS_FILE} and export PIP_CONSTRAINT and "
+              "UV_CONSTRAINT as its absolute path, so no later install replaces this build:",
+              soft_wrap=True)
+    for requirement in plan.requirements():
+        out.print(f"    {escape(requirement)}", soft_wrap=True)
 
 
 def _render_host_warnings(out: Console, warnings: tuple[str, ...]) -> None:

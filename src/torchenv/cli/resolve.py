@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from torchenv.cli._common import (
     add_json_flag,
@@ -236,13 +236,23 @@ def run_resolve(args: argparse.Namespace) -> int:
         return exc.exit_code
     commands = _commands(args, plan, host)
     if args.json:
-        emit_json(plan.to_json(commands))
+        emit_json(_plan_json(plan, commands))
         return 0
     from torchenv.cli.render_plan import render_plan
 
     render_plan(plan, host, commands, explain=args.explain,
                 alternatives=_alternatives(plan, request, host, matrix))
     return 0
+
+
+def _plan_json(plan: Plan, commands: dict[str, str],
+               constraints_path: str | None = None) -> dict[str, Any]:
+    """The plan's document with its constraints file (``constraints``: name, text, the
+    variables and the commands that use it)."""
+    from torchenv.installers.render import CONSTRAINTS_FILE, constraints
+
+    return {**plan.to_json(commands),
+            "constraints": constraints(plan, constraints_path or CONSTRAINTS_FILE)}
 
 
 def _commands(args: argparse.Namespace, plan: Plan, host: HostProfile) -> dict[str, str]:
@@ -317,18 +327,31 @@ def run_env(args: argparse.Namespace) -> int:
         from pathlib import Path
 
         from torchenv._files import write_atomic
+        from torchenv.installers.render import CONSTRAINTS_FILE, render_constraints
 
+        # the constraints file beside it, written under the same rule (--force to replace)
+        beside = Path(args.output).parent / CONSTRAINTS_FILE
+        keep = render_constraints(plan)
+        same = beside.is_file() and beside.read_text(encoding="utf-8", errors="replace") == keep
+        if beside.exists() and not same and not args.force:  # before anything is written
+            raise BadInput(f"-o: {beside} (the constraints file written beside {args.output}) "
+                           "exists and pins another build",
+                           hint="pass --force to replace it, or write into another folder")
         write_atomic(Path(args.output), text, force=args.force)  # BadInput (exit 2) on failure
+        if not same:
+            write_atomic(beside, keep, force=True)
         if args.json:
-            emit_json({"written": args.output, "format": fmt,
-                       "plan": plan.to_json(_commands(args, plan, host))})
+            emit_json({"written": args.output, "format": fmt, "constraints_written": str(beside),
+                       "plan": _plan_json(plan, _commands(args, plan, host), str(beside))})
         else:
             print(
-                f"wrote {args.output} ({fmt}: torch {plan.torch} {plan.variant})", file=sys.stderr
+                f"wrote {args.output} ({fmt}: torch {plan.torch} {plan.variant}) and {beside} "
+                f"(export PIP_CONSTRAINT and UV_CONSTRAINT as its absolute path, so that no "
+                "later install replaces this build)", file=sys.stderr
             )
     elif args.json:
         emit_json({"format": fmt, "content": text,
-                   "plan": plan.to_json(_commands(args, plan, host))})
+                   "plan": _plan_json(plan, _commands(args, plan, host))})
     else:
         sys.stdout.write(text)
     return 0
@@ -521,7 +544,7 @@ def run_install(args: argparse.Namespace) -> int:
     # the installer runs
     document: dict[str, object] = {
         "command": command, "argv": argv, "ran": False, "returncode": None, "timed_out": None,
-        "output_tail": None, "notes": notes, "plan": plan.to_json(_commands(args, plan, host))}
+        "output_tail": None, "notes": notes, "plan": _plan_json(plan, _commands(args, plan, host))}
     if args.dry_run:
         if args.json:
             emit_json(document)
@@ -550,9 +573,11 @@ def run_install(args: argparse.Namespace) -> int:
             return 1
     echo = _Echo(to_stderr_only=args.json)
     result = run_process(argv, timeout=timeout, on_output=echo)
+    kept = _keep_constraints(plan, host, python) if result.ok else None
     if args.json:
         emit_json({**document, "ran": True, "returncode": result.returncode,
-                   "timed_out": result.timed_out, "output_tail": echo.tail})
+                   "timed_out": result.timed_out, "output_tail": echo.tail,
+                   "constraints_written": kept})
     if not result.ok:
         print(f"torchenv: error: {result.describe_failure()}", file=out)
         if result.timed_out:
@@ -563,8 +588,32 @@ def run_install(args: argparse.Namespace) -> int:
             print(f"  hint: {python} has no pip (uv makes venvs without it): use "
                   "--installer uv, or add pip with 'python -m ensurepip'", file=out)
         return 1
+    if kept is not None:
+        print(f"wrote {kept}: export PIP_CONSTRAINT={kept} UV_CONSTRAINT={kept} so that no "
+              "later install replaces this build", file=out)
     print("installed; prove it works with: torchenv validate", file=out)
     return 0
+
+
+def _keep_constraints(plan: Plan, host: HostProfile, python: str) -> str | None:
+    """Write the plan's constraints file into the environment just installed into (a venv,
+    conda or pixi environment: ``<prefix>/torch-constraints.txt``); its path, or None for a
+    system interpreter, whose prefix is not torchenv's to write to."""
+    from pathlib import Path
+
+    from torchenv._files import write_atomic
+    from torchenv.installers.render import CONSTRAINTS_FILE, render_constraints
+
+    if host.python.env_kind in ("system", "unknown"):
+        return None
+    folder = Path(os.path.abspath(python)).parent
+    prefix = folder.parent if folder.name in ("bin", "Scripts") else folder
+    path = prefix / CONSTRAINTS_FILE
+    try:
+        write_atomic(path, render_constraints(plan), force=True)
+    except TorchenvError:
+        return None  # installed all the same; the plan's JSON still carries the text
+    return str(path)
 
 
 def _stdin_is_a_terminal() -> bool:

@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(exc, Interrupted):
             raise exc.cause from None
         raise
+    report = _explain_import_failure(report)
     if args.junit:
         from torchenv.validation.report import write_junit
 
@@ -185,6 +186,33 @@ def _check_interpreter(python: str) -> None:
 _INSPECT_TIMEOUT = 30.0
 """Seconds the interpreter may take to answer (doctor's limit: a cold start from a network
 file system can take seconds)."""
+
+
+def _explain_import_failure(report: Report) -> Report:
+    """A failed ``import_torch`` answered with doctor's cause and fix: doctor's bounded child
+    imports torch in the same interpreter, environment and folder, and its classifier names the
+    cause (the same finding 'torchenv doctor' prints), so the two never disagree."""
+    from dataclasses import replace
+
+    failed = next((c for c in report.checks if c.name == "import_torch" and c.status == "fail"),
+                  None)
+    if failed is None or failed.error == "torch is not installed in this interpreter":
+        return report
+    import os
+
+    from torchenv.doctor.classify import classify, explains_import
+    from torchenv.doctor.probe import probe_import
+
+    seen = probe_import(report.python, dict(os.environ), cwd=os.getcwd())
+    cause = next((f for f in classify(seen) if explains_import(f)), None)
+    if cause is None:
+        return report
+    # a cause without a single fixing command keeps validate's own next step after it
+    hint = f"{cause.title} [{cause.code}]; " + (f"fix: {cause.fix}" if cause.fix
+                                                 else failed.hint or "")
+    explained = replace(failed, hint=hint,
+                        metrics={**failed.metrics, "finding": cause.to_json()})
+    return replace(report, checks=tuple(explained if c is failed else c for c in report.checks))
 
 
 def _check_writable(path: str) -> None:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from torchenv.detection.profile import Gpu
 from torchenv.values import DriverVersion, InvalidValue
@@ -69,8 +68,7 @@ def parse_sys_module_version(text: str) -> Optional[DriverVersion]:
     return driver_version_in(m.group(1) if m else None)
 
 
-@dataclass(frozen=True)
-class ProcGpu:
+class ProcGpu(NamedTuple):
     """One GPU as ``/proc/driver/nvidia/gpus/<bus>/information`` describes it."""
 
     minor: Optional[int]

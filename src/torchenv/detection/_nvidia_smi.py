@@ -10,8 +10,7 @@ import os
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from torchenv.detection._nvidia_proc import driver_version_in
 from torchenv.detection.profile import Gpu
@@ -199,8 +198,7 @@ def find_nvidia_smi(environ: Mapping[str, str], *, wsl: bool = False) -> Optiona
     return None
 
 
-@dataclass(frozen=True)
-class SmiResult:
+class SmiResult(NamedTuple):
     gpus: tuple[Gpu, ...] = ()
     driver_version: Optional[DriverVersion] = None
     cuda_driver_version: Optional[CudaVersion] = None

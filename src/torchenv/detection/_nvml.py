@@ -13,8 +13,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from torchenv.detection.profile import Gpu
 from torchenv.values import ComputeCapability, CudaVersion, DriverVersion, InvalidValue
@@ -65,8 +64,7 @@ def describe_init_error(code: int, text: str) -> Optional[str]:
     return f"NVML: initialisation failed ({text or f'error {code}'})"
 
 
-@dataclass(frozen=True)
-class NvmlResult:
+class NvmlResult(NamedTuple):
     """What NVML said. ``ok`` is False when NVML could not be used at all."""
 
     ok: bool

@@ -8,8 +8,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from torchenv.values import Platform
 
@@ -120,8 +119,7 @@ def parse_cgroup_container(text: str) -> Optional[str]:
     return None
 
 
-@dataclass(frozen=True)
-class PlatformFacts:
+class PlatformFacts(NamedTuple):
     platform: Platform
     os: str
     machine: str

@@ -10,8 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from typing import Optional
@@ -140,8 +139,7 @@ def parse_hsa_override(value: str) -> Optional[str]:
     return f"gfx{int(m.group(1))}{minor:x}{step:x}"
 
 
-@dataclass(frozen=True)
-class RocmFacts:
+class RocmFacts(NamedTuple):
     version: Optional[str] = None
     gfx_targets: tuple[str, ...] = ()
     source: Optional[str] = None
@@ -197,8 +195,6 @@ def needs_tools(root: StrPath, environ: Mapping[str, str]) -> bool:
 
 def probe_rocm(root: StrPath, environ: Mapping[str, str], *, timeout: float = 5.0) -> RocmFacts:
     """Find AMD GPUs and the ROCm install; an empty result when neither is present."""
-    from torchenv._subprocess import run_process
-
     rocm_path = _rocm_path(root, environ)
     version_text = _read(os.path.join(rocm_path, ".info/version"))
     version = parse_rocm_version(version_text) if version_text else None
@@ -216,6 +212,8 @@ def probe_rocm(root: StrPath, environ: Mapping[str, str], *, timeout: float = 5.
         rocm_bin = os.path.join(rocm_path, "bin")
         enumerator = _tool("rocm_agent_enumerator", rocm_bin, environ)
         rocminfo = _tool("rocminfo", rocm_bin, environ)
+        if enumerator or rocminfo:  # the subprocess machinery only where a tool runs
+            from torchenv._subprocess import run_process
         if enumerator:
             res = run_process([enumerator], timeout=left())
             if res.ok:

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from torchenv.detection.profile import PciDevice
 
@@ -34,8 +33,7 @@ def is_intel_gpu(vendor: str, pci_class: str) -> bool:
     return v == INTEL_VENDOR and (c >> 16) == 0x03
 
 
-@dataclass(frozen=True)
-class XpuFacts:
+class XpuFacts(NamedTuple):
     devices: tuple[str, ...] = ()
     level_zero: bool = False
     level_zero_path: Optional[str] = None

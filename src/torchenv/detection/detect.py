@@ -348,7 +348,6 @@ def _probe_nvidia(root: str, env: Mapping[str, str], limit: float, wsl: bool,
                   warnings: list[str], sources: dict[str, str],
                   evidence: list[str], *, windows: bool,
                   matrix: Callable[[], Matrix]) -> Optional[NvidiaInfo]:
-    from torchenv.detection._cuda_visible import parse_cuda_visible_devices
     from torchenv.detection._nvidia_proc import read_kernel_driver_version, read_proc_gpus
     from torchenv.detection._nvidia_smi import drivers_own, find_nvidia_smi, probe_nvidia_smi
     from torchenv.detection._nvml import probe_nvml_bounded
@@ -414,6 +413,7 @@ def _probe_nvidia(root: str, env: Mapping[str, str], limit: float, wsl: bool,
         if derived is not None:
             cuda, sources["nvidia.cuda_driver_version"] = derived
             cuda_source = DERIVED
+    from torchenv.detection._cuda_visible import parse_cuda_visible_devices
     from torchenv.detection.catalog import DRIVER
 
     gpus = tuple(replace(g, compute_capability_source=DRIVER) if g.compute_capability else g

@@ -6,9 +6,10 @@ The JSON form is the public ``torchenv detect --json`` document (see README.md),
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from torchenv.errors import BadInput
 from torchenv.values import ComputeCapability, CudaVersion, DriverVersion, Platform, optional_text
@@ -122,8 +123,7 @@ class NvidiaInfo:
         )
 
 
-@dataclass(frozen=True)
-class PciDevice:
+class PciDevice(NamedTuple):
     """A display or 3D controller on the PCI bus: driver-independent evidence of a GPU.
 
     ``vendor`` and ``device`` are 4 lower-case hex digits (``10de``, ``1b80``); ``driver`` is the
@@ -147,8 +147,7 @@ class PciDevice:
                    driver=d.get("driver"))
 
 
-@dataclass(frozen=True)
-class RocmInfo:
+class RocmInfo(NamedTuple):
     version: Optional[str]
     gfx_targets: tuple[str, ...] = ()
     source: str = "unknown"
@@ -163,8 +162,7 @@ class RocmInfo:
                    source=str(d.get("source", "file")))
 
 
-@dataclass(frozen=True)
-class XpuInfo:
+class XpuInfo(NamedTuple):
     devices: tuple[str, ...] = ()
     level_zero: bool = False
     source: str = "unknown"
@@ -286,15 +284,29 @@ class HostProfile:
     # function, /dev/nvidia*, /proc/driver/nvidia, an nvidia-smi or NVML that failed or hung
     nvidia_evidence: tuple[str, ...] = ()
 
+    @functools.cached_property
+    def gpu_kinds(self) -> frozenset[str]:
+        """The accelerator families here that steer the choice of a build: ``cuda`` (an NVIDIA
+        GPU, driver or CUDA driver version), ``rocm`` (an AMD gfx target), ``xpu`` (an Intel
+        GPU with the Level Zero runtime). Worked out once per profile; the resolver and the
+        installers both read it."""
+        kinds = set()
+        if self.nvidia is not None and (self.nvidia.gpus or self.nvidia.driver_version
+                                        or self.nvidia.cuda_driver_version):
+            kinds.add("cuda")
+        if self.rocm is not None and self.rocm.gfx_targets:
+            kinds.add("rocm")
+        if self.xpu is not None and self.xpu.devices and self.xpu.level_zero:
+            # an Intel display device without the Level Zero runtime is usually an iGPU that
+            # the xpu build cannot use; it must not steer the choice
+            kinds.add("xpu")
+        return frozenset(kinds)
+
     @property
     def has_gpu(self) -> bool:
-        """True when some accelerator torch could use is present."""
-        return bool(
-            (self.nvidia is not None and (self.nvidia.gpus or self.nvidia.driver_version))
-            or (self.rocm is not None and self.rocm.gfx_targets)
-            or (self.xpu is not None and self.xpu.devices)
-            or self.mps
-        )
+        """Some accelerator torch could use is here: a family of :attr:`gpu_kinds`, or
+        Apple's MPS."""
+        return bool(self.gpu_kinds) or self.mps
 
     def with_changes(self, **changes: Any) -> HostProfile:
         return replace(self, **changes)
@@ -385,16 +397,14 @@ def _nesting_depth(value: Any, limit: int) -> int:
     return deepest
 
 
-@dataclass(frozen=True)
-class _Object:
+class _Object(NamedTuple):
     """A nested object of a host document (or null, when ``nullable``)."""
 
     keys: Mapping[str, Any]
     nullable: bool = True
 
 
-@dataclass(frozen=True)
-class _ListOf:
+class _ListOf(NamedTuple):
     """A list of objects (or null, when ``nullable``)."""
 
     item: _Object

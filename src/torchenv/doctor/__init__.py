@@ -1,7 +1,8 @@
 """Doctor: explain what is wrong with an existing environment and print the fix.
 
-``diagnose(host, env, matrix, installs)`` is pure; ``gather_installs(python, env)`` is the edge
-that asks the target interpreter what it has installed.
+``diagnose(host, env, matrix, installs, seen)`` is pure; ``gather_installs(python, env)`` asks
+the target interpreter what it has installed, and ``probe.probe_import`` imports torch there in
+a bounded child whose report (``seen.Seen``) ``classify.classify`` turns into causes.
 """
 
 from torchenv.doctor.findings import (

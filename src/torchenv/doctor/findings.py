@@ -12,8 +12,9 @@ from torchenv.detection.profile import Gpu, HostProfile, TorchInfo
 from torchenv.errors import TorchenvError
 from torchenv.installers.commands import chain_commands, quote_command, shell_for
 from torchenv.matrix.index import index_url_for, pin
-from torchenv.matrix.model import Matrix, Release
-from torchenv.resolver.rules import check_driver, driver_floors, runs_on
+from torchenv.matrix.inference import reach
+from torchenv.matrix.model import ArchFact, Matrix, Release
+from torchenv.resolver.rules import check_driver, driver_floors
 from torchenv.values import (
     ArchEntry,
     CudaVersion,
@@ -24,6 +25,7 @@ from torchenv.values import (
 )
 
 if TYPE_CHECKING:
+    from torchenv.doctor.seen import Seen
     from torchenv.installers.commands import Shell
 
 __all__ = [
@@ -44,17 +46,20 @@ CUDA_LIB_PREFIXES = ("libcudart.so", "libcudnn.so", "libnccl.so", "libcublas.so"
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem: ``fix`` is a command (or None when no single command fixes it)."""
+    """One problem: ``fix`` is a command (or None when no single command fixes it);
+    ``evidence`` holds what the finding rests on (the error line, the paths, the versions)."""
 
     severity: Severity
     code: str
     title: str
     explanation: str
     fix: Optional[str] = None
+    evidence: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"severity": self.severity, "code": self.code, "title": self.title,
-                "explanation": self.explanation, "fix": self.fix}
+                "explanation": self.explanation, "fix": self.fix,
+                "evidence": dict(self.evidence)}
 
 
 @dataclass(frozen=True)
@@ -189,8 +194,10 @@ def _gpus(host: HostProfile) -> tuple[Gpu, ...]:
 
 
 def diagnose(host: HostProfile, env: Mapping[str, str], matrix: Matrix,
-             installs: Installs = Installs()) -> list[Finding]:
-    """Every problem found, errors first."""
+             installs: Installs = Installs(), seen: Optional[Seen] = None) -> list[Finding]:
+    """Every problem found, errors first. ``seen``: what a child ``import torch`` saw, whose
+    causes :func:`torchenv.doctor.classify.classify` names (they replace the metadata-only
+    findings of the same code)."""
     findings: list[Finding] = []
     torch = torch_info(host, installs, matrix)
     target = installs.python or host.python.executable or "python"
@@ -233,6 +240,22 @@ def diagnose(host: HostProfile, env: Mapping[str, str], matrix: Matrix,
             "An NVIDIA GPU is present but its facts could not be read",
             f"{reason[0].upper()}{reason[1:]}. Until the driver answers, torch cannot use the GPU "
             "and no CUDA build can be checked against it.", fix))
+    if seen is not None:
+        from torchenv.doctor.classify import classify
+
+        seen_findings = classify(seen, paired=_paired(matrix, torch), shell=shell)
+        replaced = {f.code for f in seen_findings} | {"ld-library-path-cuda"}
+        if any(f.code == "torch-shadowed" for f in seen_findings):
+            replaced.add("torch-missing")  # torch imports, from the folder that finding names
+        conda_torch = [r for r in installs.conda if r.name in ("pytorch", "torch")]
+        if conda_torch:  # the child sees pip's dist-info folders only: conda's records too
+            listed = "; ".join(f"{r.version} from conda ({r.channel}) in {r.path}"
+                               for r in conda_torch)
+            seen_findings = [replace(f, explanation=f"{f.explanation} Also installed: {listed}.",
+                                     evidence={**f.evidence, "conda": [r.path for r in
+                                                                       conda_torch]})
+                             if f.code == "multiple-torch" else f for f in seen_findings]
+        findings = [f for f in findings if f.code not in replaced] + seen_findings
     for warning in host.warnings:
         if re.search(r"mismatch", warning, re.I) and re.search(r"nvml|driver", warning, re.I):
             findings.append(Finding(
@@ -242,6 +265,21 @@ def diagnose(host: HostProfile, env: Mapping[str, str], matrix: Matrix,
             break
     findings.sort(key=lambda f: _SEVERITY_ORDER[f.severity])
     return findings
+
+
+def _paired(matrix: Matrix, torch: Optional[TorchInfo]) -> dict[str, str]:
+    """torchvision's and torchaudio's requirement paired with the installed torch (pinned with
+    its local tag, as resolve pins them)."""
+    release = _release(matrix, torch.version) if torch is not None else None
+    if release is None or torch is None:
+        return {}
+    local = _local(torch.version)
+    out = {}
+    for name, wanted in (("torchvision", optional_text(release.torchvision)),
+                         ("torchaudio", optional_text(release.torchaudio))):
+        if wanted:
+            out[name] = pin(name, wanted, local)
+    return out
 
 
 def _arch_list(host: HostProfile, matrix: Matrix,
@@ -269,10 +307,11 @@ def _arch_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> list[
     if not archs or not torch.cuda_version:
         return []
     out = []
+    built_for = ArchFact(entries, "confirmed", "confirmed")  # what the installed build says
     for gpu in _gpus(host):
         cc = gpu.compute_capability
         # the resolver's rule 3, with the PTX JIT assumed available (the driver is checked apart)
-        if cc and not any(runs_on(e, cc, jit_ok=True) for e in entries):
+        if cc and reach(built_for, cc, jit_ok=True).runs is False:
             sm = cc.sm
             out.append(Finding(
                 "error", "gpu-arch-unsupported",

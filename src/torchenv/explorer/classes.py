@@ -28,7 +28,8 @@ known" (:class:`DriverClasses`).
 
 **Compute capability.** ``check_cuda_arch`` asks, for each arch list of the window, whether an
 entry runs the GPU as SASS, whether one runs it with the driver's JIT, and whether a PTX entry
-could run it (the hint in the reason), all through ``runs_on``; for a CUDA version whose list is
+could run it (the hint in the reason), through ``matrix.inference.reach`` (and ``entry_runs`` for
+the PTX hint); for a CUDA version whose list is
 unknown on the platform it asks ``toolkit_excludes``, and the per-GPU inference rules ask of the
 confirmed lists around it how many entries are at or below the GPU and whether one of those
 carries PTX (``matrix.inference``). Two capabilities with the same answers to all of these are
@@ -72,11 +73,11 @@ from typing import Any, Optional
 from torchenv.detection.detect import apply_overrides
 from torchenv.detection.overrides import Overrides
 from torchenv.detection.profile import HostProfile, PythonInfo
-from torchenv.matrix.inference import toolkit_excludes
+from torchenv.matrix.inference import entry_runs, reach, toolkit_excludes
 from torchenv.matrix.model import ArchFact, Matrix, ToolkitFloor
 from torchenv.resolver.request import Request
 from torchenv.resolver.resolve import evaluate
-from torchenv.resolver.rules import driver_floors, runs_on
+from torchenv.resolver.rules import driver_floors
 from torchenv.values import (
     ArchEntry,
     ComputeCapability,
@@ -310,9 +311,10 @@ def _list_answers(arch_list: tuple[ArchEntry, ...]
     def below(cc: ComputeCapability) -> list[ArchEntry]:
         return [e for e in arch_list if (e.major, e.minor) <= (cc.major, cc.minor)]
 
-    return tuple((any(runs_on(e, cc, jit_ok=False) for e in arch_list),
-                  any(runs_on(e, cc, jit_ok=True) for e in arch_list),
-                  any(runs_on(e, cc, jit_ok=True) for e in arch_list if e.ptx),
+    fact = ArchFact(arch_list, "confirmed", "confirmed")  # the evidence is not asked here
+    return tuple((reach(fact, cc, jit_ok=False).runs is True,
+                  reach(fact, cc, jit_ok=True).runs is True,
+                  any(entry_runs(e, cc, jit_ok=True) for e in arch_list if e.ptx),
                   len(below(cc)), any(e.ptx for e in below(cc)))
                  for cc in _CAPABILITIES)
 

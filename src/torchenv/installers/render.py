@@ -28,17 +28,21 @@ Format = Literal["environment.yml", "requirements", "pyproject", "pixi"]
 Installer = Literal["pip", "uv"]
 
 __all__ = [
+    "CONSTRAINTS_FILE",
     "FORMATS",
     "INSTALLERS",
     "Format",
     "Installer",
     "all_commands",
     "conda_command",
+    "constraint_argv",
+    "constraints",
     "decision",
     "header_lines",
     "install_argv",
     "pip_command",
     "pixi_command",
+    "render_constraints",
     "render_environment_yml",
     "render_file",
     "render_pixi_toml",
@@ -208,6 +212,49 @@ def all_commands(plan: Plan, host: Optional[HostProfile] = None, *,
         "uv": uv_command(plan),
         "conda": conda_command(plan),
         "pixi": pixi_command(plan, spell, host),
+    }
+
+
+CONSTRAINTS_FILE = "torch-constraints.txt"
+"""The name a plan's constraints file is written under (beside an environment file, in the
+environment ``torchenv install`` installs into)."""
+
+
+def render_constraints(plan: Plan) -> str:
+    """A constraints file pinning the chosen builds with their local versions
+    (``torch==2.7.1+cu128``), so that a later ``pip install some-extension`` that wants another
+    torch fails with a resolver error instead of replacing this one with another build.
+
+    The matrix does not record torch's own pin of triton, so triton is left to torch's
+    ``Requires-Dist`` (torch pins it exactly where it needs it)."""
+    lines = [*header_lines(plan),
+             "Constraints that keep this build: pip and uv refuse a later install that would "
+             "replace it.",
+             f"Use with PIP_CONSTRAINT / UV_CONSTRAINT / UV_BUILD_CONSTRAINT={CONSTRAINTS_FILE}"
+             f" (an absolute path), or 'pip install -c {CONSTRAINTS_FILE} ...'."]
+    return _comment(lines) + "".join(f"{r}\n" for r in plan.requirements())
+
+
+def constraint_argv(installer: Installer, path: str) -> list[str]:
+    """The arguments that make ``installer`` honour the constraints file at ``path``."""
+    return ["--constraint", path] if installer == "uv" else ["-c", path]
+
+
+def constraints(plan: Plan, path: str = CONSTRAINTS_FILE) -> dict[str, object]:
+    """The plan's constraints as data: the file's name and text, the variables that make every
+    later pip and uv install (and uv's source builds) honour it, and the install commands that
+    use it. pip reads ``PIP_CONSTRAINT`` in the environments it builds sources in, too."""
+    shell = _shell(plan)
+    return {
+        "file": path,
+        "text": render_constraints(plan),
+        "requirements": plan.requirements(),
+        "environment": {"PIP_CONSTRAINT": path, "UV_CONSTRAINT": path,
+                        "UV_BUILD_CONSTRAINT": path},
+        "commands": {
+            installer: quote_command([*install_argv(plan, installer),
+                                      *constraint_argv(installer, path)], shell)
+            for installer in INSTALLERS},
     }
 
 

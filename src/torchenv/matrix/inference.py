@@ -77,11 +77,12 @@ predict anything of it that it does not hold.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, NamedTuple
 
 from torchenv.matrix.model import (
     COMPANIONS,
+    EVIDENCE_CLASSES,
     ArchFact,
     CompanionStatement,
     IndexRow,
@@ -111,6 +112,7 @@ __all__ = [
     "WINDOWS",
     "IndexRow",
     "PtxPolicy",
+    "Reach",
     "RuntimeTable",
     "apply_inference",
     "chains",
@@ -131,6 +133,7 @@ __all__ = [
     "list_excludes",
     "list_includes",
     "neighbours_in_chain",
+    "reach",
     "statement_pairing",
     "toolkit_excludes",
     "windows_covers_linux",
@@ -186,8 +189,7 @@ RULES: Mapping[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class PtxPolicy:
+class PtxPolicy(NamedTuple):
     """A confirmed statement that the release wheels of ``releases`` for CUDA ``cuda`` on
     ``platforms`` were built without PTX."""
 
@@ -198,8 +200,7 @@ class PtxPolicy:
     note: str | None = None
 
 
-@dataclass(frozen=True)
-class RuntimeTable:
+class RuntimeTable(NamedTuple):
     """``PYTORCH_RELEASES_CODE_CC`` of ``releases``: CUDA version -> platform -> SASS list.
 
     ``synced`` is True where the release's build script keeps its build table equal to it.
@@ -280,8 +281,7 @@ def infer_ptx_between(fact: ArchFact, older: ArchFact | None, newer: ArchFact | 
     sass = _sass(fact.arch_list)
     if not ptx <= set(sass):  # a PTX entry of a target this list does not build: no rule
         return None
-    return replace(
-        fact,
+    return fact._replace(
         arch_list=tuple(ArchEntry(f"{a}+PTX") if a in ptx else a for a in sass),
         ptx="inferred",
         rule=f"{fact.rule} + {rule}" if fact.rule and fact.rule != rule else rule,
@@ -295,8 +295,7 @@ def infer_ptx_from_policy(fact: ArchFact, policy: PtxPolicy | None) -> ArchFact:
         return fact
     if fact.ptx != "unknown":
         return fact
-    return replace(
-        fact,
+    return fact._replace(
         arch_list=_sass(fact.arch_list),
         ptx="inferred",
         rule=f"{fact.rule} + release-ptx-policy" if fact.rule else "release-ptx-policy",
@@ -360,7 +359,7 @@ def apply_inference(
         if written is not None and written.partial is not None:
             # what a source says of the list stays with it, and a rule's list that
             # contradicts it is not used
-            fact = replace(fact, partial=written.partial)
+            fact = fact._replace(partial=written.partial)
             if fact.known and not agrees_with_partial(fact):
                 return
         updates.setdefault(id(v), {})[plat] = fact
@@ -567,6 +566,49 @@ def entry_runs(entry: ArchEntry, cc: ComputeCapability, *, jit_ok: bool) -> bool
     return entry.ptx and jit_ok and (major, minor) >= (entry.major, entry.minor)
 
 
+class Reach(NamedTuple):
+    """What :func:`reach` answers: whether a build runs on a GPU (``runs``: None when nobody
+    knows) and how sure that is (``evidence``: ``confirmed``, ``inferred`` or ``unknown``).
+
+    ``by_ptx``: it runs only by JIT-compiling PTX, whose nearest architecture is major
+    ``ptx_major``. ``rule``: for a list not known whole, the rule of its partial list that
+    answered (``oldest-target``, ``named-in-list``)."""
+
+    runs: bool | None
+    evidence: str
+    by_ptx: bool = False
+    ptx_major: int | None = None
+    rule: str | None = None
+
+
+def _weaker(a: str, b: str) -> str:
+    return max(a, b, key=EVIDENCE_CLASSES.index)
+
+
+def reach(fact: ArchFact, cc: ComputeCapability, *, jit_ok: bool) -> Reach:
+    """Does a build compiled for ``fact`` run on a GPU of compute capability ``cc``, and how
+    sure are we: the one answer of rule 3 for one GPU.
+
+    A known list runs ``cc`` by SASS (as sure as its SASS) or, with ``jit_ok`` (a driver at the
+    toolkit floor), by PTX (as sure as the weaker of its SASS and PTX), else not (as sure as its
+    SASS). Of a list not known whole, a partial list still answers: ``cc`` older than its oldest
+    target does not run, SASS it names does (both ``confirmed``); otherwise nobody knows.
+    """
+    arch = fact.arch_list
+    if arch is None or fact.sass == "unknown":
+        if partial_excludes(fact, cc):
+            return Reach(False, "confirmed", rule="oldest-target")
+        if fact.partial is not None and list_includes(fact, cc):
+            return Reach(True, "confirmed", rule="named-in-list")
+        return Reach(None, "unknown")
+    if any(entry_runs(e, cc, jit_ok=False) for e in arch):
+        return Reach(True, fact.sass)
+    jit = [e.major for e in arch if entry_runs(e, cc, jit_ok=jit_ok)]
+    if jit:
+        return Reach(True, _weaker(fact.sass, fact.ptx), by_ptx=True, ptx_major=max(jit))
+    return Reach(False, fact.sass)
+
+
 def _below(cc: ComputeCapability | ArchEntry, oldest: ArchEntry) -> bool:
     return (cc.major, cc.minor) < (oldest.major, oldest.minor)
 
@@ -700,7 +742,7 @@ def _attach_neighbours(by_variant: _Chains, updates: _Updates,
                 continue
             linux = (current(v, LINUX_X86_64)
                      if plat == WINDOWS and LINUX_X86_64 in v.platforms else None)
-            update(v, plat, replace(fact, neighbours=neighbours_in_chain(facts, pos, linux)))
+            update(v, plat, fact._replace(neighbours=neighbours_in_chain(facts, pos, linux)))
 
 
 def describe(fact: ArchFact) -> dict[str, Any]:

@@ -1,14 +1,17 @@
 """Load the matrix: the embedded data, plus the user overlay.
 
-The embedded data is five YAML files. Parsing YAML costs more than the rest of a start, so the
-package ships ``cache.json`` beside them, written by ``torchenv matrix check --write-cache``: the
-parsed documents with a fingerprint of the YAML (name, size and CRC-32 of each file). It is used
-only when that fingerprint matches the YAML on disk, so an edited file is never served stale:
-until the cache is rewritten the YAML is parsed. Either way the documents pass the same
-validation and inference rules (:func:`torchenv.matrix.validate.build_matrix`) at every start.
+The embedded data is five YAML files, validated and completed by the inference rules
+(:func:`torchenv.matrix.validate.build_matrix`). That gives the same matrix at every start, so
+the package ships it built (``built.json``, :mod:`torchenv.matrix.built`), and a start without
+an overlay only constructs it. Both it and ``cache.json`` (the parsed YAML documents, which an
+overlay is merged with: parsing YAML costs more than the rest of a start) are written by
+``torchenv matrix check --write-cache``, with a fingerprint of what they were made from; each is
+used only when its fingerprint matches the files on disk, so an edited file is never served
+stale: until they are written again, the matrix is built from the YAML.
 
-A user overlay is parsed and merged with the embedded documents at every start; a broken one is
-reported in ``Matrix.overlay_error`` and ignored.
+A user overlay is parsed and merged with the embedded documents, and the result goes through the
+whole validation and inference at every start; a broken one is reported in
+``Matrix.overlay_error`` and ignored.
 """
 
 from __future__ import annotations
@@ -35,9 +38,11 @@ __all__ = [
     "MAX_YAML_DEPTH",
     "MAX_YAML_NODES",
     "build_cache",
+    "build_embedded",
     "default_overlay_path",
     "embedded_digest",
     "is_overlay_document",
+    "load_built",
     "load_embedded_documents",
     "load_matrix",
     "merge_overlay",
@@ -274,6 +279,36 @@ def _freeze(value: Any) -> Any:
     return value
 
 
+def load_built(data_dir: StrPath | None = None) -> Matrix | None:
+    """The built matrix shipped in ``data_dir`` (default: the embedded data), constructed as it
+    was written; None when there is none or its fingerprint does not match the files on disk
+    (then :func:`build_embedded` builds it from the YAML)."""
+    from torchenv.matrix.built import BUILT_FILE, BUILT_FORMAT, fingerprint, from_document
+
+    folder = Path(data_dir) if data_dir is not None else DATA_DIR
+    try:
+        doc = json.loads((folder / BUILT_FILE.name).read_bytes())
+    except (OSError, ValueError):  # missing or not JSON: built from the YAML
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != BUILT_FORMAT:
+        return None
+    try:
+        current = fingerprint(folder, DATA_FILES)
+    except OSError:  # a file it was made from is not there (sources stripped): build
+        return None
+    return from_document(doc["matrix"]) if doc.get("fingerprint") == current else None
+
+
+def build_embedded(data_dir: StrPath | None = None) -> Matrix:
+    """The embedded matrix (``data_dir``: another one) built from its YAML: every validation
+    and every inference rule, as ``matrix check`` runs them; raises :class:`MatrixError`."""
+    from torchenv.matrix.validate import build_matrix
+
+    folder = Path(data_dir) if data_dir is not None else DATA_DIR
+    documents, _ = load_embedded_documents(folder)
+    return build_matrix(documents, origin=_origins(folder))
+
+
 def load_matrix(
     *,
     overlay: StrPath | bool | None = True,
@@ -282,17 +317,18 @@ def load_matrix(
     """The embedded matrix (``data_dir``: the YAML of another one), merged with the user overlay.
 
     ``overlay=True`` uses :func:`default_overlay_path` when that file exists, a path uses that file,
-    ``False``/``None`` ignores overlays. A broken overlay is recorded in ``Matrix.overlay_error``
+    ``False``/``None`` ignores overlays. Without an overlay the shipped built matrix is used when
+    it is current (:func:`load_built`). A broken overlay is recorded in ``Matrix.overlay_error``
     and ignored; a broken embedded matrix raises :class:`MatrixError`.
     """
+    overlay_path = _overlay_path(overlay)
+    if overlay_path is None:
+        return load_built(data_dir) or build_embedded(data_dir)
     from torchenv.matrix.validate import build_matrix
 
     folder = Path(data_dir) if data_dir is not None else DATA_DIR
     documents, _ = load_embedded_documents(folder)
     origin = _origins(folder)
-    overlay_path = _overlay_path(overlay)
-    if overlay_path is None:
-        return build_matrix(documents, origin=origin)
     try:
         overlay_doc = read_yaml(overlay_path)
         if not isinstance(overlay_doc, dict):
@@ -302,7 +338,7 @@ def load_matrix(
                          for name, path in origin.items()}
         matrix = build_matrix(merge_overlay(documents, overlay_doc), origin=merged_origin)
     except MatrixError as exc:  # unreadable, too large, not YAML, invalid: the embedded data used
-        matrix = build_matrix(documents, origin=origin)
+        matrix = load_built(folder) or build_matrix(documents, origin=origin)
         return replace(matrix, overlay=str(overlay_path), overlay_error=exc.message)
     return replace(matrix, overlay=str(overlay_path))
 

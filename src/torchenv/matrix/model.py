@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from torchenv.values import (
     PLATFORMS,
@@ -81,8 +81,7 @@ def glibc_sort_key(version: str) -> tuple[int, ...]:
     return tuple(map(int, version.split(".")))
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(NamedTuple):
     """Where facts come from. ``primary`` is False for copies, third-party reports and
     documentation, which corroborate a fact but cannot confirm it alone."""
 
@@ -92,8 +91,7 @@ class Source:
     primary: bool = True
 
 
-@dataclass(frozen=True)
-class Neighbours:
+class Neighbours(NamedTuple):
     """What the per-GPU inference rules read of an unknown list, filled when the matrix is built:
     the confirmed lists of the same variant on the same platform in the other releases, oldest
     first, split at this release (``older``, ``newer``), and, for a Windows list, the known list
@@ -105,8 +103,7 @@ class Neighbours:
     linux: Optional[ArchFact] = None
 
 
-@dataclass(frozen=True)
-class PartialList:
+class PartialList(NamedTuple):
     """What a primary source says of a list it does not give whole: ``oldest``, the oldest
     target the build carries (no SASS and no PTX below it, so a GPU older than it cannot run the
     build), and ``includes``, SASS targets it is known to carry."""
@@ -125,8 +122,7 @@ class PartialList:
         }
 
 
-@dataclass(frozen=True)
-class ArchFact:
+class ArchFact(NamedTuple):
     """What is known of one CUDA variant's compiled targets on one platform.
 
     SASS and PTX are judged apart: a wheel read confirms both (a missing ``compute_XX`` entry
@@ -163,8 +159,7 @@ class ArchFact:
         return doc
 
 
-@dataclass(frozen=True)
-class SameAs:
+class SameAs(NamedTuple):
     """A primary source's word that a build is an earlier release's build unchanged (the
     release manager's "no changes to CUDA 11.8" of 2.6 and 2.7): rule
     ``unchanged-by-statement`` gives it that release's lists where its own are unknown."""
@@ -229,16 +224,14 @@ class Variant:
         return self.arch_list
 
 
-@dataclass(frozen=True)
-class CondaAvailability:
+class CondaAvailability(NamedTuple):
     """Whether a release is on the pytorch conda channel and on conda-forge (or unknown)."""
 
     pytorch_channel: bool | Literal["unknown"]
     conda_forge: bool | Literal["unknown"]
 
 
-@dataclass(frozen=True)
-class IndexRow:
+class IndexRow(NamedTuple):
     """The maintainers' row for ``releases``: the builds (``variants``) a go-live change of the
     binary build matrix or a RELEASE.md compatibility row names, for ``platforms`` (rule
     ``index-in-release-row``)."""
@@ -250,8 +243,7 @@ class IndexRow:
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class OpenQuestion:
+class OpenQuestion(NamedTuple):
     """A question about the data that the sources read so far do not settle: what is asked,
     what is known, and why it stays open (``docs/data-coverage.md`` lists them)."""
 
@@ -266,8 +258,7 @@ COMPANIONS: tuple[str, ...] = ("torchvision", "torchaudio")
 """The packages paired with a torch release."""
 
 
-@dataclass(frozen=True)
-class CompanionStatement:
+class CompanionStatement(NamedTuple):
     """A maintainer's statement that a torchvision or torchaudio release works with every torch
     from ``torch`` on ("compatible with PyTorch 2.11 and later"), quoted in ``statement``.
     Rule ``companion-by-statement`` pairs it with the releases whose own pairing the data does
@@ -286,8 +277,7 @@ class CompanionStatement:
         return TorchVersion(torch.public) >= self.torch
 
 
-@dataclass(frozen=True)
-class Pairing:
+class Pairing(NamedTuple):
     """How the release of a companion package that pairs with a torch release is known:
     ``confirmed`` (its wheels pin this torch, or a maintainer names the pair), ``inferred`` (a
     :class:`CompanionStatement`'s range holds the release: rule ``companion-by-statement``),
@@ -351,8 +341,7 @@ class Release:
         return ()
 
 
-@dataclass(frozen=True)
-class ToolkitFloor:
+class ToolkitFloor(NamedTuple):
     """Minimum driver released with a CUDA toolkit minor."""
 
     cuda: CudaVersion
@@ -365,8 +354,7 @@ class ToolkitFloor:
     oldest_arch: Optional[ComputeCapability] = None  # lowest one it still compiles for
 
 
-@dataclass(frozen=True)
-class CompatFloor:
+class CompatFloor(NamedTuple):
     """Minimum driver for CUDA minor-version compatibility within a major."""
 
     major: int
@@ -376,8 +364,7 @@ class CompatFloor:
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class RocmTargets:
+class RocmTargets(NamedTuple):
     """The gfx targets a ROCm variant is built for (of the releases in ``torch``, or of all).
 
     ``evidence``: how well the list is known for the releases it covers; ``observed_on``: the
@@ -398,8 +385,7 @@ class RocmTargets:
         return "confirmed" if torch in self.observed_on else self.evidence
 
 
-@dataclass(frozen=True)
-class NvidiaGpu:
+class NvidiaGpu(NamedTuple):
     """An NVIDIA GPU of the catalog: its compute capability and how it is named."""
 
     name: str
@@ -415,8 +401,7 @@ class NvidiaGpu:
     pci_ids: tuple[str, ...] = ()  # PCI device ids ("1b80") under vendor 0x10de
 
 
-@dataclass(frozen=True)
-class AmdGpu:
+class AmdGpu(NamedTuple):
     """An AMD GPU of the catalog: its gfx target and how it is named."""
 
     name: str

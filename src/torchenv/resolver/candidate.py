@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from torchenv.detection.profile import HostProfile
 from torchenv.matrix.model import Matrix, Release, Variant
-from torchenv.resolver.gpu_facts import gpu_kinds
 from torchenv.resolver.plan import Rejection
 from torchenv.resolver.request import Request
 from torchenv.resolver.rules import (
@@ -100,7 +99,7 @@ def evaluate(request: Request, host: HostProfile, matrix: Matrix, *,
     """Every candidate the request's constraints allow (rule 4), checked against the other rules:
     (compatible, rejected), both in the matrix's release order. ``only_kind`` (``"cuda"``, ...)
     limits the candidates to one accelerator family."""
-    kinds = gpu_kinds(host)
+    kinds = host.gpu_kinds
     compatible: list[Candidate] = []
     rejected: list[Rejection] = []
     for release in matrix.releases:
@@ -120,9 +119,9 @@ def evaluate(request: Request, host: HostProfile, matrix: Matrix, *,
     return compatible, rejected
 
 
-def judge(request: Request, host: HostProfile, matrix: Matrix, kinds: set[str],
+def judge(request: Request, host: HostProfile, matrix: Matrix, kinds: frozenset[str],
           release: Release, variant: Variant, from_pypi: bool) -> Candidate | Rejection:
-    """Rules 1 to 3 in order for one candidate (``kinds``: :func:`gpu_kinds` of ``host``)."""
+    """Rules 1 to 3 in order for one candidate (``kinds``: ``host.gpu_kinds``)."""
     rejection = check_wheels(host, release, variant, from_pypi)
     if rejection is not None:
         return rejection
@@ -143,7 +142,7 @@ def judge(request: Request, host: HostProfile, matrix: Matrix, kinds: set[str],
     elif variant.kind == "rocm":
         arch = check_rocm(host, matrix, release, variant)
     if arch is not None and arch.reason is not None:
-        return Rejection.of(release.torch, variant.name, arch.reason, "arch")
+        return Rejection.of(release.torch, variant.name, arch.reason, "arch", arch.rejected_by)
     return _assemble(release, variant, from_pypi, host.platform, driver=driver, arch=arch)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from torchenv.detection.profile import HostProfile
 from torchenv.matrix.model import Release
 from torchenv.resolver.candidate import Candidate
-from torchenv.resolver.gpu_facts import gpu_kinds
 from torchenv.resolver.plan import EvidenceAlternative
 from torchenv.resolver.request import Request
 from torchenv.resolver.rules import Evidence, arch_range
@@ -39,7 +38,7 @@ def reasons(c: Candidate, host: HostProfile, request: Request) -> list[str]:
     elif v.kind == "cpu":
         if host.platform == _MACOS_ARM64:
             out.append("the macOS arm64 build uses the GPU through MPS")
-        elif not gpu_kinds(host):
+        elif not host.gpu_kinds:
             out.append("no NVIDIA, AMD or Intel GPU was found, so the CPU build is the right one")
     newest = ("the newest release" if c.arch_evidence is not Evidence.UNKNOWN
               else "the newest release (no build with known support fits)")
@@ -148,7 +147,7 @@ def host_warnings(c: Candidate, host: HostProfile, request: Request) -> list[str
     out = []
     kind = c.variant.kind
     nv = host.nvidia
-    if "xpu" in gpu_kinds(host) and kind == "cpu" and not request.explicit_variant:
+    if "xpu" in host.gpu_kinds and kind == "cpu" and not request.explicit_variant:
         out.append("an Intel GPU is present but no xpu build fits; using the CPU build")
     if nv is not None and nv.visible == () and kind == "cuda":
         out.append("CUDA_VISIBLE_DEVICES hides every GPU: torch will see none until it is "

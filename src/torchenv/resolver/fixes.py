@@ -13,7 +13,6 @@ from dataclasses import replace
 from torchenv.detection.profile import HostProfile
 from torchenv.matrix.model import Matrix, glibc_sort_key, python_sort_key
 from torchenv.resolver.candidate import Candidate, evaluate, offered
-from torchenv.resolver.gpu_facts import gpu_kinds
 from torchenv.resolver.plan import Change, EvidenceAlternative, Fix, NoMatch, Rejection
 from torchenv.resolver.rank import rank_key, ranked
 from torchenv.resolver.request import Request
@@ -154,7 +153,7 @@ def no_match(request: Request, host: HostProfile, matrix: Matrix,
         if best is not None:
             fixes.append(Fix((f"without the constraints, torch {best.release.torch} "
                               f"{best.variant.name} fits this machine",)))
-    kinds = gpu_kinds(host)
+    kinds = host.gpu_kinds
     # with only --cuda or --variant narrowing, a build for this GPU exists when one fits
     # without them, and one exists when a newer driver gives one: then "no build was compiled
     # for this GPU" would be false

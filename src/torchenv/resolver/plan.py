@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, NamedTuple, Union
 
 from torchenv.errors import Unsatisfiable
 
@@ -31,6 +31,7 @@ Speller = Callable[[Change], list[str]]
 line's turns ``{"variant": "cpu"}`` into ``["--variant", "cpu"]``."""
 
 __all__ = [
+    "ARCH_RULES",
     "Alternative",
     "Build",
     "BuildEvidence",
@@ -44,21 +45,25 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Rejection:
-    """A candidate that does not fit, with a one-line reason and the kind of rule that said so
-    (``python``, ``platform``, ``glibc``, ``no-gpu``, ``driver``, ``arch``, ``cpu-on-gpu-host``)."""
+class Rejection(NamedTuple):
+    """A candidate that does not fit, with a one-line reason, the kind of rule that said so
+    (``category``: ``platform``, ``python``, ``glibc``, ``no-gpu``, ``driver``, ``arch``,
+    ``cpu-on-gpu-host``) and the id of that rule (``rule``: the category, except for ``arch``,
+    which names which architecture rule it was: :data:`ARCH_RULES`)."""
 
     torch: str
     variant: str  # "*" when the release has no wheels for the platform at all
     reason: str
     category: str = "other"
+    rule: str = "other"
 
     @classmethod
     def of(cls, torch: TorchVersion, variant: VariantName | None, reason: str,
-           category: str) -> Rejection:
-        """The rejection of torch ``torch`` ``variant`` (None: every variant of the release)."""
-        return cls(str(torch), str(variant) if variant is not None else "*", reason, category)
+           category: str, rule: str | None = None) -> Rejection:
+        """The rejection of torch ``torch`` ``variant`` (None: every variant of the release)
+        by ``rule`` (default: the category's own)."""
+        return cls(str(torch), str(variant) if variant is not None else "*", reason, category,
+                   rule or category)
 
     def to_json(self) -> dict[str, str]:
         return {
@@ -66,11 +71,22 @@ class Rejection:
             "variant": self.variant,
             "reason": self.reason,
             "category": self.category,
+            "rule": self.rule,
         }
 
 
-@dataclass(frozen=True)
-class Alternative:
+ARCH_RULES = {
+    "arch-list": "a known arch list runs none of a GPU's SASS, nor its PTX where JIT is possible",
+    "toolkit-bounds": "the variant's CUDA toolkit cannot compile for the GPU at all",
+    "oldest-target": "a primary source names the build's oldest target, newer than the GPU",
+    "excluded-by-family": "the confirmed lists of the variant around an unknown one leave the "
+                          "GPU out",
+    "rocm-targets": "the GPU's gfx target is not in the ROCm variant's list",
+}
+"""The ids a rejection by rule 3 (the architecture) carries, and what each says."""
+
+
+class Alternative(NamedTuple):
     """A compatible build ranked below the choice."""
 
     torch: str
@@ -80,8 +96,7 @@ class Alternative:
     evidence: str = "n/a"  # arch support for the visible GPUs: confirmed / inferred / unknown
 
 
-@dataclass(frozen=True)
-class Build:
+class Build(NamedTuple):
     """A build named beside the choice; ``--torch ==TORCH --variant VARIANT`` selects it."""
 
     torch: str
@@ -91,8 +106,7 @@ class Build:
         return {"torch": self.torch, "variant": self.variant}
 
 
-@dataclass(frozen=True)
-class EvidenceAlternative:
+class EvidenceAlternative(NamedTuple):
     """The best GPU build whose support for the visible GPUs is confirmed or inferred, offered
     when the choice's support is unknown."""
 

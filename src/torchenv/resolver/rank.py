@@ -7,13 +7,12 @@ field, so neither decides the :class:`Level` within a release.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 from torchenv.detection.profile import HostProfile
 from torchenv.matrix.model import Matrix
 from torchenv.resolver.candidate import Candidate, evaluate
-from torchenv.resolver.gpu_facts import gpu_kinds
 from torchenv.resolver.plan import Rejection
 from torchenv.resolver.request import Request
 from torchenv.resolver.rules import Evidence
@@ -39,8 +38,7 @@ class Level(IntEnum):
     MINOR_VERSION_COMPAT = 4  # the driver is below the variant's toolkit floor
 
 
-@dataclass(frozen=True, order=True)
-class RankKey:
+class RankKey(NamedTuple):
     """Smaller ranks first; compared field by field, in the order of the ranking's sentences."""
 
     # 1. on a host with a GPU, every GPU build above every CPU build
@@ -107,7 +105,7 @@ def ranked(request: Request, host: HostProfile,
     name). The macOS arm64 build uses Apple's GPU, not one of those.
     """
     compatible, rejected = evaluate(request, host, matrix)
-    kinds = gpu_kinds(host)
+    kinds = host.gpu_kinds
     if (kinds & {"cuda", "rocm"} and not request.explicit_variant
             and not any(c.variant.kind in kinds for c in compatible)):
         rejected += [Rejection.of(c.release.torch, c.variant.name,

@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from torchenv.detection.profile import Gpu, HostProfile
 from torchenv.matrix.inference import (
     WINDOWS,
-    entry_runs,
     excluded_by_family,
     family_includes,
-    list_includes,
-    partial_excludes,
+    reach,
     toolkit_excludes,
     windows_covers_linux,
 )
@@ -47,14 +44,12 @@ __all__ = [
     "check_cuda_arch",
     "check_driver",
     "check_glibc",
-    "check_gpu_arch",
     "check_gpu_present",
     "check_index",
     "check_python",
     "check_rocm",
     "check_wheels",
     "driver_floors",
-    "runs_on",
     "torch_wanted",
     "variant_wanted",
 ]
@@ -79,16 +74,6 @@ class Evidence(Enum):
 # --- compiled targets -------------------------------------------------------------------------
 
 
-def runs_on(entry: ArchEntry, cc: ComputeCapability, *, jit_ok: bool) -> bool:
-    """Can code compiled for ``entry`` run on a device of compute capability ``cc``?
-
-    SASS runs on the same major with an equal or higher minor; ``a`` targets only on exactly that
-    arch; PTX on any device at or above it, but only through the driver's JIT (``jit_ok``). A
-    device is its capability's base: the suffix of ``cc`` does not matter.
-    """
-    return entry_runs(entry, cc, jit_ok=jit_ok)
-
-
 def arch_range(arch_list: Sequence[ArchEntry]) -> str:
     """``7.5–12.0+PTX`` style summary for messages."""
     if not arch_list:
@@ -105,18 +90,6 @@ def _not_in_list(gpu: Gpu, cc: ComputeCapability, arch_list: Sequence[ArchEntry]
                           for e in arch_list):
         ptx_hint = " (its PTX needs a driver at the toolkit level to JIT)"
     return f"GPU {gpu.index} ({cc.sm}{name}) not in arch list {arch_range(arch_list)}{ptx_hint}"
-
-
-def check_gpu_arch(host: HostProfile, arch_list: Sequence[ArchEntry], *,
-                   jit_ok: bool) -> str | None:
-    """The first visible GPU the arch list cannot run on, as a reason; None when all can."""
-    if host.nvidia is None:
-        return None
-    for gpu in host.nvidia.visible_gpus():
-        cc = gpu.compute_capability
-        if cc is not None and not any(runs_on(e, cc, jit_ok=jit_ok) for e in arch_list):
-            return _not_in_list(gpu, cc, arch_list, jit_ok=jit_ok)
-    return None
 
 
 # --- rule 1: the wheels -----------------------------------------------------------------------
@@ -170,9 +143,9 @@ _ASKED_FOR = {
 }
 
 
-def check_gpu_present(release: Release, variant: Variant, kinds: set[str], *,
+def check_gpu_present(release: Release, variant: Variant, kinds: frozenset[str], *,
                       asked_for: bool) -> Rejection | str | None:
-    """The host has the GPU family the variant is built for (``kinds``: ``gpu_kinds``).
+    """The host has the GPU family the variant is built for (``kinds``: ``HostProfile.gpu_kinds``).
 
     None when it has, or when the variant needs none (cpu). Without it, a variant asked for by
     name (``--variant``) still fits, running on the CPU: the answer is the warning that says so;
@@ -189,8 +162,7 @@ def check_gpu_present(release: Release, variant: Variant, kinds: set[str], *,
 # --- rule 2: the driver -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class DriverVerdict:
+class DriverVerdict(NamedTuple):
     """Rule 2 for one CUDA version: ``ok`` when the driver runs it at all; ``full`` when it is at
     the toolkit floor (not only through minor-version compatibility, which has a warning)."""
 
@@ -283,8 +255,7 @@ def _compat_warning(driver: DriverVersion | str, cuda: CudaVersion,
 # --- rule 3: the architecture -----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ArchVerdict:
+class ArchVerdict(NamedTuple):
     """Rule 3 for one candidate: does every visible GPU run it, and how do we know.
 
     ``evidence`` is the weakest class over the visible GPUs (None when no GPU decides);
@@ -293,7 +264,8 @@ class ArchVerdict:
     inference rule behind an ``inferred`` verdict or a rejection by rule, or, for an ``unknown``
     list, the ranking hint ``neighbours-include``. ``neighbours`` (unknown lists only): True when
     the confirmed lists of the same variant in the other releases all run every visible GPU,
-    False when they all leave one out, None otherwise.
+    False when they all leave one out, None otherwise. ``rejected_by``: with a ``reason``, the
+    id of the rule that rejects (:data:`torchenv.resolver.plan.ARCH_RULES`).
     """
 
     reason: str | None
@@ -304,6 +276,7 @@ class ArchVerdict:
     sources: tuple[str, ...] = ()
     ptx_jit_distant: bool = False
     neighbours: bool | None = None
+    rejected_by: str | None = None
 
 
 _CC_UNKNOWN = "the compute capability of some GPU is unknown; architecture not checked for it"
@@ -313,8 +286,9 @@ def check_cuda_arch(host: HostProfile, matrix: Matrix, release: Release, variant
                     *, jit_ok: bool) -> ArchVerdict:
     """Rule 3 with evidence: every visible GPU against the variant's arch facts on the platform.
 
-    A known list decides by :func:`runs_on`; its verdict is as strong as the SASS (or, for a GPU
-    reached only through PTX, the PTX) evidence. An unknown list still rejects a GPU the toolkit
+    Each GPU is judged by :func:`torchenv.matrix.inference.reach`: a known list decides, and its
+    verdict is as strong as the SASS (or, for a GPU reached only through PTX, the weaker of SASS
+    and PTX) evidence. An unknown list still rejects a GPU the toolkit
     cannot compile for (rule ``toolkit-bounds``); otherwise the verdict is ``unknown``.
     """
     if host.nvidia is None:
@@ -350,19 +324,23 @@ def _unknown_list(matrix: Matrix, release: Release, variant: Variant, platform: 
         if why:
             return ArchVerdict(f"GPU {g.index} ({cc.base.sm}) {why}",
                                Evidence.INFERRED, rule="toolkit-bounds",
-                               sources=floor.sources if floor else ())
+                               sources=floor.sources if floor else (),
+                               rejected_by="toolkit-bounds")
     fact = variant.arch_fact(platform)
     part = fact.partial
     if part is not None:
-        for g, cc in known:
-            if partial_excludes(fact, cc):
+        # what the partial list says of each GPU (the list is not known, so JIT is no question)
+        reaches = [(g, cc, reach(fact, cc, jit_ok=False)) for g, cc in known]
+        for g, cc, r in reaches:
+            if r.runs is False:
                 assert part.oldest is not None
                 return ArchVerdict(
                     f"GPU {g.index} ({cc.base.sm}) is older than every target of torch "
                     f"{release.torch} {variant.name} on {platform} (nothing below "
                     f"{part.oldest.sm}; the rest of its list is not known)",
-                    Evidence.CONFIRMED, rule="oldest-target", sources=part.sources)
-        if all(list_includes(fact, cc) for _, cc in known):
+                    Evidence.CONFIRMED, rule="oldest-target", sources=part.sources,
+                    rejected_by="oldest-target")
+        if all(r.runs for _, _, r in reaches):
             return ArchVerdict(None, Evidence.CONFIRMED, rule="named-in-list",
                                sources=part.sources)
     around = fact.neighbours
@@ -377,7 +355,8 @@ def _unknown_list(matrix: Matrix, release: Release, variant: Variant, platform: 
                 f"lists on {platform} around torch {release.torch} ({shown}), whose own list "
                 "is not known (rule excluded-by-family)",
                 Evidence.INFERRED, rule="excluded-by-family",
-                sources=tuple(dict.fromkeys(s for _, f in out for s in f.sources)))
+                sources=tuple(dict.fromkeys(s for _, f in out for s in f.sources)),
+                rejected_by="excluded-by-family")
     linux = around.linux if around is not None else None
     if platform == WINDOWS and linux is not None and all(
             windows_covers_linux(cc, linux) for _, cc in known):
@@ -418,18 +397,19 @@ def _known_list(fact: ArchFact, arch: Sequence[ArchEntry], variant: Variant,
     jit: list[str] = []
     distant = False
     for g, cc in known:
-        if any(runs_on(e, cc, jit_ok=False) for e in arch):
-            classes.append(sass)
-        elif any(runs_on(e, cc, jit_ok=jit_ok) for e in arch):
-            classes.append(max(sass, ptx))
-            jit.append(f"GPU {g.index} ({cc.sm})")
-            nearest = max(e.major for e in arch if runs_on(e, cc, jit_ok=jit_ok))
-            distant = distant or cc.major - nearest > 1
+        r = reach(fact, cc, jit_ok=jit_ok)
+        if r.runs:
+            classes.append(Evidence(r.evidence))
+            if r.by_ptx:
+                assert r.ptx_major is not None
+                jit.append(f"GPU {g.index} ({cc.sm})")
+                distant = distant or cc.major - r.ptx_major > 1
         else:
             why = _not_in_list(g, cc, arch, jit_ok=jit_ok)
             if ptx is Evidence.UNKNOWN:
                 why = f"{why} (whether it carries PTX is not known)"
-            return ArchVerdict(why, sass, rule=fact.rule, sources=fact.sources)
+            return ArchVerdict(why, sass, rule=fact.rule, sources=fact.sources,
+                               rejected_by="arch-list")
     warnings: tuple[str, ...] = ()
     if jit:
         warnings = (f"{', '.join(jit)} not compiled for in {variant.name}: runs only by "
@@ -456,7 +436,7 @@ def check_rocm(host: HostProfile, matrix: Matrix, release: Release,
     if missing:
         return ArchVerdict(
             f"GPU target {missing[0]} not in {variant.name}'s list ({', '.join(targets.gfx)})",
-            evidence, sources=targets.sources)
+            evidence, sources=targets.sources, rejected_by="rocm-targets")
     if any(g in targets.may_have for g in host.rocm.gfx_targets):
         return ArchVerdict(None, Evidence.UNKNOWN, sources=targets.sources)
     return ArchVerdict(None, evidence, sources=targets.sources)

@@ -304,7 +304,7 @@ def arch_runs(arch: str, major: int, minor: int) -> bool:
     ``sm_90a`` only on exactly 9.0; ``compute_90`` (PTX) on anything >= 9.0, by JIT.
 
     This probe runs standalone in the target interpreter, so it keeps its own copy of the
-    resolver's rule (``torchenv.resolver.rules.runs_on``); a test compares the two for every
+    resolver's rule (``torchenv.matrix.inference.entry_runs``); a test compares the two for every
     suffix and capability.
     """
     kind, _, digits = arch.partition("_")

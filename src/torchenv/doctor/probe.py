@@ -1,0 +1,106 @@
+"""The edge of doctor that runs ``import torch``: one bounded child of the target interpreter,
+with the user's environment and current folder, through the subprocess funnel; and the check of
+the ``RECORD`` files of what it found."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from typing import Optional
+
+from torchenv.doctor.seen import RecordProblem, Seen, SeenDistribution, seen_from_report
+
+__all__ = ["HASH_CAP", "IMPORT_LIMIT", "check_record", "check_records", "probe_import"]
+
+IMPORT_LIMIT = 60.0
+"""Seconds the child may take to import torch, torchvision and torchaudio (a cold start of a
+CUDA build from a network file system takes tens of seconds)."""
+
+HASH_CAP = 4 << 20
+"""Files up to this size are hashed against RECORD; larger ones (the shared libraries, hundreds
+of MiB) are compared by size only, which an interrupted or mixed install changes too."""
+
+CHECKED = ("torch", "torchvision", "torchaudio")
+"""The distributions whose RECORD is checked."""
+
+_SCRIPT = os.path.join(os.path.dirname(__file__), "_import_child.py")
+
+
+def probe_import(python: str, env: Mapping[str, str], *, cwd: Optional[str] = None,
+                 limit: float = IMPORT_LIMIT, check_files: bool = True) -> Seen:
+    """What ``python -c 'import torch'`` does when the user runs it from ``cwd`` with ``env``:
+    the child's report, ended at ``limit`` seconds (its process group killed), with the RECORD
+    problems of the torch family when ``check_files``."""
+    from torchenv._subprocess import run_process
+
+    with open(_SCRIPT, encoding="utf-8") as fh:
+        source = fh.read()
+    res = run_process([python, "-c", source], timeout=limit, env=dict(env), cwd=cwd)
+    ended = None
+    if res.error:
+        ended = res.error
+    elif not res.timed_out and not res.ok:
+        ended = res.describe_failure()
+    seen = seen_from_report(python, res.stdout, limit=limit, timed_out=res.timed_out,
+                            ended=ended, stderr=res.stderr)
+    if not check_files:
+        return seen
+    from dataclasses import replace
+
+    return replace(seen, records=check_records(seen.distributions))
+
+
+def check_records(dists: Sequence[SeenDistribution]) -> tuple[RecordProblem, ...]:
+    """The RECORD problems of every torch, torchvision and torchaudio on the path."""
+    found = []
+    for dist in dists:
+        if dist.name in CHECKED and dist.has_record:
+            problem = check_record(dist)
+            if problem is not None:
+                found.append(problem)
+    return tuple(found)
+
+
+def check_record(dist: SeenDistribution) -> Optional[RecordProblem]:
+    """Files ``dist``'s RECORD lists that are missing, of another size, or (up to
+    :data:`HASH_CAP`) of another hash; None when all agree or there is no RECORD to read."""
+    path = os.path.join(dist.meta_dir, "RECORD")
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            rows = list(csv.reader(fh))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    missing, changed = [], []
+    for row in rows:
+        if len(row) < 3 or not row[1]:
+            continue  # RECORD itself, .pyc files: listed without a hash
+        name, digest, size = row[0], row[1], row[2]
+        full = os.path.normpath(os.path.join(dist.location, name))
+        try:
+            actual = os.stat(full).st_size
+        except OSError:
+            missing.append(name)
+            continue
+        if (size.isdigit() and int(size) != actual) or (
+                actual <= HASH_CAP and not _hash_matches(full, digest)):
+            changed.append(name)
+    if not missing and not changed:
+        return None
+    return RecordProblem(dist.name, dist.version, dist.location, tuple(missing), tuple(changed))
+
+
+def _hash_matches(path: str, digest: str) -> bool:
+    algorithm, _, expected = digest.partition("=")
+    if algorithm not in hashlib.algorithms_guaranteed:
+        return True  # a hash we cannot compute says nothing
+    hasher = hashlib.new(algorithm)
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                hasher.update(chunk)
+    except OSError:
+        return False
+    return base64.urlsafe_b64encode(hasher.digest()).rstrip(b"=").decode() == expected
