@@ -3,14 +3,15 @@ the verdict the data implies, with the rule that decides it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple
 
 import pytest
 
 from torchenv.matrix.companions import Companions, load_companions
 from torchenv.matrix.model import Matrix
-from torchenv.resolver.companions import RULES, CompanionVerdict, judge_release
-from torchenv.values import ComputeCapability, Platform, TorchVersion, VariantName
+from torchenv.resolver.companions import RULES, CompanionVerdict, judge_companion, judge_release
+from torchenv.values import ArchEntry, ComputeCapability, Platform, TorchVersion, VariantName
 
 ASSETS = "https://github.com/Dao-AILab/flash-attention/releases/download/v2.8.3/"
 
@@ -182,3 +183,23 @@ def test_every_binary_build_fits_some_torch_build_of_the_matrix(data: Companions
                     for v in rel.variants for plat in v.platforms if plat in build.platforms
                     for py in rel.python_tags(plat)
                 ), (pkg.name, release.version, build.where, build.platforms)
+
+
+def test_a_target_reached_only_by_ptx_needs_the_jit_and_says_so(data: Companions) -> None:
+    """The build's targets are judged by the matrix's rule 3 (reach), PTX included: a PTX entry
+    runs a newer GPU only when the driver can JIT it."""
+    pkg = data.package("flash-attn")
+    assert pkg is not None
+    release = pkg.release(TorchVersion("2.8.3"))
+    assert release is not None
+    build = replace(release.builds[1], arch_list=(ArchEntry("8.0"), ArchEntry("9.0+PTX")))
+
+    def judge(jit_ok: bool) -> CompanionVerdict:
+        return judge_companion(data, pkg, release, build, torch=TorchVersion("2.8.0"),
+                               variant=VariantName("cu128"), platform=Platform("linux-x86_64"),
+                               python="3.12", gpus=(ComputeCapability("12.0"),), jit_ok=jit_ok)
+
+    assert judge(True).fits
+    assert judge(True).warnings == ("flash-attn 2.8.3 runs on GPU 0 (sm_120) only by "
+                                    "JIT-compiling its PTX for 9.x",)
+    assert (judge(False).fits, judge(False).rule) == (False, "gpu")

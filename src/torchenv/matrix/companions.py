@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from torchenv.errors import MatrixError
-from torchenv.matrix.model import Matrix, Source, python_sort_key
+from torchenv.matrix.model import ArchFact, Matrix, Source, python_sort_key
 from torchenv.matrix.validate import _PY_RE, _Ctx, _evidence_class, _header, _show
 from torchenv.values import (
     ArchEntry,
@@ -184,6 +184,14 @@ class CompanionBuild:
             return "any"
         top = f"–{self.python_max}" if self.python_max else "+"
         return f"{self.python_min}{top} ({self.python_abi})"
+
+    @property
+    def arch_fact(self) -> ArchFact:
+        """The compiled targets as the torch matrix holds a build's (one evidence class for
+        SASS and PTX: the sources that state a build's targets state whether it has PTX), so
+        the matrix's rule for one GPU (:func:`torchenv.matrix.inference.reach`) judges both."""
+        evidence = self.fact_evidence("arch_list") if self.arch_list is not None else "unknown"
+        return ArchFact(self.arch_list, evidence, evidence, sources=self.sources)
 
     def fact_evidence(self, fact: str) -> str:
         """The evidence class of one of :data:`BUILD_FACTS`; a fact the build does not state is

@@ -10,8 +10,9 @@ The rules, in the order a verdict names the first that fails:
    CUDA major needs a CUDA build of torch with that major.
 6. ``abi``: a release asset named by C++11 ABI flag is taken with the flag whose build matches
    torch's own ABI on Linux (``cxx11_abi``); when that ABI is unknown no file can be chosen.
-7. ``gpu``: every GPU runs the build's code: its arch list by the matrix's rule for compiled
-   targets (:func:`torchenv.matrix.inference.entry_runs`), and the package's stated GPU floor.
+7. ``gpu``: every GPU runs the build's code: its arch list by the matrix's rule 3 for one GPU
+   (:func:`torchenv.matrix.inference.reach`, SASS and PTX as for torch), and the package's
+   stated GPU floor.
 
 Each verdict carries the weakest evidence class of the facts it used and, for a fit, the
 resolved file or page. ``resolve`` does not call this yet: it is the rule the planner of
@@ -29,7 +30,7 @@ from torchenv.matrix.companions import (
     CompanionRelease,
     Companions,
 )
-from torchenv.matrix.inference import entry_runs
+from torchenv.matrix.inference import reach
 from torchenv.matrix.model import EVIDENCE_CLASSES
 from torchenv.values import ComputeCapability, Platform, TorchVersion, VariantName
 
@@ -163,13 +164,17 @@ def _gpu_rule(package: CompanionPackage, release: CompanionRelease, build: Compa
     stated = False
     if build.arch_list is not None:
         stated = True
-        evidence = build.fact_evidence("arch_list")
-        used.append(evidence)
+        fact = build.arch_fact
+        targets = " ".join(map(str, build.arch_list))
         for i, cc in enumerate(gpus):
-            if not any(entry_runs(e, cc, jit_ok=jit_ok) for e in build.arch_list):
-                targets = " ".join(map(str, build.arch_list))
+            answer = reach(fact, cc, jit_ok=jit_ok)
+            used.append(answer.evidence)
+            if not answer.runs:
                 return "gpu", f"GPU {i} ({cc.sm}) is not among its compiled targets " \
-                              f"({targets})", evidence
+                              f"({targets})", answer.evidence
+            if answer.by_ptx:
+                warnings.append(f"{package.name} {release.version} runs on GPU {i} ({cc.sm}) "
+                                f"only by JIT-compiling its PTX for {answer.ptx_major}.x")
     floor = package.gpu_requirement(release.version)
     if floor is not None:
         stated = True
