@@ -54,7 +54,8 @@ def test_show_companions_json_carries_every_package_fact_and_the_sources_it_cite
     assert doc["cxx11_abi"][0] == {
         "torch": ">=2.7", "platforms": ["linux-x86_64", "linux-aarch64"], "variants": None,
         "except_variants": [], "value": True, "evidence": "confirmed",
-        "sources": ["pytorch-issue-143962", "pytorch-pr-146200", "pypi-simple-torch"],
+        "sources": ["pytorch-issue-143962", "pytorch-pr-146200", "pytorch-blog-2-6",
+                    "pypi-simple-torch"],
         "note": doc["cxx11_abi"][0]["note"]}
     assert set(doc["sources"]) == _cited(doc)
     assert all(s["url"].startswith("https://") for s in doc["sources"].values())

@@ -115,7 +115,9 @@ def test_the_cxx11_abi_of_torch_linux_builds(data: Companions) -> None:
 
     assert abi("2.7.0", "cu128") is True
     assert abi("2.15.0", "cpu", "linux-aarch64") is True
-    assert abi("2.6.0", "cu126") is True  # the one 2.6 family built with it
+    assert abi("2.6.0", "cu126") is True  # 2.6's first builds with it
+    assert abi("2.6.0", "rocm6.2.4") is True and abi("2.6.0", "rocm6.1") is False
+    assert abi("2.6.0", "cpu", "linux-aarch64") is True
     assert abi("2.6.0", "cu124") is False
     assert abi("2.5.1", "cu121") is False
     assert abi("2.5.1", "cpu", "linux-aarch64") is None  # not stated: unknown
@@ -337,7 +339,7 @@ BROKEN = [
     ("source url", _set(_source(0), "url", "http://github.com/pytorch/pytorch/issues/143962"),
      r"sources\[0\]\.url: 'http://github\.com/.*' is not an https:// address"),
     ("source defined twice", _duplicate_source,
-     r"sources\[67\]\.id: source 'pytorch-issue-143962' is defined twice"),
+     r"sources\[68\]\.id: source 'pytorch-issue-143962' is defined twice"),
     ("undefined source", _set(_xf, "sources", ["nope"]),
      r"packages\[1\]\.releases\[4\]\.builds\[0\]\.sources\[0\]: source 'nope' is not defined"),
     ("confirmed without a primary source", _set(_xf, "sources", ["flash-attn-issue-2299"]),
@@ -467,8 +469,8 @@ BROKEN = [
      r"packages\[6\]\.gpu\[0\]\.versions\[0\]: 0\.99\.0 is not among the package's releases"),
     ("ABI on Windows", _set(_abi(0), "platforms", ["win-amd64"]),
      r"cxx11_abi\[0\]\.platforms\[0\]: win-amd64: the C\+\+11 ABI flag is a property of Linux"),
-    ("ABI value and evidence", _set(_abi(4), "evidence", "confirmed"),
-     r"cxx11_abi\[4\]\.evidence: 'confirmed' for value 'unknown'"),
+    ("ABI value and evidence", _set(_abi(5), "evidence", "confirmed"),
+     r"cxx11_abi\[5\]\.evidence: 'confirmed' for value 'unknown'"),
     ("ABI variants both ways", _set(_abi(1), "except_variants", ["cu124"]),
      r"cxx11_abi\[1\]\.except_variants: give variants or except_variants, not both"),
     ("ABI torch specifier", _set(_abi(0), "torch", ">=two"),
@@ -519,8 +521,8 @@ AGAINST_THE_MATRIX = [
      r"builds\[0\]\.variants: cu999 is not a variant of any release in the matrix"),
     ("triton of an unknown torch", _triton_of_2_99,
      r"triton\[0\]\.torch: torch 2\.99\.0 is not in the matrix"),
-    ("two ABI facts for one build", _set(_abi(3), "torch", "<2.7"),
-     r"cxx11_abi\[3\]: torch 2\.6\.0 \w+ on linux-x86_64 is also covered by cxx11_abi\[[12]\]"),
+    ("two ABI facts for one build", _set(_abi(4), "torch", "<2.7"),
+     r"cxx11_abi\[4\]: torch 2\.6\.0 \S+ on linux-x86_64 is also covered by cxx11_abi\[[13]\]"),
 ]
 
 
