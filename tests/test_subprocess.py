@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
@@ -180,7 +181,8 @@ def test_an_exited_child_whose_descendant_holds_the_pipe_is_not_waited_for(
     began = time.monotonic()
     result = run_process([sys.executable, str(script), str(pid_file)], timeout=60)
     took = time.monotonic() - began
-    os.kill(int(pid_file.read_text()), 9)
+    with contextlib.suppress(ProcessLookupError):  # the funnel has ended it already
+        os.kill(int(pid_file.read_text()), 9)
     assert result.ok and "parent done" in result.stdout
     assert took < 15, f"waited {took:.1f} s on a pipe the exited child's descendant held"
 

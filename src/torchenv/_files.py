@@ -4,9 +4,12 @@ Every file a user names (a host profile, a matrix overlay, ``pyproject.toml``) i
 :func:`read_bytes_capped`, so ``/dev/zero`` or a multi-gigabyte file is refused after reading
 one byte past the cap instead of filling memory.
 
-Only regular files are replaced. A symlink is followed, so the file it names is updated and the
-link stays; anything else at the path (a device such as ``/dev/null``, a FIFO, a directory) is
-refused rather than swapped for a regular file, which is what a bare rename would do.
+Only regular files are replaced. A symlink of the user's own to an existing file of theirs is
+followed, so the file it names is updated and the link stays; any other link is refused: one
+that names no file (a dangling link in a shared folder would make torchenv create a file
+wherever it points), and one that another user owns or that points at another user's file.
+Anything else at the path (a device such as ``/dev/null``, a FIFO, a directory) is refused
+rather than swapped for a regular file, which is what a bare rename would do.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ if TYPE_CHECKING:
 
     StrPath: TypeAlias = "str | os.PathLike[str]"
 
-__all__ = ["MAX_READ_BYTES", "PIPE_WAIT_SECONDS", "check_target", "read_bytes_capped",
+__all__ = ["MAX_READ_BYTES", "PIPE_WAIT_SECONDS", "absolute_path", "check_target",
+           "current_folder", "read_bytes_capped",
            "read_text_capped", "user_cache_dir", "write_atomic"]
 
 MAX_READ_BYTES = 8 * 1024 * 1024
@@ -38,7 +42,8 @@ PIPE_WAIT_SECONDS = 30.0
 
 
 def read_bytes_capped(path: StrPath, *, limit: int = MAX_READ_BYTES,
-                      what: str | None = None, wait: float = PIPE_WAIT_SECONDS) -> bytes:
+                      what: str | None = None, wait: float = PIPE_WAIT_SECONDS,
+                      regular_only: bool = False, last: bool = False) -> bytes:
     """The bytes of ``path``, at most ``limit`` of them, without ever blocking for good.
 
     This is the one reader of files a user names (a host profile, an overlay,
@@ -48,18 +53,36 @@ def read_bytes_capped(path: StrPath, *, limit: int = MAX_READ_BYTES,
     ``limit + 1`` bytes. A FIFO is opened without waiting for a writer: with none it reads as
     empty; a pipe with a writer (``--host <(ssh node torchenv detect --json)``) is read as
     its data comes, and one that stays silent for ``wait`` seconds is refused.
+
+    ``regular_only`` is for files others wrote into a folder torchenv reads (a fleet's
+    reports): ``path`` must be a regular file with one name, opened without following a
+    symbolic link, so that a link (soft or hard) planted there never makes torchenv read, and
+    show, a file from elsewhere. ``last`` reads the last ``limit`` bytes of a regular file
+    instead of refusing a longer one (where a log's cause is).
     """
     label = f"{what}: {path}" if what else str(path)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    if regular_only:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+        _refuse_link(path, label)
     try:
         fd = os.open(path, flags)
     except IsADirectoryError as exc:
         raise BadInput(f"{label} is a directory", hint="give the path of a file") from exc
     except OSError as exc:
+        if regular_only and os.path.islink(path):  # ELOOP: the link came after the check
+            raise BadInput(f"{label}: a symbolic link; not followed") from exc
+        absolute_path(path, what=what)  # relative to a deleted folder: say that
         raise BadInput(f"{label}: cannot read: {exc.strerror or exc}") from exc
     try:
-        if stat.S_ISDIR(os.fstat(fd).st_mode):  # Windows opens a directory without an error
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):  # Windows opens a directory without an error
             raise BadInput(f"{label} is a directory", hint="give the path of a file")
+        if regular_only:
+            _refuse_irregular(st, label)
+        if last and stat.S_ISREG(st.st_mode):
+            os.lseek(fd, max(0, st.st_size - limit), os.SEEK_SET)
+            return _read_up_to(fd, limit, wait, label)
         data = _read_up_to(fd, limit + 1, wait, label)
     except OSError as exc:
         raise BadInput(f"{label}: cannot read: {exc.strerror or exc}") from exc
@@ -69,6 +92,27 @@ def read_bytes_capped(path: StrPath, *, limit: int = MAX_READ_BYTES,
         raise BadInput(f"{label} is larger than {_size(limit)}; torchenv does not read it",
                        hint="give the path of the file torchenv wrote or expects")
     return data
+
+
+def _refuse_link(path: StrPath, label: str) -> None:
+    """A symbolic link is refused before it is opened (where ``O_NOFOLLOW`` is missing, this
+    check is all there is)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return  # the open that follows says why
+    if stat.S_ISLNK(st.st_mode):
+        raise BadInput(f"{label}: a symbolic link; not followed")
+
+
+def _refuse_irregular(st: os.stat_result, label: str) -> None:
+    """What was opened is a regular file with no other name (a hard link to a file elsewhere
+    would show that file's content as if a node had written it)."""
+    if not stat.S_ISREG(st.st_mode):
+        raise BadInput(f"{label}: not a regular file; not read")
+    if st.st_nlink > 1:
+        raise BadInput(f"{label}: {st.st_nlink} hard links (a file written here has one); "
+                       "not read")
 
 
 def _read_up_to(fd: int, most: int, wait: float, label: str) -> bytes:
@@ -114,6 +158,27 @@ def read_text_capped(path: StrPath, *, limit: int = MAX_READ_BYTES,
                        hint="give the path of a text file") from exc
 
 
+def current_folder() -> str | None:
+    """The current folder, or None when it no longer exists (deleted under the shell) or
+    cannot be reached: a command that only looks there for an optional file goes on without."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
+def absolute_path(path: StrPath, *, what: str | None = None) -> str:
+    """``path`` made absolute; :class:`BadInput` naming it (after ``what``) when it is relative
+    to a current folder that no longer exists."""
+    text = os.fspath(path)
+    if not os.path.isabs(text) and current_folder() is None:
+        label = f"{what}: {text}" if what else text
+        raise BadInput(f"{label} is relative to the current folder, which no longer exists "
+                       "(it was deleted or moved after the shell entered it)",
+                       hint="cd to a folder that exists, or give an absolute path")
+    return os.path.abspath(text)
+
+
 def _size(n: int) -> str:
     return f"{n // (1024 * 1024)} MiB" if n >= 1024 * 1024 else f"{n} bytes"
 
@@ -136,11 +201,18 @@ def check_target(path: StrPath, *, force: bool = True) -> None:
     os.unlink(tmp)
 
 
+_TEMP_NAME_KEEP = 64
+"""Characters of the target's name kept in its temporary file's name."""
+
+
 def _temp_file(target: Path, parent: Path, path: StrPath) -> tuple[int, str]:
     try:
         import tempfile  # only writers need it (it imports shutil and random)
 
-        return tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+        # the name is shortened: a target whose name is as long as the file system allows
+        # must not be refused because of the temporary name's additions
+        return tempfile.mkstemp(prefix=f".{target.name[:_TEMP_NAME_KEEP]}.", suffix=".tmp",
+                                dir=parent)
     except OSError as exc:
         raise BadInput(f"{path}: cannot write in {parent}: {exc.strerror or exc}",
                        hint="choose a writable directory") from exc
@@ -151,9 +223,16 @@ def _target(path: StrPath, force: bool) -> tuple[Path, os.stat_result | None, Pa
     a path that :func:`write_atomic` may not write."""
     from pathlib import Path  # only writers need it; reading commands start without pathlib
 
+    absolute_path(path)  # a relative path in a folder that was deleted is refused by name
     target = Path(path)
-    if target.is_symlink():
-        target = Path(os.path.realpath(target))
+    try:
+        is_link = stat.S_ISLNK(os.lstat(target).st_mode)
+    except FileNotFoundError:
+        is_link = False
+    except OSError as exc:  # a name too long, a path through a file
+        raise BadInput(f"{path}: cannot write there: {exc.strerror or exc}") from exc
+    if is_link:
+        target = _followed(target, path)
     try:
         st = target.stat()
     except FileNotFoundError:
@@ -174,18 +253,47 @@ def _target(path: StrPath, force: bool) -> tuple[Path, os.stat_result | None, Pa
     return target, st, parent
 
 
+def _followed(link: Path, path: StrPath) -> Path:
+    """The file the symbolic link ``link`` names, when torchenv may write it: an existing
+    regular file, the link and the file both the user's own. BadInput otherwise."""
+    from pathlib import Path
+
+    hint = "remove the link, or give the path of the file itself"
+    real = Path(os.path.realpath(link))
+    try:
+        st = os.stat(real)
+    except OSError as exc:
+        why = "does not exist" if isinstance(exc, FileNotFoundError) else "cannot be reached"
+        raise BadInput(f"{path} is a symbolic link to {real}, which {why}; torchenv does not "
+                       "create a file through a link", hint=hint) from exc
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    owners = {os.lstat(link).st_uid, st.st_uid}
+    if uid is not None and owners != {uid}:
+        raise BadInput(f"{path} is a symbolic link that another user owns or that names "
+                       "another user's file; torchenv does not write through it", hint=hint)
+    return real
+
+
 def write_atomic(path: StrPath, data: str | bytes, *, force: bool = True) -> Path:
     """Write ``data`` to ``path`` whole or not at all; returns the file actually written.
 
     ``force=False`` refuses to replace an existing file. Every failure is a :class:`BadInput`
     naming the path, and leaves neither a temp file nor a half-written target behind.
     """
+    if isinstance(data, str):
+        try:
+            data = data.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: a name that was not UTF-8
+            raise BadInput(f"{path}: what would be written holds a character that is not "
+                           f"Unicode text (at {exc.start}), from a name or value that is not "
+                           "UTF-8; nothing was written",
+                           hint="give names and values as UTF-8 text") from exc
     target, st, parent = _target(path, force)
     mode = stat.S_IMODE(st.st_mode) if st is not None else _new_file_mode()
     fd, tmp = _temp_file(target, parent, path)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            fh.write(data)
         os.chmod(tmp, mode)
         if force:
             os.replace(tmp, target)

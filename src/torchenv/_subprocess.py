@@ -2,6 +2,7 @@
 
 Every child starts in its own process group and is registered until it has ended, so that
 :func:`reap_children` (called when the command is interrupted) can end whatever is still running.
+What a :func:`run_process` child starts ends with it: the group is killed when the child exits.
 Every wait is bounded, including the ones after a kill: a child stuck in the kernel (an
 uninterruptible driver call) is given up on rather than waited for.
 """
@@ -22,11 +23,16 @@ __all__ = ["RUN_TOKEN_ENV", "ProcessResult", "kill_token", "reap_children", "run
 
 RUN_TOKEN_ENV = "TORCHENV_RUN_TOKEN"
 """An environment variable that marks every process of one run, however it was started."""
+_CALL_TOKEN_ENV = "TORCHENV_CALL_TOKEN"
+"""The same for the processes of one :func:`run_process` call (a run's token is its own)."""
 
 _AFTER_KILL = 10.0
 """Seconds to wait for a killed child before giving up on it."""
 _DRAIN = 2.0
 """Seconds to wait for a killed child's pipes to close (a descendant may hold them)."""
+_GROUP_GONE = 0.25
+"""Seconds for the pipes to close once the child's group is killed, before what still holds
+them is looked for by token."""
 
 _LIVE: set[subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()
@@ -60,14 +66,14 @@ def reap_children() -> int:
     return killed
 
 
-def kill_token(token: str, *, rounds: int = 3) -> int:
-    """SIGKILL every process of this user whose environment carries ``RUN_TOKEN_ENV=token``.
+def kill_token(token: str, *, rounds: int = 3, variable: str = RUN_TOKEN_ENV) -> int:
+    """SIGKILL every process of this user whose environment carries ``variable=token``.
 
     This finds the processes that left the process group (torchrun starts its workers in their
     own sessions). Linux only (it reads ``/proc/PID/environ``); elsewhere it does nothing.
     Returns how many processes were signalled.
     """
-    needle = f"{RUN_TOKEN_ENV}={token}".encode()
+    needle = f"{variable}={token}".encode()
     proc_root = "/proc"
     if not token or not os.path.isdir(proc_root):
         return 0
@@ -147,20 +153,24 @@ def run_process(
 ) -> ProcessResult:
     """Run ``argv`` and capture its output; never raises for a missing program or a timeout.
 
-    On timeout the whole process group is killed, so grandchildren go too. Each stream keeps at
+    When the child ends, by itself or at the timeout, its whole process group is killed, so
+    nothing it started outlives it (an nvidia-smi wrapper's daemon holding the pipes included);
+    one that left the group and still holds a pipe is found by a token in its environment. Each
+    stream keeps at
     most ``max_output`` bytes: a child that prints more (an nvidia-smi printing forever) is
     killed and the result says so. ``on_output(stream, chunk)`` sees every chunk as it arrives
     (``stream`` is ``"stdout"`` or ``"stderr"``), for showing progress live; it runs in a reader
     thread.
     """
     start = time.monotonic()
+    token = os.urandom(8).hex()
     try:
         proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=dict(env) if env is not None else None,
+            env={**(os.environ if env is None else env), _CALL_TOKEN_ENV: token},
             cwd=cwd,
             start_new_session=os.name == "posix",
         )
@@ -181,21 +191,20 @@ def run_process(
     timed_out = False
     try:
         _join_readers(proc, readers, deadline)
-        try:
-            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc)
-    except BaseException:  # interrupted: the child must not outlive the command
-        _kill_group(proc)
-        raise
-    finally:
-        if proc.poll() is None:
+        timed_out = not _ended(proc, deadline)
+    finally:  # also when interrupted: the child must not outlive the command
+        # What the child started ends with it: its process group is killed before the child
+        # is waited for (its pid, held until then, still names the group), so a daemon it
+        # left holding the pipes (an nvidia-smi wrapper's) is gone too.
+        if proc.returncode is None:
             _kill_group(proc)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=_AFTER_KILL)
         for r in readers:  # a descendant may still hold a pipe: never wait for it long
-            r.thread.join(_DRAIN)
+            r.thread.join(_GROUP_GONE)
+            if r.thread.is_alive():  # one that left the group (setsid) holds it: by token
+                kill_token(token, variable=_CALL_TOKEN_ENV)
+                r.thread.join(_DRAIN)
         _unregister(proc)
     out, err = (r.text() for r in readers)
     flooded = next((r.name for r in readers if r.overflow), None)
@@ -207,19 +216,47 @@ def run_process(
                          time.monotonic() - start, timed_out=timed_out)
 
 
+def _exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the child has exited, without waiting for it where the platform allows: until
+    it is waited for, its pid (and so its process group's id) is not given to another
+    process, and killing the group cannot reach a stranger."""
+    if proc.returncode is not None:
+        return True
+    if hasattr(os, "waitid") and hasattr(os, "WNOWAIT"):
+        try:
+            return os.waitid(os.P_PID, proc.pid,
+                             os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:  # already waited for
+            return True
+    return proc.poll() is not None
+
+
+def _ended(proc: subprocess.Popen[bytes], deadline: float) -> bool:
+    """Wait until the child has exited (not waited for: see :func:`_exited`) or ``deadline``
+    has passed; whether it exited."""
+    pause = 0.001
+    while not _exited(proc):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, 0.05)
+    return True
+
+
 def _join_readers(proc: subprocess.Popen[bytes], readers: Sequence[_Reader],
                   deadline: float) -> None:
     """Wait for EOF on every pipe (the child is done) until ``deadline``; once the child has
-    exited, a pipe a descendant still holds gets only ``_DRAIN`` seconds more."""
-    exited_at: Optional[float] = None
+    exited, a pipe a descendant still holds is not waited for: the group kill that follows
+    closes it."""
     for r in readers:
         while r.thread.is_alive():
             now = time.monotonic()
-            if now >= deadline or (exited_at is not None and now - exited_at >= _DRAIN):
+            if now >= deadline:
                 return
-            r.thread.join(min(0.25, deadline - now))
-            if exited_at is None and proc.poll() is not None:
-                exited_at = time.monotonic()
+            r.thread.join(min(0.05, deadline - now))
+            if r.thread.is_alive() and _exited(proc):
+                return
 
 
 class _Reader:

@@ -74,7 +74,7 @@ def test_a_running_thread_that_is_not_a_daemon_is_waited_for() -> None:
     ["matrix", "show"],
     ["env", "--format", "requirements", "--no-gpu"],  # less than a buffer: written at the end
 ], ids=["json", "table", "small"])
-def test_output_nobody_reads_any_more_makes_a_successful_command_fail_quietly(
+def test_output_nobody_reads_any_more_makes_a_successful_command_fail_saying_so(
         args: list[str]) -> None:
     read, write = os.pipe()
     os.close(read)  # the reader has gone away before anything is written
@@ -85,7 +85,9 @@ def test_output_nobody_reads_any_more_makes_a_successful_command_fail_quietly(
     finally:
         os.close(write)
     assert done.returncode == 1
-    assert done.stderr == ""  # neither a traceback nor "Exception ignored ... BrokenPipeError"
+    # neither a traceback nor "Exception ignored ... BrokenPipeError": one line that says it
+    assert done.stderr == ("torchenv: error: the reader of standard output has gone; the "
+                           "output was not delivered\n")
 
 
 def test_a_profiler_still_gets_to_print_its_report() -> None:

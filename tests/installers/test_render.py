@@ -445,13 +445,22 @@ def test_env_output_into_a_missing_directory_is_bad_input(cli_cwd: Path) -> None
     assert not (cli_cwd / "nope").exists()
 
 
-def test_failed_write_leaves_the_old_file_and_no_temp_file(tmp_path: Path) -> None:
+def test_failed_write_leaves_the_old_file_and_no_temp_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from torchenv._files import write_atomic
+    from torchenv.errors import BadInput
 
     target = tmp_path / "requirements.txt"
     target.write_text("old\n", encoding="utf-8")
-    with pytest.raises(UnicodeEncodeError):
+    with pytest.raises(BadInput, match="not Unicode text"):  # refused before anything is made
         write_atomic(target, "torch==2.7.1\n\udc80 cannot be encoded\n", force=True)
+
+    def full_disk(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full_disk)  # fails after the temporary file is written
+    with pytest.raises(BadInput, match="No space left on device"):
+        write_atomic(target, "torch==2.7.1\n", force=True)
     assert target.read_text(encoding="utf-8") == "old\n"
     assert os.listdir(tmp_path) == ["requirements.txt"]
 

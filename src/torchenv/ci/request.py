@@ -58,6 +58,8 @@ _OS_ALIASES: Mapping[str, tuple[str, ...]] = {
 
 _PY_TAG_RE = re.compile(r"^3\.(\d{1,2})(t?)$")
 _SPEC_START = ("<", ">", "=", "!", "~")
+_LONG_NUMBER = re.compile(r"[0-9]{5,}")
+_MAX_FILTER = 256
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,13 @@ def parse_python_filter(text: str | None, *, free_threaded: bool = False) -> Pyt
     if text is None or not text.strip():
         return PythonFilter(free_threaded=free_threaded)
     raw = text.strip()
+    long_number = _LONG_NUMBER.search(raw)
+    if len(raw) > _MAX_FILTER or long_number:  # checked before any number reaches int()
+        what = (f"a number of {len(long_number.group())} digits is no Python version"
+                if long_number else f"longer than {_MAX_FILTER} characters")
+        raise BadInput(f"--python: {text[:40]!r}{'...' if len(text) > 40 else ''} is not a "
+                       f"Python filter: {what}",
+                       hint="use '>=3.10' or a list like '3.11,3.12,3.13t'")
     if raw.startswith(_SPEC_START):
         try:
             return PythonFilter(spec=SpecifierSet(raw), free_threaded=free_threaded)

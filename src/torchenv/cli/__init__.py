@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 from torchenv import __version__
 from torchenv.errors import BadInput, TorchenvError
 
-__all__ = ["COMMANDS", "Parser", "build_parser", "entry_point", "main", "parse"]
+__all__ = ["COMMANDS", "MAX_ARGUMENTS", "Parser", "build_parser", "entry_point", "main", "parse"]
 
 _DESCRIPTION = """\
 Pick, install and prove the right PyTorch build for a machine.
@@ -32,6 +32,10 @@ Exit codes: 0 ok, 1 validation/doctor failures (or drift, for matrix update --ch
 input, 3 nothing satisfies the request, 4 a network source could not be reached, 130/143
 interrupted.
 """
+
+MAX_ARGUMENTS = 4096
+"""The most words of one command line: far more than any real one (a flag per GPU of a node),
+and few enough that parsing them stays quick."""
 
 COMMANDS = {
     "detect": "detect",
@@ -108,16 +112,18 @@ def parse(parser: argparse.ArgumentParser, args: Sequence[str]) -> argparse.Name
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """Run one command and return its exit status."""
+    from torchenv.cli._output import OutputNotDelivered, cleaned_output
+
     args = list(sys.argv[1:] if argv is None else argv)
     previous = _catch_sigterm()
     try:
-        from torchenv.cli._output import cleaned_output
-
         with cleaned_output():
             status = _run(args, prog)
-            if sys.stdout is not None:
-                sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
+            sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
         return status
+    except (OutputNotDelivered, BrokenPipeError) as exc:
+        return _not_delivered(exc.why if isinstance(exc, OutputNotDelivered)
+                              else "the reader of standard output has gone")
     except (KeyboardInterrupt, _Terminated) as exc:
         from torchenv._subprocess import reap_children
 
@@ -126,15 +132,25 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         print("torchenv: interrupted" + (" (SIGTERM)" if signum == signal.SIGTERM else ""),
               file=sys.stderr)
         return 128 + signum
-    except BrokenPipeError:
-        # stdout's reader went away (`torchenv ... | head`): what is still buffered goes to
-        # devnull, so that the interpreter's flush at exit does not fail on it once more
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 1
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _not_delivered(why: str) -> int:
+    """Standard output is closed or its reader went away (``torchenv ... | head``): say so on
+    stderr and fail. What is still buffered goes to devnull, so that the interpreter's flush at
+    exit does not fail on it once more."""
+    import contextlib
+
+    if sys.stderr is not None:
+        with contextlib.suppress(OSError, ValueError):
+            print(f"torchenv: error: {why}; the output was not delivered", file=sys.stderr)
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return 1
 
 
 def _run(args: list[str], prog: str | None) -> int:
@@ -145,6 +161,11 @@ def _run(args: list[str], prog: str | None) -> int:
     """
     namespace = None
     try:
+        if len(args) > MAX_ARGUMENTS:  # argparse's time grows with the square of their number
+            raise BadInput(f"{len(args):,} arguments; torchenv reads at most "
+                           f"{MAX_ARGUMENTS:,} on one command line",
+                           hint="give many GPUs with TORCHENV_GPUS or a --host file, each "
+                           "kind of GPU once")
         namespace = parse(build_parser(prog, only=args[0] if args else None), args)
         status: int = namespace.func(namespace)
         return status

@@ -10,8 +10,19 @@ DEL, C1, and escape sequences of any other kind) is shown as ``?``. Off a termin
 writes no sequences at all, so nothing passes. JSON documents are unaffected: ``json.dumps``
 already writes control characters as ``\\u`` escapes.
 
+Bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069) and the Unicode line
+and paragraph separators are shown as ``?`` too: they reorder or break what follows them on
+the line, so a name could show as something it is not.
+
 The same filter hides the secret of any URL's credentials (``https://user:****@host``), as pip
 and uv do: an ``--index-base`` with a password is used where a command runs, never printed.
+
+The stream is the user's, whatever it can carry: a character its encoding has no byte for (a
+Windows console's code page, ``PYTHONIOENCODING=ascii``, a lone surrogate from a file name) is
+written as ``?`` instead of failing the command. JSON documents are ASCII (``\\u`` escapes), so
+they stay valid on any stream. A stream that is closed (``>&-``) or whose reader has gone
+raises :class:`OutputNotDelivered` on the first write: the command stops and says so, with a
+non-zero exit, instead of reporting success for output nobody got.
 """
 
 from __future__ import annotations
@@ -22,10 +33,20 @@ import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-__all__ = ["clean", "cleaned_output", "clip_long_words"]
+__all__ = ["OutputNotDelivered", "clean", "cleaned_output", "clip_long_words"]
 
 _SGR = re.compile(r"(\x1b\[[0-9;]*m)")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+class OutputNotDelivered(OSError):
+    """Raised when standard output is closed or its reader has gone: what the command printed
+    did not reach anyone. An OSError, as the failure it stands for: code that writes and
+    expects I/O errors (``logging``'s flush at exit) still knows it."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
 _LONG_WORD = re.compile(r"\S{201,}")
 _KEEP = 80
 
@@ -51,35 +72,90 @@ def clean(text: str, *, keep_colour: bool = False) -> str:
 
 
 class _CleanStream:
-    """A text stream that writes through :func:`clean`; everything else is the wrapped one's."""
+    """A text stream that writes through :func:`clean`, in what its encoding can carry;
+    everything else is the wrapped one's."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, name: str) -> None:
         self._stream = stream
+        self._name = name
         try:
             self._terminal = stream.isatty()
         except (AttributeError, ValueError):
             self._terminal = False
 
     def write(self, text: str) -> int:
-        self._stream.write(clean(text, keep_colour=self._terminal))
+        cleaned = clean(text, keep_colour=self._terminal)
+        try:
+            try:
+                self._stream.write(cleaned)
+            except UnicodeEncodeError:  # nothing was written: a text stream encodes first
+                encoding = getattr(self._stream, "encoding", None) or "utf-8"
+                self._stream.write(cleaned.encode(encoding, "replace").decode(encoding))
+        except (OSError, ValueError) as exc:  # EPIPE, EBADF, EIO, ENOSPC; a closed file
+            raise OutputNotDelivered(_why(self._name, exc)) from exc
         return len(text)
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
             self.write(line)
 
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except (OSError, ValueError) as exc:
+            raise OutputNotDelivered(_why(self._name, exc)) from exc
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
 
 
+def _why(name: str, exc: BaseException) -> str:
+    if isinstance(exc, BrokenPipeError):
+        return f"the reader of {name} has gone"
+    return f"cannot write to {name}: {getattr(exc, 'strerror', None) or exc}"
+
+
+class _ClosedStream:
+    """What ``sys.stdout`` is when the command started with it closed (``>&-``, where Python
+    sets it to None): a command that prints nothing works, the first write stops it."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def __init__(self) -> None:
+        self._refused = False
+
+    def write(self, text: str) -> int:
+        self._refused = True
+        raise OutputNotDelivered("standard output is closed")
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        # once more at the end, should code that expects I/O errors have caught the first
+        if self._refused:
+            raise OutputNotDelivered("standard output is closed")
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        import io
+
+        raise io.UnsupportedOperation("standard output is closed")
+
+
 @contextlib.contextmanager
 def cleaned_output() -> Iterator[None]:
-    """Wrap ``sys.stdout`` and ``sys.stderr`` for the duration of one command."""
+    """Wrap ``sys.stdout`` and ``sys.stderr`` for the duration of one command; a closed
+    ``sys.stdout`` becomes one whose first write raises :class:`OutputNotDelivered`."""
     saved = sys.stdout, sys.stderr
-    if sys.stdout is not None:
-        sys.stdout = _CleanStream(sys.stdout)
+    sys.stdout = _CleanStream(sys.stdout, "standard output") if sys.stdout is not None \
+        else _ClosedStream()
     if sys.stderr is not None:
-        sys.stderr = _CleanStream(sys.stderr)
+        sys.stderr = _CleanStream(sys.stderr, "standard error")
     try:
         yield
     finally:

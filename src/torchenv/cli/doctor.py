@@ -58,6 +58,14 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < limit <= 3600:
         raise BadInput(f"--import-timeout: must be above 0 and at most 3600 seconds, not "
                        f"{limit:g}", hint="e.g. --import-timeout 120")
+    from torchenv._files import current_folder
+
+    if current_folder() is None:  # what python sees here is a folder that is gone
+        raise BadInput("the current folder no longer exists (it was deleted or moved after the "
+                       "shell entered it); a Python started here cannot import torch (loading "
+                       "its libraries fails there), so doctor would diagnose the folder, not "
+                       "the install",
+                       hint="cd to a folder that exists and run doctor again")
     env = dict(os.environ)
     target = target_interpreter(_given_interpreter(args), env)
     python = target.python

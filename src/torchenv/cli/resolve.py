@@ -6,6 +6,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from torchenv._files import current_folder
 from torchenv.cli._common import (
     add_json_flag,
     add_target_flags,
@@ -106,10 +107,13 @@ def register(sub: Subcommands) -> None:
     i.set_defaults(func=run_install)
 
 
-def _project_defaults(cwd: str) -> dict[str, str]:
-    """``[tool.torchenv]`` of ./pyproject.toml: torch, python, variant (flags override them)."""
+def _project_defaults(cwd: str | None) -> dict[str, str]:
+    """``[tool.torchenv]`` of ./pyproject.toml: torch, python, variant (flags override them);
+    none when there is no current folder (it was deleted: it holds no file)."""
     from torchenv._files import read_bytes_capped
 
+    if cwd is None:
+        return {}
     path = os.path.join(cwd, "pyproject.toml")
     if not os.path.isfile(path):
         return {}
@@ -206,7 +210,7 @@ def _decide(
     from torchenv.cli._common import index_base_warning, load_matrix_reported
     from torchenv.resolver.resolve import resolve
 
-    request = _request(args, _project_defaults(os.getcwd()) if defaults is None else defaults)
+    request = _request(args, _project_defaults(current_folder()) if defaults is None else defaults)
     matrix = load_matrix_reported()
     host = host_from_args(args, python_executable=python_exe, matrix=matrix)
     _check_known(request, matrix)
@@ -527,7 +531,7 @@ def run_install(args: argparse.Namespace) -> int:
         given(args, "interpreter", "alias")
     python = args.python_exe or sys.executable
     uv = _uv_for(python, dry_run=args.dry_run) if args.installer == "uv" else None
-    defaults = _project_defaults(os.getcwd())
+    defaults = _project_defaults(current_folder())
     _refuse_other_machines(args, defaults)
     plan, host, *_ = _decide(args, python_exe=args.python_exe, defaults=defaults)
     notes, replace = _describe_installed(host, plan)

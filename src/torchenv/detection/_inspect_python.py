@@ -135,11 +135,21 @@ def _package_in(folder: str, children: list[str], name: str) -> Optional[dict[st
     return None
 
 
+def _in_cwd(path: str, cwd: Optional[str]) -> bool:
+    """Whether ``path`` is the current folder (one relative to a deleted folder counts)."""
+    if cwd is None:
+        return not os.path.isabs(path)
+    return os.path.abspath(path) == cwd
+
+
 def _torch_version_py(location: Optional[str]) -> tuple[Optional[str], Optional[str]]:
     """The text of torch/version.py: from the distribution's folder, else the first on sys.path."""
     dirs = [location] if location else []
-    cwd = os.getcwd()
-    dirs += [p for p in sys.path if p and p != location and os.path.abspath(p) != cwd]
+    try:
+        cwd = os.getcwd()  # type: Optional[str]
+    except OSError:  # the current folder was deleted: it holds no torch
+        cwd = None
+    dirs += [p for p in sys.path if p and p != location and not _in_cwd(p, cwd)]
     for d in dirs:
         path = os.path.join(d, "torch", "version.py")
         text = read_capped(path, 8192)

@@ -94,7 +94,8 @@ class NvidiaInfo:
     def visible_gpus(self) -> tuple[Gpu, ...]:
         if self.visible is None:
             return self.gpus
-        return tuple(g for g in self.gpus if g.index in self.visible)
+        visible = set(self.visible)
+        return tuple(g for g in self.gpus if g.index in visible)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -460,11 +461,23 @@ def _check_types(d: Mapping[str, Any], keys: Mapping[str, Any], origin: str,
             if not isinstance(value, list):
                 raise BadInput(f"{origin}: {where}: expected a list, got {_shown(value)}",
                                hint=hint)
+            _check_length(value, origin, where, hint)
             for i, item in enumerate(value):
                 if not isinstance(item, dict):
                     raise BadInput(f"{origin}: {where}[{i}]: expected an object, got "
                                    f"{_shown(item)}", hint=hint)
                 _check_types(item, kind.item.keys, origin, f"{where}[{i}].")
+
+
+MAX_ENTRIES = 1024
+"""The most entries of any list or object in a host document: one machine's GPUs, devices
+and warnings are far fewer (a rack-scale system shows 72 GPUs to a host at most)."""
+
+
+def _check_length(value: Any, origin: str, where: str, hint: str) -> None:
+    if len(value) > MAX_ENTRIES:
+        raise BadInput(f"{origin}: {where}: {len(value):,} entries; a host document describes "
+                       f"one machine and holds at most {MAX_ENTRIES:,}", hint=hint)
 
 
 _KIND_NAMES = {"str": "a string", "int": "an integer", "bool": "true or false"}
@@ -483,6 +496,7 @@ def _check_value(value: Any, kind: str, origin: str, where: str, hint: str) -> N
         else:
             what = "a list" if kind[0] == "[" else "an object"
             raise BadInput(f"{origin}: {where}: expected {what}, got {_shown(value)}", hint=hint)
+        _check_length(items, origin, where, hint)
         for i, item in items:
             _check_value(item, kind[1:-1], origin, f"{where}[{i!r}]", hint)
         return
@@ -495,6 +509,21 @@ def _check_value(value: Any, kind: str, origin: str, where: str, hint: str) -> N
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_visible(nv: Mapping[str, Any], gpus: list[Any], origin: str, hint: str) -> None:
+    """``nvidia.visible`` names GPUs of ``nvidia.gpus`` only: an index the file does not list
+    would make torch's GPUs fewer than the file says, silently."""
+    visible = nv.get("visible")
+    if not visible:
+        return
+    listed = {g.get("index", 0) for g in gpus}  # as Gpu.from_json reads it
+    unknown = sorted({v for v in visible if v not in listed})
+    if unknown:
+        shown = ", ".join(map(str, unknown[:5])) + (" ..." if len(unknown) > 5 else "")
+        have = ", ".join(map(str, sorted(listed)[:8])) or "none"
+        raise BadInput(f"{origin}: nvidia.visible names GPU {shown}, which nvidia.gpus does "
+                       f"not list (its indices: {have})", hint=hint)
 
 
 def _read_host_document(d: Mapping[str, Any], origin: str) -> dict[str, Any]:
@@ -564,6 +593,7 @@ def _read_host_document(d: Mapping[str, Any], origin: str) -> dict[str, Any]:
                                     or mem < 0):
                 raise BadInput(f"{origin}: nvidia.gpus[{i}].memory_mib: {mem!r} is not a "
                                "size in MiB (a whole number ≥ 0)", hint=hint)
+        _check_visible(nv, gpus, origin, hint)
     rocm = out.get("rocm")
     if isinstance(rocm, dict):
         rocm["gfx_targets"] = [

@@ -45,7 +45,9 @@ def target_interpreter(given: Optional[str], env: Mapping[str, str], *,
     """The interpreter doctor diagnoses; BadInput naming ``given`` when it is not there."""
     if given:
         if os.sep in given or "/" in given:
-            path = os.path.abspath(given)
+            from torchenv._files import absolute_path
+
+            path = absolute_path(given, what="--python")  # refused by name in a deleted folder
         else:
             path = shutil.which(given, path=env.get("PATH")) or given
         if not os.path.exists(path):

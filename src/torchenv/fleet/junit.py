@@ -90,6 +90,6 @@ def _count(suite: ET.Element) -> None:
 def write_fleet_junit(verdict: FleetVerdict, path: str | os.PathLike[str]) -> None:
     """Write :func:`fleet_junit` atomically (a temp file in the same folder, then replace)."""
     from torchenv._files import write_atomic
+    from torchenv.validation.report import junit_bytes
 
-    write_atomic(os.fspath(path), ET.tostring(fleet_junit(verdict), encoding="utf-8",
-                                   xml_declaration=True))
+    write_atomic(os.fspath(path), junit_bytes(fleet_junit(verdict)))

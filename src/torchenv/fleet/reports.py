@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -133,52 +134,118 @@ class ReportSet:
 # ----------------------------------------------------------------------------- the file system
 
 def read_reports(directory: str | os.PathLike[str]) -> ReportSet:
-    """Read every report in ``directory`` (not its subfolders).
+    """Read every report in ``directory`` and its ``probes`` subfolder.
 
-    Raises :class:`BadInput` only when ``directory`` itself cannot be listed.
+    Nodes write into the folder (often shared storage), so nothing in it is trusted: only the
+    regular files directly in it are opened, never through a symbolic link, never a file with
+    a second name elsewhere (:func:`torchenv._files.read_bytes_capped` with ``regular_only``);
+    each is read up to a cap, the folder up to :data:`MAX_ENTRIES` entries. A file that cannot
+    be read is a problem of its node (or of the folder) naming the file and why, never quoting
+    what it holds. Raises :class:`BadInput` only when ``directory`` itself cannot be listed.
     """
+    from torchenv._files import absolute_path
+
+    absolute_path(directory)  # a relative path in a folder that was deleted is refused by name
+    return _read_folder(Path(directory), str(directory), probes=True)
+
+
+MAX_ENTRIES = 200_000
+"""The most entries of a report folder looked at: a fleet of 10,000 nodes writes ~50,000."""
+MAX_FOLDER_BYTES = 1024 * 1024 * 1024
+"""The most read of one folder's files in all (each file has its own cap as well)."""
+
+
+def _entries(folder: Path, directory: str) -> tuple[list[tuple[str, int]], bool]:
+    """The (name, mode) of the first :data:`MAX_ENTRIES` entries ``folder`` lists (links not
+    followed), sorted by name, and whether it held more."""
+    import itertools
+    import stat
+
+    hint = "give the folder the nodes wrote their reports to"
+    try:
+        with os.scandir(folder) as scan:
+            listed = list(itertools.islice(scan, MAX_ENTRIES + 1))
+            entries = []
+            for entry in listed[:MAX_ENTRIES]:
+                try:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                except OSError:
+                    mode = stat.S_IFREG  # gone or unreadable: the open says which
+                entries.append((entry.name, mode))
+    except NotADirectoryError as exc:
+        raise BadInput(f"{directory} is not a folder", hint=hint) from exc
+    except OSError as exc:
+        raise BadInput(f"{directory}: cannot list it: {exc.strerror or exc}", hint=hint) from exc
+    return sorted(entries), len(listed) > MAX_ENTRIES
+
+
+def _read_folder(folder: Path, directory: str, *, probes: bool) -> ReportSet:
+    import stat
+
     from torchenv._files import MAX_READ_BYTES, read_bytes_capped
 
-    folder = Path(directory)
-    try:
-        entries = sorted(folder.iterdir(), key=lambda p: p.name)
-    except NotADirectoryError as exc:
-        raise BadInput(f"{directory} is not a folder",
-                       hint="give the folder the nodes wrote their reports to") from exc
-    except OSError as exc:
-        raise BadInput(f"{directory}: cannot list it: {exc.strerror or exc}",
-                       hint="give the folder the nodes wrote their reports to") from exc
+    entries, too_many = _entries(folder, directory)
     raws: list[RawReport] = []
     ignored: list[str] = []
     problems: list[str] = []
+    if too_many:
+        problems.append(f"the folder holds more than {MAX_ENTRIES:,} entries; only "
+                        f"{MAX_ENTRIES:,} of them were read")
     job_end = None
-    for path in entries:
-        if not path.is_file():
+    budget = MAX_FOLDER_BYTES
+    for name, mode in entries:
+        if stat.S_ISDIR(mode):
             continue
-        name = path.name
-        if name == JOB_END_FILE:
-            try:
-                word = read_bytes_capped(path, limit=4096).decode("utf-8", "replace").strip()
-            except BadInput as exc:
-                word = _after_path(exc.message, path)
-            if word in JOB_ENDS:
-                job_end = word
-            else:
-                problems.append(f"{name}: {word[:40]!r} is not one of {', '.join(JOB_ENDS)}")
-            continue
+        path = folder / name
         kind, node, partial = _classify(name)
         is_log = kind is None and name.endswith(".log")
+        if not stat.S_ISREG(mode):
+            if name == JOB_END_FILE or kind is not None or is_log:
+                refused = ("a symbolic link; not followed" if stat.S_ISLNK(mode)
+                           else "not a regular file; not read")
+                if kind is not None and not partial:
+                    raws.append(RawReport(node=node or "", kind=kind, origin=name,
+                                          error=refused))
+                else:
+                    problems.append(f"{name}: {refused}")
+            else:
+                ignored.append(name)
+            continue
+        if name == JOB_END_FILE:
+            try:
+                word = read_bytes_capped(path, limit=4096, regular_only=True)
+                word_text = word.decode("utf-8", "replace").strip()
+            except BadInput as exc:
+                problems.append(f"{name}: {_after_path(exc.message, path)}")
+                continue
+            if word_text in JOB_ENDS:
+                job_end = word_text
+            else:  # what it holds is not shown: it may be anything
+                problems.append(f"{name}: holds {len(word)} bytes that are not one of "
+                                f"{', '.join(JOB_ENDS)}")
+            continue
         if kind is None and not is_log:
             ignored.append(name)
             continue
         if partial:  # its text is not a report; that it is there is what counts
             raws.append(RawReport(node=node or "", kind=kind or "", origin=name, partial=True))
             continue
-        if kind == "stderr":  # only its end matters, however long it grew
-            raws.append(_read_tail(path, node or ""))
+        if budget <= 0:
+            over = (f"not read: the folder's files passed {_in_mib(MAX_FOLDER_BYTES)} in all")
+            if is_log:
+                problems.append(f"{name}: {over}")
+            else:
+                raws.append(RawReport(node=node or "", kind=kind or "", origin=name,
+                                      error=over))
             continue
         try:
-            data = read_bytes_capped(path, limit=MAX_LOG_BYTES if is_log else MAX_READ_BYTES)
+            if kind == "stderr":  # only its end matters, however long it grew
+                data = read_bytes_capped(path, limit=STDERR_TAIL_BYTES, regular_only=True,
+                                         last=True)
+            else:
+                data = read_bytes_capped(path, regular_only=True,
+                                         limit=MAX_LOG_BYTES if is_log else MAX_READ_BYTES)
+            budget -= len(data)
         except BadInput as exc:
             if is_log:
                 problems.append(f"{name}: {_after_path(exc.message, path)}")
@@ -189,6 +256,10 @@ def read_reports(directory: str | os.PathLike[str]) -> ReportSet:
         if is_log:
             text = data.decode("utf-8", "replace")
             raws.extend(parse_log(text, origin=name))
+            continue
+        if kind == "stderr":
+            raws.append(RawReport(node=node or "", kind=kind, origin=name,
+                                  text=data.decode("utf-8", "replace")))
             continue
         try:
             raws.append(RawReport(node=node or "", kind=kind or "", origin=name,
@@ -204,55 +275,64 @@ def read_reports(directory: str | os.PathLike[str]) -> ReportSet:
         if why is not None:
             origins = ", ".join(r.origin for r in by_node.pop(node)[:3])
             problems.append(f"{origins}: {why}; not read")
-    probes = _read_probes(folder / PROBES_DIR, problems)
-    return ReportSet(directory=str(directory),
+    runs = _read_probes(folder / PROBES_DIR, problems) if probes else ()
+    return ReportSet(directory=directory,
                      nodes=tuple(node_reports(n, by_node[n]) for n in sorted(by_node)),
                      ignored=tuple(ignored), problems=tuple(problems), job_end=job_end,
-                     probes=probes)
+                     probes=runs)
+
+
+def _in_mib(size: int) -> str:
+    return f"{size / (1024 * 1024):,.0f} MiB" if size >= 1024 * 1024 else f"{size} bytes"
 
 
 def _read_probes(folder: Path, problems: list[str]) -> tuple[ProbeRun, ...]:
-    """The probe folders ``ROUND+NODE[+NODE]`` under ``folder`` (none when it is absent)."""
+    """The probe folders ``ROUND+NODE[+NODE]`` under ``folder`` (none when it is absent); a
+    probe folder's own subfolders are not read, and neither is a link to a folder."""
+    import stat
+
     try:
-        entries = [p for p in folder.iterdir() if p.is_dir()]
-    except OSError:
+        if not stat.S_ISDIR(os.lstat(folder).st_mode):
+            if os.path.lexists(folder):
+                problems.append(f"{PROBES_DIR}: not a folder (a link is not followed); not read")
+            return ()
+        entries, too_many = _entries(folder, str(folder))
+    except (OSError, BadInput):
         return ()
+    if too_many:
+        problems.append(f"{PROBES_DIR}: more than {MAX_ENTRIES:,} entries; only the first read")
     runs = []
-    for path in entries:
-        number, _, rest = path.name.partition("+")
+    for name, mode in entries:
+        if not stat.S_ISDIR(mode):
+            if stat.S_ISLNK(mode):
+                problems.append(f"{PROBES_DIR}/{name}: a symbolic link; not followed")
+            continue
+        number, _, rest = name.partition("+")
         nodes = tuple(rest.split("+"))
         why = next((w for n in nodes if (w := bad_node_name(n)) is not None), None)
         if not (number.isdigit() and len(number) <= 3) or not 1 <= len(nodes) <= 2 or why:
-            problems.append(f"{PROBES_DIR}/{path.name}: not a probe folder (ROUND+NODE or "
+            problems.append(f"{PROBES_DIR}/{name}: not a probe folder (ROUND+NODE or "
                             f"ROUND+NODE+NODE){': ' + why if why else ''}; not read")
             continue
-        found = read_reports(path)
+        try:
+            found = _read_folder(folder / name, str(folder / name), probes=False)
+        except BadInput as exc:
+            problems.append(f"{PROBES_DIR}/{name}: {_after_path(exc.message, folder / name)}")
+            continue
         strangers = sorted({r.node for r in found.nodes} - set(nodes))
         if strangers:
-            problems.append(f"{PROBES_DIR}/{path.name}: reports of nodes not in the probe: "
+            problems.append(f"{PROBES_DIR}/{name}: reports of nodes not in the probe: "
                             f"{', '.join(strangers)}")
-        runs.append(ProbeRun(name=path.name, round=int(number), nodes=nodes,
+        problems.extend(f"{PROBES_DIR}/{name}/{p}" for p in found.problems)
+        runs.append(ProbeRun(name=name, round=int(number), nodes=nodes,
                              reports=tuple(r for r in found.nodes if r.node in nodes)))
     return tuple(sorted(runs, key=lambda r: (r.round, r.nodes)))
-
-
-def _read_tail(path: Path, node: str) -> RawReport:
-    try:
-        with path.open("rb") as stream:
-            size = stream.seek(0, os.SEEK_END)
-            stream.seek(max(0, size - STDERR_TAIL_BYTES))
-            data = stream.read()
-    except OSError as exc:
-        return RawReport(node=node, kind="stderr", origin=path.name,
-                         error=f"cannot read it: {exc.strerror or exc}")
-    return RawReport(node=node, kind="stderr", origin=path.name,
-                     text=data.decode("utf-8", "replace"))
 
 
 def has_reports(directory: str | os.PathLike[str]) -> bool:
     """True when ``directory`` holds a file :func:`read_reports` would read."""
     try:
-        names = [p.name for p in Path(directory).iterdir() if p.is_file()]
+        names = [p.name for p in Path(directory).iterdir() if p.is_file() and not p.is_symlink()]
     except OSError:
         return False
     return any(_classify(n)[0] is not None or n.endswith(".log") for n in names)
@@ -334,7 +414,7 @@ def node_reports(node: str, raws: Iterable[RawReport]) -> NodeReports:
     stderr: list[str] = []
     for raw in raws:
         origins.append(raw.origin)
-        if raw.kind == "stderr":  # not a report: the cause, when there is one
+        if raw.kind == "stderr" and raw.error is None:  # not a report: the cause, when there is one
             stderr.extend(line.rstrip() for line in (raw.text or "").splitlines()
                           if line.strip())
             continue
@@ -432,7 +512,23 @@ def parse_detect(text: str) -> HostProfile:
     try:
         return HostProfile.from_json(doc, origin="detect report")
     except BadInput as exc:
-        raise UnreadableReport(exc.message.removeprefix("detect report: ")) from exc
+        raise UnreadableReport(_without_values(exc.message.removeprefix("detect report: "))) \
+            from exc
+
+
+_VALUE_STARTS = re.compile(r", got |['\"]")
+
+
+def _without_values(message: str) -> str:
+    """A reader's message about a document with the values it quotes left out: the key path
+    and what is wrong stay, what the file holds is never shown (a report folder is shared, and
+    a file in it may hold anything)."""
+    match = _VALUE_STARTS.search(message)
+    if match is None:
+        return message
+    where = message[:match.start()].rstrip(" :[(")
+    return f"{where}: not a value a detect report holds there" if where else \
+        "not a detect report torchenv can read"
 
 
 _OPTIONAL_TEXT = ("detail", "error", "hint", "reason")
@@ -535,7 +631,7 @@ def parse_exit(text: str) -> int:
     value = text.strip()
     if not value:
         raise UnreadableReport("empty")
-    try:
-        return int(value)
-    except ValueError as exc:
-        raise UnreadableReport(f"not an exit status: {value[:40]!r}") from exc
+    if not (value.isascii() and value.lstrip("-").isdigit() and len(value) <= 4):
+        # what it holds is not shown: a file in a shared folder may hold anything
+        raise UnreadableReport(f"not an exit status ({len(text)} characters, not one integer)")
+    return int(value)

@@ -6,6 +6,7 @@ comment naming torchenv's version, the matrix version and the target it was reso
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import TYPE_CHECKING, Literal, Optional
 
@@ -82,8 +83,18 @@ def header_lines(plan: Plan) -> list[str]:
     ]
 
 
+# What a comment line of a YAML, TOML or requirements file cannot hold: a line break (the
+# text after it would be read as an entry: a GPU name from a host file could add an index URL),
+# control characters (YAML and TOML refuse them even in comments), lone surrogates (not UTF-8),
+# the bidirectional overrides and isolates, and the two code points YAML calls non-printable.
+_NOT_IN_A_COMMENT = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+    "\ud800-\udfff\ufeff\ufffe\uffff]")
+
+
 def _comment(lines: list[str], mark: str = "#") -> str:
-    return "".join(f"{mark} {line}\n" for line in lines)
+    """``lines`` as comment lines, each one line whatever the text it quotes holds."""
+    return "".join(f"{mark} {_NOT_IN_A_COMMENT.sub('?', line)}\n" for line in lines)
 
 
 def _shell(plan: Plan) -> Shell:

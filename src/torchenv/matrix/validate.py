@@ -68,6 +68,12 @@ _GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
 _PCI_ID_RE = re.compile(r"^[0-9a-f]{4}$")
 _SOURCE_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _GLIBC_RE = re.compile(r"^2\.\d+$")
+_SOURCE_URL_RE = re.compile(
+    r"^https?://[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})(?::[0-9]{1,5})?"
+    r"(?:[/?#][A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]*)?\Z")
+"""A source's link, as the explorer page and the console show it: ``https:`` or ``http:``
+with a host name, and only the characters a URL may hold unescaped; ``javascript:``, ``data:``,
+a space or a quote never reach a page as a link."""
 
 T = TypeVar("T")
 V = TypeVar("V")
@@ -222,7 +228,8 @@ def _header(ctx: _Ctx, doc: Any) -> tuple[Mapping[str, Any], int, str, list[Sour
             Source(
                 id=ctx.string(s.get("id"), f"{p}.id", _SOURCE_ID_RE, "a source id ([a-z0-9-])"),
                 title=ctx.string(s.get("title"), f"{p}.title"),
-                url=ctx.string(s.get("url"), f"{p}.url"),
+                url=ctx.string(s.get("url"), f"{p}.url", _SOURCE_URL_RE,
+                               "an https:// or http:// URL"),
                 primary=bool(s.get("primary", True)),
             )
         )

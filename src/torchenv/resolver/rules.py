@@ -50,6 +50,7 @@ __all__ = [
     "check_rocm",
     "check_wheels",
     "driver_floors",
+    "one_per_capability",
     "torch_wanted",
     "variant_wanted",
 ]
@@ -90,6 +91,18 @@ def _not_in_list(gpu: Gpu, cc: ComputeCapability, arch_list: Sequence[ArchEntry]
                           for e in arch_list):
         ptx_hint = " (its PTX needs a driver at the toolkit level to JIT)"
     return f"GPU {gpu.index} ({cc.sm}{name}) not in arch list {arch_range(arch_list)}{ptx_hint}"
+
+
+def one_per_capability(gpus: Sequence[Gpu]) -> list[tuple[Gpu, ComputeCapability]]:
+    """The first GPU of each compute capability among ``gpus`` (those without one left out):
+    every rule judges a capability, so eight H100s, or 60,000 GPUs of four kinds, are judged
+    once per kind, and the first of each kind names the reason."""
+    first: dict[ComputeCapability, Gpu] = {}
+    for gpu in gpus:
+        cc = gpu.compute_capability
+        if cc is not None and cc not in first:
+            first[cc] = gpu
+    return [(gpu, cc) for cc, gpu in first.items()]
 
 
 # --- rule 1: the wheels -----------------------------------------------------------------------
@@ -294,7 +307,8 @@ def check_cuda_arch(host: HostProfile, matrix: Matrix, release: Release, variant
     if host.nvidia is None:
         return ArchVerdict(None)
     gpus = host.nvidia.visible_gpus()
-    known = [(g, g.compute_capability) for g in gpus if g.compute_capability is not None]
+    known = one_per_capability(gpus)
+    some_unknown = any(g.compute_capability is None for g in gpus)
     if not known:
         if not gpus:
             return ArchVerdict(None)  # nothing torch would use; nothing to check
@@ -303,7 +317,7 @@ def check_cuda_arch(host: HostProfile, matrix: Matrix, release: Release, variant
     if fact.sass == "unknown" or fact.arch_list is None:
         return _unknown_list(matrix, release, variant, host.platform, known)
     verdict = _known_list(fact, fact.arch_list, variant, known, jit_ok=jit_ok)
-    if verdict.reason is None and len(known) < len(gpus):
+    if verdict.reason is None and some_unknown:
         return ArchVerdict(None, Evidence.UNKNOWN, verdict.ptx_jit_only,
                            (*verdict.warnings, _CC_UNKNOWN), verdict.rule, verdict.sources)
     return verdict

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-__all__ = ["CheckResult", "Report", "Status", "write_junit"]
+__all__ = ["CheckResult", "Report", "Status", "junit_bytes", "write_junit"]
 
 Status = Literal["pass", "fail", "skip"]
 STATUSES: tuple[str, ...] = ("pass", "fail", "skip")
@@ -127,13 +128,35 @@ class Report:
         return suite
 
 
+# What XML 1.0 cannot hold (control characters but tab and line breaks, lone surrogates, the
+# two non-characters), and the Unicode line separators and bidirectional overrides and
+# isolates, which a CI page would show breaking or reordering what follows them.
+_NOT_IN_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e"
+                         "\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
+
+
+def junit_bytes(root: ET.Element) -> bytes:
+    """``root`` as a UTF-8 XML document any JUnit reader parses: every text and attribute
+    value (a check's error, a file name, a GPU name: text from outside) has what XML cannot
+    hold shown as ``?``. The one serialiser of torchenv's JUnit files."""
+    for element in root.iter():
+        for key, value in element.attrib.items():
+            element.set(key, _NOT_IN_XML.sub("?", value))
+        if element.text:
+            element.text = _NOT_IN_XML.sub("?", element.text)
+        if element.tail:
+            element.tail = _NOT_IN_XML.sub("?", element.tail)
+    data: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    return data
+
+
 def write_junit(report: Report, path: str | os.PathLike[str]) -> None:
     """Write ``report`` as JUnit XML atomically (a temp file in the same folder, then replace)."""
     target = Path(path)
     root = ET.Element("testsuites", {"name": "torchenv validate",
                                      "tests": str(len(report.checks))})
     root.append(report.to_junit())
-    data = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    data = junit_bytes(root)
     from torchenv._files import write_atomic
 
     write_atomic(target, data)

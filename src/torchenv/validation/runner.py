@@ -374,7 +374,9 @@ def _torch_of(results: Sequence[CheckResult]) -> Optional[str]:
 def interpreter_path(python: str) -> str:
     """An absolute path (the children run in another directory); symlinks are kept (venvs)."""
     if os.sep in python or (os.altsep and os.altsep in python):
-        return os.path.abspath(python)
+        from torchenv._files import absolute_path
+
+        return absolute_path(python, what="--python")
     return shutil.which(python) or python
 
 

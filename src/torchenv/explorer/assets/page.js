@@ -235,9 +235,15 @@
 
   // ---- rendering ----
 
+  // A link from the data is followed only to an http(s) page: the matrix refuses any other
+  // URL, and this holds for a page built from data that did not pass through it.
+  function webLink(url) {
+    return typeof url === "string" && /^https?:\/\/[^\s\/?#]/i.test(url) ? url : null;
+  }
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
+    for (const [k, v0] of Object.entries(attrs || {})) {
+      const v = k === "href" ? webLink(v0) : v0;
       if (v === null || v === undefined || v === false) continue;
       if (k === "class") node.className = v;
       else if (k === "text") node.textContent = v;

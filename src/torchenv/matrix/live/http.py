@@ -154,9 +154,14 @@ def check_url(url: str, *, allow_http: bool, field: str | None = None) -> None:
     """Raise :class:`BadInput` unless ``url`` is HTTPS, local HTTP, or HTTP with ``allow_http``;
     the error is about ``field`` (``index_base``, ``pypi_base``) when the URL is one the user
     gave, else about a ``URL`` met on the way (a redirect)."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
     lead = "" if field else "URL: "
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        parts.port  # noqa: B018 - a port that is no number raises here, not in the request
+    except ValueError as exc:  # "http://[": an IPv6 bracket never closed, a port of letters
+        raise BadInput(f"{lead}{url!r} is not a well-formed URL ({exc})", field=field,
+                       value=url) from exc
     if parts.scheme == "https" and host:
         return
     if parts.scheme == "http" and host:
@@ -335,7 +340,14 @@ class Fetcher:
                 location = resp_headers.get("Location")
                 if not location:
                     raise NetworkError(f"{current}: redirect ({status}) without a Location")
-                target = urljoin(current, location)
+                try:
+                    target = urljoin(current, location)
+                    check_url(target, allow_http=True)
+                except (ValueError, BadInput) as exc:
+                    raise NetworkError(f"{current}: redirected to {location!r}, which is not "
+                                       "a well-formed URL; refused",
+                                       hint="the mirror answers wrongly; point --index-base / "
+                                       "--pypi-base at another one") from exc
                 if urlsplit(current).scheme == "https" and urlsplit(target).scheme != "https":
                     raise NetworkError(f"{current}: redirected to plain HTTP {target}; refused",
                                        hint="the index must stay on HTTPS")
@@ -406,6 +418,11 @@ class Fetcher:
                 if deadline.passed:
                     raise self._too_slow(url, deadline, 0) from exc
                 raise NetworkError(f"{url}: {_short(exc)}") from exc
+            except ValueError as exc:  # requests reads a redirect's Location even unfollowed
+                raise NetworkError(f"{url}: the answer names a URL that is not well-formed "
+                                   f"({_short(exc)}); refused",
+                                   hint="the mirror answers wrongly; point --index-base / "
+                                   "--pypi-base at another one") from exc
             if resp.status_code >= 500:
                 last = f"HTTP {resp.status_code}"
                 resp.close()

@@ -47,6 +47,7 @@ __all__ = [
     "COMPANIONS",
     "FIRST_COMPANION",
     "FIRST_TORCH",
+    "MAX_METADATA_BYTES",
     "Companion",
     "Pairing",
     "PypiFile",
@@ -144,11 +145,21 @@ def project_files(url: str, doc: Any) -> dict[str, list[PypiFile]]:
     return out
 
 
+_MAX_VERSION = 64
+"""The longest version text read (a release's is under 20 characters)."""
+
+MAX_METADATA_BYTES = 4 * 1024 * 1024
+"""The most read of one wheel's METADATA, inflated or not (torch's is about 30 KiB): a member
+that inflates past it is refused, never inflated whole."""
+
+
 def is_final(version: str) -> bool:
     """A release version: not a pre-, dev- or local version (and a valid one)."""
+    if len(version) > _MAX_VERSION:  # int() refuses a 5,000-digit number with a ValueError
+        return False
     try:
         parsed = Version(version)
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):
         return False
     return not (parsed.is_prerelease or parsed.is_devrelease or parsed.local)
 
@@ -166,13 +177,47 @@ def torch_versions(files: Mapping[str, Sequence[PypiFile]]) -> list[str]:
 def wheel_requires_dist(read: Reader, url: str) -> list[str]:
     """``Requires-Dist`` of the wheel at ``url``: the PEP 658 file first, the zip member second."""
     body = read(url + ".metadata", None)
-    text = body.decode("utf-8") if body is not None else _zip_metadata(read, url)
+    text = _metadata_text(body, f"{url}.metadata") if body is not None \
+        else _zip_metadata(read, url)
     headers = HeaderParser().parsestr(text)
     return list(headers.get_all("Requires-Dist") or [])
 
 
+def _metadata_text(data: bytes, where: str) -> str:
+    if len(data) > MAX_METADATA_BYTES:
+        raise UnexpectedMetadata(f"{where}: METADATA of {len(data)} bytes, more than the "
+                                 f"{MAX_METADATA_BYTES // (1024 * 1024)} MiB torchenv reads")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnexpectedMetadata(f"{where}: METADATA is not UTF-8 (byte {exc.start})") from exc
+
+
+def _inflate(data: bytes, where: str) -> bytes:
+    """A deflated member, inflated up to :data:`MAX_METADATA_BYTES` and no further."""
+    inflater = zlib.decompressobj(-15)
+    try:
+        out = inflater.decompress(data, MAX_METADATA_BYTES + 1)
+    except zlib.error as exc:
+        raise UnexpectedMetadata(f"{where}: METADATA does not inflate ({exc})") from exc
+    if len(out) > MAX_METADATA_BYTES:
+        raise UnexpectedMetadata(f"{where}: METADATA inflates past "
+                                 f"{MAX_METADATA_BYTES // (1024 * 1024)} MiB; not read "
+                                 "(a real one is a few KiB)")
+    return out
+
+
 def _zip_metadata(read: Reader, url: str) -> str:
-    """``*.dist-info/METADATA`` of a remote wheel, read with range requests."""
+    """``*.dist-info/METADATA`` of a remote wheel, read with range requests; a record cut
+    short is :class:`UnexpectedMetadata`, as is a member that inflates past its limit."""
+    try:
+        return _zip_member(read, url)
+    except struct.error as exc:
+        raise UnexpectedMetadata(f"{url}: a zip record is cut short ({exc}); not a wheel?") \
+            from exc
+
+
+def _zip_member(read: Reader, url: str) -> str:
 
     def part(byte_range: str) -> bytes:
         body = read(url, byte_range)
@@ -212,9 +257,9 @@ def _zip_metadata(read: Reader, url: str) -> str:
         lname, lextra = struct.unpack("<HH", local[26:30])
         data = local[30 + lname + lextra : 30 + lname + lextra + csize]
         if method == 8:
-            return zlib.decompress(data, -15).decode("utf-8")
+            return _metadata_text(_inflate(data, f"{url}: {name}"), f"{url}: {name}")
         if method == 0:
-            return data.decode("utf-8")
+            return _metadata_text(data, f"{url}: {name}")
         raise UnexpectedMetadata(f"{url}: {name} uses compression method {method}")
     raise UnexpectedMetadata(f"{url}: no *.dist-info/METADATA member")
 

@@ -25,6 +25,7 @@ from torchenv.errors import NetworkError
 from torchenv.matrix.model import glibc_sort_key, python_sort_key
 
 __all__ = [
+    "MAX_FILENAME",
     "PEP691_ACCEPT",
     "MalformedPage",
     "WheelFile",
@@ -169,9 +170,17 @@ def parse_wheel(filename: str) -> list[WheelFile]:
     return list(out.values())
 
 
+MAX_FILENAME = 255
+"""The longest file name any common file system holds; a mirror's longer "wheel" is none."""
+
+
 def safe_parse_wheel(filename: str) -> list[WheelFile] | None:
-    """:func:`parse_wheel`, with None instead of an exception for an invalid name."""
+    """:func:`parse_wheel`, with None instead of an exception for an invalid name: one longer
+    than :data:`MAX_FILENAME` is not parsed at all (a 5,000-digit version would otherwise reach
+    ``int``, which refuses it with a ValueError of its own)."""
+    if len(filename) > MAX_FILENAME:
+        return None
     try:
         return parse_wheel(filename)
-    except InvalidWheelFilename:
+    except (InvalidWheelFilename, ValueError):
         return None
