@@ -20,7 +20,7 @@ from tests.detection.detection_helpers import fake_smi
 from hermetic import hermetic
 
 NOT_ON_THE_PATH = ("rich", "torchenv.cli.doctor", "torchenv.cli.fleet", "torchenv.cli.matrix",
-                   "torchenv.cli.validate",
+                   "torchenv.cli.validate", "torchenv.matrix.companions",
                    # the shipped matrix is constructed as built: no YAML, no validation
                    "yaml", "torchenv.matrix.validate")
 

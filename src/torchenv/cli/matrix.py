@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from torchenv.cli._common import add_json_flag, emit_json
 from torchenv.errors import BadInput
@@ -30,6 +30,11 @@ def register(sub: Subcommands) -> None:
     show.add_argument(
         "--release", metavar="VERSION", help="every fact of one release, with its sources"
     )
+    show.add_argument("--companions", action="store_true",
+                      help="the extensions built against torch (flash-attn, xformers, PyG, "
+                      "torchao, vLLM), the C++11 ABI of torch's builds and its triton pins")
+    show.add_argument("--package", metavar="NAME",
+                      help="one companion package's builds (implies --companions)")
     add_json_flag(show)
     show.set_defaults(func=run_show)
 
@@ -79,6 +84,8 @@ def run_show(args: argparse.Namespace) -> int:
     from torchenv.resolver.request import read_torch_spec
     from torchenv.values import InvalidValue, TorchVersion
 
+    if args.companions or args.package:
+        return _show_companions(args)
     matrix = load_matrix_reported()
     releases = select(matrix, read_torch_spec(args.torch) if args.torch else None)
     if args.release:
@@ -113,6 +120,24 @@ def run_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _show_companions(args: argparse.Namespace) -> int:
+    """``matrix show --companions`` / ``--package NAME``: read apart from the matrix."""
+    from torchenv.cli.render_companions import render_companions, select_packages
+    from torchenv.matrix.companions import companions_to_json, load_companions
+
+    if args.torch or args.release:
+        given = f"--torch {args.torch}" if args.torch else f"--release {args.release}"
+        raise BadInput(f"{given} selects torch releases and --companions shows the companion "
+                       "data", hint="give one of them")
+    data = load_companions()
+    packages = select_packages(data, args.package)
+    if args.json:
+        emit_json(companions_to_json(data, None if args.package is None else packages))
+    else:
+        render_companions(data, packages)
+    return 0
+
+
 def run_check(args: argparse.Namespace) -> int:
     import json
     import os
@@ -144,6 +169,16 @@ def run_check(args: argparse.Namespace) -> int:
     if args.overlay and not os.path.lexists(args.overlay):
         raise BadInput(f"--overlay: {args.overlay} does not exist")
     matrix = load_matrix(overlay=overlay) if args.overlay else built
+    from torchenv.matrix.companions import load_companions
+
+    companions = load_companions(matrix=built)  # checked against the embedded matrix; exit 2
+    stack = {
+        "matrix_version": companions.matrix_version,
+        "packages": len(companions.packages),
+        "builds": sum(len(r.builds) for p in companions.packages for r in p.releases),
+        "cxx11_abi": len(companions.cxx11_abi),
+        "triton": len(companions.triton),
+    }
     problems = []
     if matrix.overlay_error:  # a failure of the check; the other commands only ignore it
         problems.append(f"overlay not usable (every other command ignores it): "
@@ -174,6 +209,7 @@ def run_check(args: argparse.Namespace) -> int:
         "cache_current": cached,
         "built_current": shipped_current,
         "problems": problems,
+        "companions": stack,
     }
     if provenance is not None:
         summary["commits"] = {"problems": list(provenance.problems),
@@ -190,6 +226,9 @@ def run_check(args: argparse.Namespace) -> int:
                                           else ": the shipped matrix is stale" if stale
                                           else "")
         )
+        print(f"companions {stack['matrix_version']}: {stack['packages']} packages, "
+              f"{stack['builds']} builds, {stack['cxx11_abi']} C++11 ABI facts, "
+              f"{stack['triton']} triton pins, all checks passed")
         if unverified:
             print(
                 f"{len(unverified)} release variants are unverified (existence or arch list): "
@@ -224,20 +263,38 @@ def _git_clones(values: list[str]) -> dict[str, Path]:
 COVERAGE_COMMAND = "torchenv matrix coverage -o docs/data-coverage.md --force"
 
 
-def run_coverage(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+def coverage_report(generated_by: str | None = None) -> tuple[dict[str, Any], str]:
+    """The coverage report of the embedded data (no overlay) and its Markdown: the matrix's
+    counts, then the companion data's section. ``generated_by`` names the command in the file's
+    header."""
+    from torchenv.matrix.companion_coverage import (
+        companion_coverage,
+        companion_coverage_markdown,
+    )
+    from torchenv.matrix.companions import load_companions
     from torchenv.matrix.coverage import coverage, coverage_markdown
     from torchenv.matrix.loader import load_matrix
 
-    report = coverage(load_matrix(overlay=False))
+    matrix = load_matrix(overlay=False)
+    report = coverage(matrix)
+    report["companions"] = companion_coverage(load_companions(matrix=matrix), matrix)
+    text = (coverage_markdown(report, generated_by=generated_by) + "\n"
+            + companion_coverage_markdown(report["companions"]))
+    return report, text
+
+
+def run_coverage(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     if args.output:
         from torchenv._files import write_atomic
 
-        text = coverage_markdown(report, generated_by=COVERAGE_COMMAND)  # the file's header
+        report, text = coverage_report(COVERAGE_COMMAND)  # the file's header names it
         write_atomic(Path(args.output), text, force=args.force)
+    else:
+        report, text = coverage_report()
     if args.json:
         emit_json(report)
     elif not args.output:
-        print(coverage_markdown(report), end="")
+        print(text, end="")
     return 0
