@@ -49,6 +49,7 @@ __all__ = [
     "render_pixi_toml",
     "render_pyproject",
     "render_requirements",
+    "source_build_argv",
     "uv_command",
 ]
 
@@ -108,6 +109,45 @@ def _packages(plan: Plan) -> list[str]:
     return [name for name, version in versions if version]
 
 
+_PYPI = "https://pypi.org/simple"
+
+
+def _companion_argv(plan: Plan, installer: Installer) -> tuple[list[str], list[str]]:
+    """The requirements and flags the plan's prebuilt companions add: each one's requirement
+    (a release asset as ``name @ url#sha256=...``), a find-links page per page, PyPI beside a
+    variant index when a companion lives on PyPI, and the flag that forbids a source build of
+    each (``--only-binary NAME`` / ``--no-build-package NAME``): pip must never fall back to
+    compiling a package the plan chose as a wheel. A source build the plan chose is installed
+    by its own second command (:func:`source_build_argv`)."""
+    chosen = [c for c in plan.companions if c.prebuilt]
+    requirements = [c.requirement() for c in chosen]
+    flags: list[str] = []
+    for page in dict.fromkeys(c.url for c in chosen if c.source == "find-links" and c.url):
+        flags += ["--find-links", page]
+    if plan.index_url and any(c.source == "pypi" for c in chosen):
+        flags += ["--extra-index-url", _PYPI]
+        if installer == "uv":  # torch's local version exists on the variant index alone
+            flags += ["--index-strategy", "unsafe-best-match"]
+    for c in chosen:
+        flags += ["--no-build-package", c.name] if installer == "uv" else \
+            ["--only-binary", c.name]
+    return requirements, flags
+
+
+def source_build_argv(plan: Plan, installer: Installer = "pip", *,
+                      python: str | None = None) -> list[str] | None:
+    """The command that builds the companions the plan chose as source builds, after torch is
+    installed: without build isolation, so they compile against that torch; None when none."""
+    built = [c.requirement() for c in plan.companions if not c.prebuilt]
+    if not built:
+        return None
+    if installer == "uv":
+        head = ["uv", "pip", "install", *(["--python", python] if python else [])]
+        return [*head, *built, "--no-build-isolation"]
+    head = [python, "-m", "pip", "install"] if python else ["pip", "install"]
+    return [*head, *built, "--no-build-isolation"]
+
+
 def install_argv(
     plan: Plan,
     installer: Installer = "pip",
@@ -124,21 +164,33 @@ def install_argv(
     the uv to run (default ``uv``); ``replace`` also replaces installed packages that already
     satisfy the pins (a leftover ``2.7.1+cpu`` satisfies ``torch==2.7.1``).
     """
+    extra, flags = _companion_argv(plan, installer)
     if installer == "uv":
-        return uv_install_argv(plan.requirements(), plan.index_url, python=python,
-                               uv=program or "uv", reinstall=_packages(plan) if replace else ())
-    return pip_install_argv(plan.requirements(), plan.index_url, python=python,
-                            force_reinstall=replace)
+        return [*uv_install_argv([*plan.requirements(), *extra], plan.index_url, python=python,
+                                 uv=program or "uv",
+                                 reinstall=_packages(plan) if replace else ()), *flags]
+    return [*pip_install_argv([*plan.requirements(), *extra], plan.index_url, python=python,
+                              force_reinstall=replace), *flags]
+
+
+def _with_source_builds(plan: Plan, installer: Installer, argv: list[str],
+                        python: str | None) -> str:
+    second = source_build_argv(plan, installer, python=python)
+    if second is None:
+        return quote_command(argv, _shell(plan))
+    return chain_commands([argv, second], _shell(plan))
 
 
 def pip_command(plan: Plan, python: str | None = None) -> str:
-    """:func:`install_argv` for pip, quoted for the shell of the plan's platform."""
-    return quote_command(install_argv(plan, "pip", python=python), _shell(plan))
+    """:func:`install_argv` for pip, quoted for the shell of the plan's platform (then the
+    source builds the plan chose, if any)."""
+    return _with_source_builds(plan, "pip", install_argv(plan, "pip", python=python), python)
 
 
 def uv_command(plan: Plan, python: str | None = None) -> str:
-    """:func:`install_argv` for uv, quoted for the shell of the plan's platform."""
-    return quote_command(install_argv(plan, "uv", python=python), _shell(plan))
+    """:func:`install_argv` for uv, quoted for the shell of the plan's platform (then the
+    source builds the plan chose, if any)."""
+    return _with_source_builds(plan, "uv", install_argv(plan, "uv", python=python), python)
 
 
 def _conda_forge_specs(plan: Plan) -> list[str] | None:
@@ -236,14 +288,17 @@ def render_constraints(plan: Plan) -> str:
     (``torch==2.7.1+cu128``), so that a later ``pip install some-extension`` that wants another
     torch fails with a resolver error instead of replacing this one with another build.
 
-    The matrix does not record torch's own pin of triton, so triton is left to torch's
-    ``Requires-Dist`` (torch pins it exactly where it needs it)."""
+    With companions (``resolve --with``) it pins them too (``name==version``: a constraint
+    cannot be a URL), and triton as torch's wheel pins it, from the companion data. Without,
+    triton is left to torch's ``Requires-Dist`` (the start-up matrix does not hold the pins)."""
     lines = [*header_lines(plan),
              "Constraints that keep this build: pip and uv refuse a later install that would "
              "replace it.",
              f"Use with PIP_CONSTRAINT / UV_CONSTRAINT / UV_BUILD_CONSTRAINT={CONSTRAINTS_FILE}"
              f" (an absolute path), or 'pip install -c {CONSTRAINTS_FILE} ...'."]
-    return _comment(lines) + "".join(f"{r}\n" for r in plan.requirements())
+    pins = [*plan.requirements(), *(c.constraint() for c in plan.companions),
+            *plan.extra_constraints]
+    return _comment(lines) + "".join(f"{r}\n" for r in pins)
 
 
 def constraint_argv(installer: Installer, path: str) -> list[str]:

@@ -254,19 +254,17 @@ def resolve_stack(request: Request, host: HostProfile, matrix: Matrix, data: Com
     plan = first
     tried: list[tuple[Plan, dict[str, list[CompanionVerdict]]]] = []
     while True:
-        gpus = _gpus(host, plan)
-        chosen: list[ChosenCompanion] = []
-        missing: dict[str, list[CompanionVerdict]] = {}
-        for package in packages:
-            pick, verdicts = _choose(data, package, plan, gpus, package.name in allowed)
-            if pick is None:
-                missing[package.name] = verdicts
-            else:
-                chosen.append(pick)
+        chosen, missing = _choose_all(data, packages, plan, host, allowed)
+        if missing and request.variant is None and request.cuda is None:
+            other = _other_cuda(data, packages, plan, missing, request, spec, host, matrix,
+                                allowed)
+            if other is not None:
+                tried.append((plan, missing))
+                plan, chosen, missing = other
         if not missing:
             break
         tried.append((plan, missing))
-        if any(not any(_gpu_floor_holds(p, r, gpus) for r in p.releases)
+        if any(not any(_gpu_floor_holds(p, r, _gpus(host, plan)) for r in p.releases)
                for p in packages if p.name in missing):
             break  # no older torch changes the GPUs: no pair can fit
         try:
@@ -277,6 +275,42 @@ def resolve_stack(request: Request, host: HostProfile, matrix: Matrix, data: Com
     if missing:
         raise _no_pair(data, request, host, matrix, tried, allowed)
     return _finish(data, plan, first, tried, chosen, pin_reasons)
+
+
+def _choose_all(data: Companions, packages: Sequence[CompanionPackage], plan: Plan,
+                host: HostProfile, allowed: frozenset[str]
+                ) -> tuple[list[ChosenCompanion], dict[str, list[CompanionVerdict]]]:
+    gpus = _gpus(host, plan)
+    chosen: list[ChosenCompanion] = []
+    missing: dict[str, list[CompanionVerdict]] = {}
+    for package in packages:
+        pick, verdicts = _choose(data, package, plan, gpus, package.name in allowed)
+        if pick is None:
+            missing[package.name] = verdicts
+        else:
+            chosen.append(pick)
+    return chosen, missing
+
+
+def _other_cuda(data: Companions, packages: Sequence[CompanionPackage], plan: Plan,
+                missing: Mapping[str, list[CompanionVerdict]], request: Request,
+                spec: TorchSpec | None, host: HostProfile, matrix: Matrix,
+                allowed: frozenset[str]
+                ) -> tuple[Plan, list[ChosenCompanion], dict[str, list[CompanionVerdict]]] | None:
+    """The same torch release with another CUDA, when a companion lacked only the variant
+    (PyG's pages carry some CUDA builds of a torch minor, not all): newest CUDA first."""
+    variants = {v for verdicts in missing.values() for v_ in verdicts if v_.rule == "variant"
+                for v in v_.build.variants if v.cuda is not None and str(v) != plan.variant}
+    for variant in sorted(variants, key=lambda v: v.cuda or 0, reverse=True):
+        try:
+            other = resolve(replace(request, torch=_intersect(spec, f"=={plan.torch}"),
+                                    cuda=variant.cuda), host, matrix)
+        except NoMatch:
+            continue
+        chosen, still = _choose_all(data, packages, other, host, allowed)
+        if not still:
+            return other, chosen, still
+    return None
 
 
 def _finish(data: Companions, plan: Plan, first: Plan,
@@ -293,8 +327,7 @@ def _finish(data: Companions, plan: Plan, first: Plan,
     reasons = [*plan.reasons, *pin_reasons]
     for h in held:
         reasons.append(f"{h.package} held torch back from {h.from_torch} {h.from_variant} to "
-                       f"{h.to_torch} {h.to_variant}: no prebuilt {h.package} for the newer "
-                       "build" + (f" (alternative: {h.source_build})" if h.source_build else ""))
+                       f"{h.to_torch} {h.to_variant}: {h.reason}")
     for c in chosen:
         reasons.extend(c.reasons)
     warnings = [*plan.warnings, *(w for c in chosen for w in c.warnings)]
