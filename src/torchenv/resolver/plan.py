@@ -137,7 +137,7 @@ class ChosenCompanion(NamedTuple):
     evidence: str
     reasons: tuple[str, ...]
     url: str | None = None
-    index: str | None = None
+    index_url: str | None = None
     sha256: str | None = None
     warnings: tuple[str, ...] = ()
 
@@ -159,7 +159,7 @@ class ChosenCompanion(NamedTuple):
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "version": self.version, "source": self.source,
-                "url": self.url, "index": self.index, "sha256": self.sha256,
+                "url": self.url, "index": self.index_url, "sha256": self.sha256,
                 "requirement": self.requirement(), "coupling": self.coupling,
                 "evidence": self.evidence, "reasons": list(self.reasons),
                 "warnings": list(self.warnings)}

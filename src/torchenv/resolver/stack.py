@@ -185,7 +185,7 @@ def _choose(data: Companions, package: CompanionPackage, plan: Plan,
             return ChosenCompanion(package.name, str(release.version), "sdist", build.coupling,
                                    build.fact_evidence("exists"),
                                    (reason, *((build.note,) if build.note else ())),
-                                   index=PYPI_INDEX), verdicts
+                                   index_url=PYPI_INDEX), verdicts
     return None, verdicts
 
 
@@ -224,7 +224,7 @@ def _chosen(package: CompanionPackage, release: CompanionRelease, verdict: Compa
     if build.coupling == "exact":
         reasons.append(f"{package.name} {release.version} pins torch {build.torch_text()}")
     return ChosenCompanion(package.name, str(release.version), build.where, build.coupling,
-                           verdict.evidence, tuple(reasons), url=url, index=index,
+                           verdict.evidence, tuple(reasons), url=url, index_url=index,
                            sha256=sha256, warnings=tuple(warnings))
 
 
