@@ -175,3 +175,26 @@ def test_unknown_names_are_bad_input_naming_them(data: Companions, given: list[s
 def test_pyg_stands_for_the_trio_and_names_are_normalised(data: Companions) -> None:
     assert read_with(["Flash_Attn,pyg", "torch-scatter"], data) == (
         "flash-attn", "pyg-lib", "torch-scatter", "torch-sparse")
+
+
+def test_the_same_torch_with_another_cuda_comes_before_an_older_torch(
+        matrix: Matrix, data: Companions) -> None:
+    """A companion page that carries only some CUDA builds of a torch minor (here pyg-lib 0.9.0
+    narrowed to cu126, as PyG's pages for older minors are): the plan keeps torch 2.14.1 and
+    takes its cu126 build, instead of holding torch back."""
+    from dataclasses import replace
+
+    from torchenv.values import VariantName
+
+    pkg = data.package("pyg-lib")
+    assert pkg is not None
+    release = pkg.releases[0]
+    builds = tuple(replace(b, variants=(VariantName("cu126"),)) for b in release.builds)
+    narrowed = replace(pkg, releases=(replace(release, builds=builds),))
+    only = replace(data, packages=(narrowed,))
+    host = _host(driver="595.45.04", gpus=["8.6"])
+    plain = resolve_stack(Request.from_text(torch="==2.14.*"), host, matrix, data, ("pyg-lib",))
+    assert (plain.torch, plain.variant) == ("2.14.1", "cu130")  # the page has cu130 for 2.14
+    plan = resolve_stack(Request.from_text(torch="==2.14.*"), host, matrix, only, ("pyg-lib",))
+    assert (plan.torch, plan.variant) == ("2.14.1", "cu126")
+    assert plan.companions[0].url == "https://data.pyg.org/whl/torch-2.14.0+cu126.html"
