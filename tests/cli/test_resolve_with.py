@@ -103,3 +103,34 @@ def test_pyproject_with_of_the_wrong_type_or_name_is_exit_2(cli: Cli, tmp_path: 
     r = cli(["resolve", *AMPERE], cwd=tmp_path)
     assert r.returncode == 2
     assert "pyproject.toml [tool.torchenv] with: 'nope'" in r.stderr
+
+
+def test_every_command_installs_the_companions(cli: Cli) -> None:
+    doc = json.loads(cli(["resolve", "--json", "--with", "xformers", "--torch", "<2.10",
+                          "--variant", "cu126", *AMPERE]).stdout)
+    assert doc["companions"][0]["version"] == "0.0.33.post2"
+    commands = doc["commands"]
+    # PyPI beside the variant index, since xformers lives there; never its source
+    assert "--extra-index-url https://pypi.org/simple --only-binary xformers" in commands["pip"]
+    assert "--index-strategy unsafe-best-match --no-build-package xformers" in commands["uv"]
+    assert commands["conda"].startswith("conda install pip && python -m pip install ")
+    assert "xformers==0.0.33.post2" in commands["conda"]
+    assert commands["pixi"].endswith("&& pixi run python -m pip install xformers==0.0.33.post2 "
+                                     "--extra-index-url https://pypi.org/simple "
+                                     "--only-binary xformers")
+
+
+def test_env_files_carry_the_companions_or_refuse(cli: Cli) -> None:
+    r = cli(["env", "--format", "requirements", "--with", "pyg", *AMPERE])
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "--find-links https://data.pyg.org/whl/torch-2.12.0+cu130.html" in lines
+    assert {"--only-binary torch-scatter", "torch-scatter==2.1.2", "pyg-lib==0.9.0"} <= set(lines)
+    r = cli(["env", "--format", "environment.yml", "--with", "pyg", *AMPERE])
+    assert r.returncode == 0 and '      - "torch-sparse==0.6.18"' in r.stdout.splitlines()
+    for fmt in ("pyproject", "pixi"):
+        r = cli(["env", "--format", fmt, "--with", "pyg", *AMPERE])
+        assert r.returncode == 2 and f"not into {fmt}" in r.stderr
+    r = cli(["env", "--format", "requirements", "--with", "flash-attn", "--allow-build",
+             "flash-attn", *AMPERE])
+    assert r.returncode == 2 and "flash-attn is a source build" in r.stderr

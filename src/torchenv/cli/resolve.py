@@ -590,6 +590,12 @@ def run_install(args: argparse.Namespace) -> int:
     defaults = _project_defaults(current_folder())
     _refuse_other_machines(args, defaults)
     plan, host, *_ = _decide(args, python_exe=args.python_exe, defaults=defaults)
+    built = [c.name for c in plan.companions if not c.prebuilt]
+    if built:  # install runs one installer command; a source build needs torch there first
+        raise BadInput(f"install: {built[0]} would be a source build, which install does not "
+                       "run yet", hint="run the two commands 'torchenv resolve --with ... "
+                       "--allow-build ...' prints, or leave out --allow-build",
+                       field="allow_build", value=built[0])
     notes, replace = _describe_installed(host, plan)
     argv = install_argv(plan, args.installer, python=python, program=uv, replace=replace)
     command = quote_command(argv, shell_for(plan.platform))  # shown, never parsed back

@@ -218,7 +218,7 @@ def _conda_forge_specs(plan: Plan) -> list[str] | None:
 
 def conda_command(plan: Plan) -> str:
     specs = _conda_forge_specs(plan)
-    if specs is not None:
+    if specs is not None and not plan.companions:
         return quote_command(["conda", "install", "-c", "conda-forge", *specs], _shell(plan))
     return chain_commands([["conda", "install", "pip"], install_argv(plan, python="python")],
                           _shell(plan))
@@ -262,7 +262,14 @@ def pixi_command(plan: Plan, spell: Speller, host: Optional[HostProfile] = None)
     ``spell``), then ``pixi install``."""
     write = ["torchenv", "env",
              *spell({"format": "pixi", "output": "pixi.toml", **decision(plan, host)})]
-    return chain_commands([write, ["pixi", "install"]], _shell(plan))
+    steps = [write, ["pixi", "install"]]
+    extra, flags = _companion_argv(plan, "pip")
+    if extra:  # pixi.toml holds torch; the companions go in with pip inside that environment
+        steps.append(["pixi", "run", "python", "-m", "pip", "install", *extra, *flags])
+    second = source_build_argv(plan, "pip", python="python")
+    if second is not None:
+        steps.append(["pixi", "run", *second])
+    return chain_commands(steps, _shell(plan))
 
 
 def all_commands(plan: Plan, host: Optional[HostProfile] = None, *,
@@ -359,7 +366,7 @@ def render_environment_yml(
         deps.append(f"pytorch-cuda={plan.cuda}" if plan.cuda else "cpuonly")
     else:
         specs = _conda_forge_specs(plan)
-        if specs is not None:
+        if specs is not None and not plan.companions:
             deps.extend(specs)
         else:
             lines.append(
@@ -372,6 +379,7 @@ def render_environment_yml(
                 # like a shell: quote the URL
                 pip_section.append(f"--index-url {shlex.quote(plan.index_url)}")
             pip_section.extend(plan.requirements())
+            pip_section.extend(_companion_lines(plan))
     out = "".join(lines)
     out += f"name: {name}\nchannels:\n" + "".join(f"  - {c}\n" for c in channels)
     out += "dependencies:\n" + "".join(f"  - {_yaml_str(d)}\n" for d in deps)
@@ -380,11 +388,32 @@ def render_environment_yml(
     return out
 
 
+def _no_source_builds(plan: Plan, fmt: str) -> None:
+    """An environment file installs in one step, so it cannot build a companion against the
+    torch it installs: the source builds the plan chose are refused, not dropped."""
+    built = [c.name for c in plan.companions if not c.prebuilt]
+    if built:
+        from torchenv.errors import BadInput
+
+        raise BadInput(f"{built[0]} is a source build, which needs torch installed first; "
+                       f"a {fmt} file cannot express that",
+                       hint="install with the printed pip or uv commands instead, or leave "
+                       "out --allow-build", field="format", value=fmt)
+
+
+def _companion_lines(plan: Plan) -> list[str]:
+    """The companions as lines of a requirements file (pip splits option lines like sh)."""
+    extra, flags = _companion_argv(plan, "pip")
+    options = [f"{flag} {shlex.quote(value)}" for flag, value in zip(flags[::2], flags[1::2])]
+    return [*options, *extra]
+
+
 def render_requirements(plan: Plan) -> str:
+    _no_source_builds(plan, "requirements")
     out = _comment(header_lines(plan))
     if plan.index_url:
         out += f"--index-url {shlex.quote(plan.index_url)}\n"  # pip splits option lines like sh
-    return out + "".join(f"{r}\n" for r in plan.requirements())
+    return out + "".join(f"{r}\n" for r in (*plan.requirements(), *_companion_lines(plan)))
 
 
 def _toml_str(text: str) -> str:
@@ -451,6 +480,16 @@ def render_pixi_toml(plan: Plan, *, name: str = "torch-project") -> str:
 
 
 def render_file(plan: Plan, fmt: str, *, pytorch_channel: bool = False) -> str:
+    if plan.companions:
+        _no_source_builds(plan, fmt)
+        if fmt in ("pyproject", "pixi") or pytorch_channel:
+            from torchenv.errors import BadInput
+
+            raise BadInput(f"companions (--with) are rendered into requirements and "
+                           f"environment.yml files so far, not into {fmt}",
+                           hint="use --format requirements or environment.yml, or the pip, "
+                           "uv and pixi commands of 'torchenv resolve --with'",
+                           field="format", value=fmt)
     if fmt == "environment.yml":
         return render_environment_yml(plan, pytorch_channel=pytorch_channel)
     if fmt == "requirements":
