@@ -28,6 +28,10 @@ def test_with_flash_attn_json_carries_companions_held_back_and_the_pins(cli: Cli
     assert held["package"] == "flash-attn" and held["to"] == {"torch": "2.8.0",
                                                               "variant": "cu128"}
     assert "from source" in held["alternative"]["source_build"]
+    assert held["reason"] == ("flash-attn's prebuilt files serve torch 2.4, 2.5, 2.6, 2.7, 2.8, "
+                              "not 2.15.0 cu132")
+    assert "torch 2.8.0 is the newest release with a prebuilt flash-attn that fits" in \
+        doc["reasons"]
     # the commands install it from its file, checked by digest, never from the sdist
     pip = doc["commands"]["pip"]
     assert f"'flash-attn @ {fa['url']}#sha256={fa['sha256']}'" in pip

@@ -220,7 +220,8 @@ def _chosen(package: CompanionPackage, release: CompanionRelease, verdict: Compa
                         "so the command cannot check the file it downloads")
     elif sha256 is not None:
         asset = next(a for a in build.assets if a.sha256 == sha256)
-        reasons.append(f"{package.name}: the file's sha256 is pinned ({asset.evidence})")
+        reasons.append(f"{package.name}: the command checks the file's sha256 (how the digest "
+                       f"is known: {asset.evidence})")
     if build.coupling == "exact":
         reasons.append(f"{package.name} {release.version} pins torch {build.torch_text()}")
     return ChosenCompanion(package.name, str(release.version), build.where, build.coupling,
@@ -318,13 +319,22 @@ def _finish(data: Companions, plan: Plan, first: Plan,
             chosen: list[ChosenCompanion], pin_reasons: list[str]) -> Plan:
     held: list[HeldBack] = []
     if tried:
-        for name, verdicts in tried[0][1].items():
+        for name in tried[0][1]:
             package = data.package(name)
             assert package is not None
+            served = ", ".join(dict.fromkeys(
+                b.torch_text() for b in _binaries(package, Platform(first.platform))))
+            reason = (f"{name}'s prebuilt files serve torch {served}, not {first.torch} "
+                      f"{first.variant}" if served else
+                      f"{name} has no prebuilt file for {first.platform}")
             held.append(HeldBack(name, first.torch, first.variant, plan.torch, plan.variant,
-                                 verdicts[0].reason if verdicts else f"{name}: no build",
-                                 _source_build_needs(package)))
+                                 reason, _source_build_needs(package)))
     reasons = [*plan.reasons, *pin_reasons]
+    if held:  # the resolver's sentence would quote the specifier narrowed here, not the user's
+        newest = f"torch {plan.torch} is the newest release matching"
+        names = ", ".join(h.package for h in held)
+        reasons = [f"torch {plan.torch} is the newest release with a prebuilt {names} that fits"
+                   if r.startswith(newest) else r for r in reasons]
     for h in held:
         reasons.append(f"{h.package} held torch back from {h.from_torch} {h.from_variant} to "
                        f"{h.to_torch} {h.to_variant}: {h.reason}")
