@@ -36,7 +36,7 @@ def test_with_flash_attn_json_carries_companions_held_back_and_the_pins(cli: Cli
     pip = doc["commands"]["pip"]
     assert f"'flash-attn @ {fa['url']}#sha256={fa['sha256']}'" in pip
     assert "--only-binary flash-attn" in pip
-    assert "--no-build-package flash-attn" in doc["commands"]["uv"]
+    assert "--only-binary flash-attn" in doc["commands"]["uv"]
     lines = doc["constraints"]["text"].splitlines()
     assert "flash-attn==2.8.3" in lines and "torch==2.8.0" in lines
     assert any(line.startswith("triton==3.4.0 ;") for line in lines)
@@ -116,7 +116,7 @@ def test_every_command_installs_the_companions(cli: Cli) -> None:
     commands = doc["commands"]
     # PyPI beside the variant index, since xformers lives there; never its source
     assert "--extra-index-url https://pypi.org/simple --only-binary xformers" in commands["pip"]
-    assert "--index-strategy unsafe-best-match --no-build-package xformers" in commands["uv"]
+    assert "--index-strategy unsafe-best-match --only-binary xformers" in commands["uv"]
     assert commands["conda"].startswith("conda install pip && python -m pip install ")
     assert "xformers==0.0.33.post2" in commands["conda"]
     assert commands["pixi"].endswith("&& pixi run python -m pip install xformers==0.0.33.post2 "

@@ -116,7 +116,7 @@ def _companion_argv(plan: Plan, installer: Installer) -> tuple[list[str], list[s
     """The requirements and flags the plan's prebuilt companions add: each one's requirement
     (a release asset as ``name @ url#sha256=...``), a find-links page per page, PyPI beside a
     variant index when a companion lives on PyPI, and the flag that forbids a source build of
-    each (``--only-binary NAME`` / ``--no-build-package NAME``): pip must never fall back to
+    each (``--only-binary NAME``, for pip and uv pip alike): pip must never fall back to
     compiling a package the plan chose as a wheel. A source build the plan chose is installed
     by its own second command (:func:`source_build_argv`)."""
     chosen = [c for c in plan.companions if c.prebuilt]
@@ -128,9 +128,8 @@ def _companion_argv(plan: Plan, installer: Installer) -> tuple[list[str], list[s
         flags += ["--extra-index-url", _PYPI]
         if installer == "uv":  # torch's local version exists on the variant index alone
             flags += ["--index-strategy", "unsafe-best-match"]
-    for c in chosen:
-        flags += ["--no-build-package", c.name] if installer == "uv" else \
-            ["--only-binary", c.name]
+    for c in chosen:  # uv pip takes pip's flag (its --no-build-package is for uv sync)
+        flags += ["--only-binary", c.name]
     return requirements, flags
 
 
