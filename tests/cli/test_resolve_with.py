@@ -138,3 +138,13 @@ def test_env_files_carry_the_companions_or_refuse(cli: Cli) -> None:
     r = cli(["env", "--format", "requirements", "--with", "flash-attn", "--allow-build",
              "flash-attn", *AMPERE])
     assert r.returncode == 2 and "flash-attn is a source build" in r.stderr
+
+
+def test_a_package_without_files_for_the_platform_is_exit_3_at_once(cli: Cli) -> None:
+    r = cli(["resolve", "--json", "--with", "xformers", "--platform", "macos-arm64",
+             "--python", "3.12", "--no-gpu"])
+    assert r.returncode == 3
+    doc = json.loads(r.stdout)
+    assert "no macos-arm64 file" in doc["error"]
+    # one torch pick is enough to know: no older torch brings a macOS file
+    assert [(x["torch"], x["category"]) for x in doc["rejected"]] == [("2.15.0", "companion")]

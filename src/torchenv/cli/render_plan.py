@@ -35,6 +35,7 @@ _TITLES = {
     "arch": "GPU architecture",
     "no-gpu": "no matching GPU",
     "cpu-on-gpu-host": "CPU builds on a GPU host",
+    "companion": "companion (--with)",
 }
 
 

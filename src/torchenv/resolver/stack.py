@@ -265,9 +265,10 @@ def resolve_stack(request: Request, host: HostProfile, matrix: Matrix, data: Com
         if not missing:
             break
         tried.append((plan, missing))
-        if any(not any(_gpu_floor_holds(p, r, _gpus(host, plan)) for r in p.releases)
+        if any(not _binaries(p, host.platform)
+               or not any(_gpu_floor_holds(p, r, _gpus(host, plan)) for r in p.releases)
                for p in packages if p.name in missing):
-            break  # no older torch changes the GPUs: no pair can fit
+            break  # no older torch changes the platform or the GPUs: no pair can fit
         try:
             plan = resolve(replace(request, torch=_intersect(spec, f"<{plan.torch}")), host,
                            matrix)
