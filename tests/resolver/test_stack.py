@@ -198,3 +198,6 @@ def test_the_same_torch_with_another_cuda_comes_before_an_older_torch(
     plan = resolve_stack(Request.from_text(torch="==2.14.*"), host, matrix, only, ("pyg-lib",))
     assert (plan.torch, plan.variant) == ("2.14.1", "cu126")
     assert plan.companions[0].url == "https://data.pyg.org/whl/torch-2.14.0+cu126.html"
+    (held,) = plan.held_back
+    assert (held.from_variant, held.to_variant) == ("cu130", "cu126")
+    assert held.reason == "pyg-lib 0.9.0: no cu130 build (it has cu126)"

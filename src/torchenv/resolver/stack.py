@@ -320,14 +320,18 @@ def _finish(data: Companions, plan: Plan, first: Plan,
             chosen: list[ChosenCompanion], pin_reasons: list[str]) -> Plan:
     held: list[HeldBack] = []
     if tried:
-        for name in tried[0][1]:
+        for name, verdicts in tried[0][1].items():
             package = data.package(name)
             assert package is not None
             served = ", ".join(dict.fromkeys(
                 b.torch_text() for b in _binaries(package, Platform(first.platform))))
-            reason = (f"{name}'s prebuilt files serve torch {served}, not {first.torch} "
-                      f"{first.variant}" if served else
-                      f"{name} has no prebuilt file for {first.platform}")
+            if plan.torch == first.torch and verdicts:  # the same torch, another variant
+                reason = verdicts[0].reason
+            elif served:
+                reason = (f"{name}'s prebuilt files serve torch {served}, not {first.torch} "
+                          f"{first.variant}")
+            else:
+                reason = f"{name} has no prebuilt file for {first.platform}"
             held.append(HeldBack(name, first.torch, first.variant, plan.torch, plan.variant,
                                  reason, _source_build_needs(package)))
     reasons = [*plan.reasons, *pin_reasons]
