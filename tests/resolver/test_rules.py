@@ -7,8 +7,8 @@ import pytest
 from torchenv.detection.profile import Gpu, HostProfile, NvidiaInfo, PythonInfo
 from torchenv.detection.target import Target, read_target
 from torchenv.matrix.inference import Reach, reach
-from torchenv.matrix.model import ArchFact, Matrix, PartialList, Variant
-from torchenv.resolver.rules import Evidence, check_cuda_arch, check_driver
+from torchenv.matrix.model import ArchFact, Evidence, Matrix, PartialList, Variant
+from torchenv.resolver.rules import check_cuda_arch, check_driver
 from torchenv.values import (
     ArchEntry,
     ComputeCapability,

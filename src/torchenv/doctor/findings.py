@@ -14,7 +14,7 @@ from torchenv.errors import TorchenvError
 from torchenv.installers.commands import chain_commands, quote_command, shell_for
 from torchenv.matrix.index import index_url_for, pin
 from torchenv.matrix.inference import reach
-from torchenv.matrix.model import ArchFact, Matrix, Release
+from torchenv.matrix.model import ArchFact, Evidence, Matrix, Release
 from torchenv.resolver.rules import check_driver, driver_floors
 from torchenv.values import (
     ArchEntry,
@@ -309,7 +309,8 @@ def _arch_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> list[
     if not archs or not torch.cuda_version:
         return []
     out = []
-    built_for = ArchFact(entries, "confirmed", "confirmed")  # what the installed build says
+    # what the installed build says
+    built_for = ArchFact(entries, Evidence.CONFIRMED, Evidence.CONFIRMED)
     for gpu in _gpus(host):
         cc = gpu.compute_capability
         # the resolver's rule 3, with the PTX JIT assumed available (the driver is checked apart)

@@ -10,13 +10,12 @@ from dataclasses import dataclass
 
 from torchenv.detection.profile import HostProfile
 from torchenv.detection.target import Target, read_target
-from torchenv.matrix.model import Matrix, Release, Variant
+from torchenv.matrix.model import Evidence, Matrix, Release, Variant
 from torchenv.resolver.plan import Rejection
 from torchenv.resolver.request import Request
 from torchenv.resolver.rules import (
     ArchVerdict,
     DriverVerdict,
-    Evidence,
     check_cuda_arch,
     check_driver,
     check_gpu_present,
@@ -89,7 +88,7 @@ def offered(release: Release, platform: Platform) -> list[tuple[Variant, bool]]:
         if default.kind == "cpu" or listed is None:
             # the PyPI build itself: its wheels are facts of releases.yaml; only a CUDA
             # build's arch list can be missing
-            listed = Variant(name=default, platforms=(platform,), index="confirmed",
+            listed = Variant(name=default, platforms=(platform,), index=Evidence.CONFIRMED,
                              sources=release.sources)
         out.append((listed, True))
     return out

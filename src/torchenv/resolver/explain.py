@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from torchenv.detection.target import Target
-from torchenv.matrix.model import Release
+from torchenv.matrix.model import Evidence, Release
 from torchenv.resolver.candidate import Candidate
 from torchenv.resolver.plan import EvidenceAlternative
 from torchenv.resolver.request import Request
-from torchenv.resolver.rules import Evidence, arch_range
+from torchenv.resolver.rules import arch_range
 from torchenv.values import Platform, TorchVersion
 
 __all__ = [

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from torchenv.detection.target import Target
-from torchenv.matrix.model import Matrix, glibc_sort_key, python_sort_key
+from torchenv.matrix.model import Evidence, Matrix, glibc_sort_key, python_sort_key
 from torchenv.resolver.candidate import Candidate, evaluate, offered
 from torchenv.resolver.plan import Change, EvidenceAlternative, Fix, NoMatch, Rejection
 from torchenv.resolver.rank import rank_key, ranked
 from torchenv.resolver.request import Request
-from torchenv.resolver.rules import Evidence, check_driver, driver_floors
+from torchenv.resolver.rules import check_driver, driver_floors
 from torchenv.values import DriverVersion, TorchVersion, VariantName
 
 __all__ = ["evidence_alternative", "gap_no_match", "gpu_facts_gap", "no_match"]

@@ -12,11 +12,10 @@ from typing import NamedTuple
 
 from torchenv.detection.profile import HostProfile
 from torchenv.detection.target import Target
-from torchenv.matrix.model import Matrix
+from torchenv.matrix.model import Evidence, Matrix
 from torchenv.resolver.candidate import Candidate, as_target, evaluate
 from torchenv.resolver.plan import Rejection
 from torchenv.resolver.request import Request
-from torchenv.resolver.rules import Evidence
 
 __all__ = ["Level", "RankKey", "Tier", "rank_key", "ranked"]
 

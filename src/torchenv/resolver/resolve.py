@@ -17,7 +17,7 @@ from __future__ import annotations
 from torchenv.detection.profile import HostProfile
 from torchenv.detection.target import Target
 from torchenv.matrix.index import index_url_for
-from torchenv.matrix.model import Matrix
+from torchenv.matrix.model import Evidence, Matrix
 from torchenv.resolver import explain
 from torchenv.resolver.candidate import Candidate, as_target, evaluate
 from torchenv.resolver.fixes import (
@@ -37,7 +37,6 @@ from torchenv.resolver.plan import (
 )
 from torchenv.resolver.rank import ranked
 from torchenv.resolver.request import Request
-from torchenv.resolver.rules import Evidence
 from torchenv.values import Platform, optional_text
 
 __all__ = [

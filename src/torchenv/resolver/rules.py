@@ -14,9 +14,7 @@ reason and the rule's category.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
-from enum import Enum
 from typing import TYPE_CHECKING, NamedTuple
 
 from torchenv.detection.profile import Gpu
@@ -29,7 +27,7 @@ from torchenv.matrix.inference import (
     toolkit_excludes,
     windows_covers_linux,
 )
-from torchenv.matrix.model import ArchFact, Matrix, Release, Variant, glibc_sort_key
+from torchenv.matrix.model import ArchFact, Evidence, Matrix, Release, Variant, glibc_sort_key
 from torchenv.resolver.plan import Rejection
 from torchenv.values import ArchEntry, ComputeCapability, CudaVersion, DriverVersion, Platform
 
@@ -40,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ArchVerdict",
     "DriverVerdict",
-    "Evidence",
     "arch_range",
     "check_cuda_arch",
     "check_driver",
@@ -55,22 +52,6 @@ __all__ = [
     "torch_wanted",
     "variant_wanted",
 ]
-
-
-@functools.total_ordering
-class Evidence(Enum):
-    """How an arch list or an index entry is known (docs/resolution.md, "Evidence classes"),
-    strongest first; a verdict over several GPUs is as strong as the weakest fact it used."""
-
-    CONFIRMED = "confirmed"
-    INFERRED = "inferred"
-    UNKNOWN = "unknown"
-
-    def __lt__(self, other: object) -> bool:
-        if not isinstance(other, Evidence):
-            return NotImplemented
-        order = list(Evidence)
-        return order.index(self) < order.index(other)
 
 
 # --- compiled targets -------------------------------------------------------------------------
@@ -296,7 +277,7 @@ def check_cuda_arch(target: Target, matrix: Matrix, release: Release, variant: V
             return ArchVerdict(None)  # nothing torch would use; nothing to check
         return ArchVerdict(None, Evidence.UNKNOWN, warnings=(_CC_UNKNOWN,))
     fact = variant.arch_fact(target.platform)
-    if fact.sass == "unknown" or fact.arch_list is None:
+    if fact.sass == Evidence.UNKNOWN or fact.arch_list is None:
         return _unknown_list(matrix, release, variant, target.platform, known)
     verdict = _known_list(fact, fact.arch_list, variant, known, jit_ok=jit_ok)
     if verdict.reason is None and target.capability_unknown:
@@ -410,7 +391,7 @@ def _known_list(fact: ArchFact, arch: Sequence[ArchEntry], variant: Variant,
     if jit:
         warnings = (f"{', '.join(jit)} not compiled for in {variant.name}: runs only by "
                     "JIT-compiling PTX (slow first start, some kernels may be missing)",)
-    evidence = max(classes)
+    evidence = min(classes)  # as strong as the weakest
     # the list's rule names how a part not confirmed was inferred: of no account to a verdict
     # that is confirmed (SASS confirmed, the list's PTX inferred, a GPU run by SASS)
     return ArchVerdict(None, evidence, ptx_jit_only=bool(jit), warnings=warnings,
@@ -460,7 +441,7 @@ def check_index(release: Release, variant: Variant,
     """How the PyTorch index's entry for a candidate is known, and the warning when it is
     unknown: PyPI's own build is a fact of the release; others are as the data says (an entry a
     rule infers is named among the reasons, as an inferred arch list is)."""
-    if from_pypi or variant.index == "confirmed":
+    if from_pypi or variant.index == Evidence.CONFIRMED:
         return Evidence.CONFIRMED, None
     evidence = Evidence(variant.index)
     if evidence is Evidence.INFERRED:
