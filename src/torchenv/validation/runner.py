@@ -449,8 +449,9 @@ def _run_probe(options: ValidationOptions, env: Mapping[str, str], scratch: Path
     except OSError as exc:
         from torchenv.errors import BadInput
 
-        raise BadInput(f"--python: cannot run {options.python}: {exc.strerror or exc}",
-                       hint="pass the path of a Python interpreter") from exc
+        raise BadInput(f"cannot run {options.python}: {exc.strerror or exc}",
+                       hint="pass the path of a Python interpreter", field="interpreter",
+                       value=options.python) from exc
     except _Flooded as exc:
         from torchenv.errors import BadInput
 
