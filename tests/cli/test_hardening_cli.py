@@ -216,7 +216,7 @@ def _deeply_nested(tmp_path: Path) -> Path:
 
 def _nested_in_a_profile(tmp_path: Path) -> Path:
     path = tmp_path / "nested.json"
-    path.write_text('{"platform": "linux-x86_64", "python": "3.12", "note": '
+    path.write_text('{"platform": "linux-x86_64", "python": "3.12", "glibc": '
                     + "[" * 900 + "]" * 900 + "}")
     return path
 
@@ -225,7 +225,7 @@ def _nested_in_a_profile(tmp_path: Path) -> Path:
     (lambda tmp: Path("/dev/zero"), "larger than"),
     (lambda tmp: tmp, "is a directory"),
     (_deeply_nested, "nested too deeply"),
-    (_nested_in_a_profile, "nested more than"),
+    (_nested_in_a_profile, "glibc: expected a string"),
 ], ids=["dev-zero", "directory", "100000-nested-lists", "900-nested-lists-in-a-profile"])
 @pytest.mark.parametrize("command", ["resolve", "detect"])
 def test_a_host_file_that_is_not_a_profile_is_bad_input(tmp_path: Path, make: object,
