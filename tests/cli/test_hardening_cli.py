@@ -75,12 +75,17 @@ def test_a_bad_variant_from_pyproject_names_the_key_not_the_flag(tmp_path: Path,
     (["--index-base", "ftp://x"], {}, "", "--index-base: 'ftp://x' is not an"),
 ], ids=["python-flag", "python-variable", "python-pyproject", "platform-variable",
         "platform-flag", "driver-variable", "index-base-variable", "index-base-flag"])
+@pytest.mark.parametrize("command", [["resolve"], ["install", "--dry-run"]],
+                         ids=["resolve", "install"])
 def test_a_bad_value_names_the_flag_variable_or_key_that_gave_it(
         args: list[str], env: dict[str, str], project: str, named: str, tmp_path: Path,
-        cli: Cli) -> None:
+        cli: Cli, command: list[str]) -> None:
     (tmp_path / "pyproject.toml").write_text(f"[tool.torchenv]\n{project}\n")
-    r = cli(["resolve", "--json", *args], env=env, cwd=tmp_path)
-    assert str(_error(r, named)["error"]).startswith(named)
+    r = cli([*command, "--json", *args], env=env, cwd=tmp_path)
+    error = str(_error(r, named)["error"])
+    assert error.startswith(named)
+    origin = named.split(": ")[0]
+    assert error.count(origin) == 1, error  # named once, by the command line
 
 
 @pytest.mark.parametrize(("env", "named"), [

@@ -388,7 +388,7 @@ def _refuse_other_machines(args: argparse.Namespace, defaults: dict[str, str]) -
         platform = os.environ.get("TORCHENV_PLATFORM", "").strip()
         given(args, "platform", "variable")
     origin = FIELDS["platform"].name(sources(args)["platform"])
-    if platform and read_platform(platform, origin=origin) != current_platform():
+    if platform and read_platform(platform) != current_platform():
         raise BadInput(f"install: {origin} {platform} is not this machine "
                        f"({current_platform()})", hint=hint)
     wanted, origin = target_python(args)
