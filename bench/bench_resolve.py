@@ -112,7 +112,7 @@ def run_sweep(matrix: Matrix, platforms: list[str], pythons: list[str], profiles
             for hw in profiles:
                 try:
                     ov = Overrides.from_sources(platform=plat, python=py, glibc=glibc,
-                                                environ={}, **HARDWARE[hw])  # type: ignore[arg-type]
+                                                **HARDWARE[hw])  # type: ignore[arg-type]
                     host = apply_overrides(base, ov)
                     resolve(request, host, matrix)
                     counts["plan"] += 1

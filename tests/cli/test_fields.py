@@ -56,10 +56,8 @@ def test_a_fix_is_its_text_with_the_changes_as_flags() -> None:
     (None, "'bogus' is not a variant", "--variant: 'bogus' is not a variant"),
     ("pyproject", "'bogus' is not a variant",
      "pyproject.toml [tool.torchenv] variant: 'bogus' is not a variant"),
-    ("pyproject", "--variant: 'bogus' is not a variant",
-     "pyproject.toml [tool.torchenv] variant: 'bogus' is not a variant"),
-    ("flag", "--variant: 'bogus' is not a variant", "--variant: 'bogus' is not a variant"),
-], ids=["no-source-no-prefix", "pyproject", "pyproject-over-a-flag-prefix", "flag"])
+    ("flag", "'bogus' is not a variant", "--variant: 'bogus' is not a variant"),
+], ids=["no-source", "pyproject", "flag"])
 def test_the_message_names_where_the_value_came_from(source: Source | None, text: str,
                                                      expected: str) -> None:
     args = argparse.Namespace()
@@ -69,11 +67,31 @@ def test_the_message_names_where_the_value_came_from(source: Source | None, text
     assert message(exc, sources(args)) == expected
 
 
-def test_a_variable_replaces_the_flag_a_message_names() -> None:
+def test_a_variable_is_named_where_it_gave_the_value() -> None:
     args = argparse.Namespace()
     given(args, "gpus", "variable")
-    exc = BadInput("--gpu: 'x' is not a compute capability", field="gpus", value="x")
+    exc = BadInput("'x' is not a compute capability", field="gpus", value="x")
     assert message(exc, sources(args)) == "TORCHENV_GPUS: 'x' is not a compute capability"
+
+
+def test_the_library_names_fields_never_flags() -> None:
+    """What the library raises about a value names no flag: the command line adds the one the
+    user wrote (a flag, a variable, a [tool.torchenv] key)."""
+    from torchenv.detection.overrides import Overrides
+    from torchenv.resolver.request import Request
+
+    for call in (lambda: Overrides.from_sources(gpus=["8.x"]),
+                 lambda: Overrides.from_sources(driver="5x0"),
+                 lambda: Overrides.from_sources(platform="linux-sparc"),
+                 lambda: Overrides.from_sources(python="2.7"),
+                 lambda: Request.from_text(variant="bogus"),
+                 lambda: Request.from_text(torch="~~2"),
+                 lambda: Request.from_text(cuda="12")):
+        with pytest.raises(BadInput) as info:
+            call()
+        assert info.value.field in FIELDS
+        assert not any(info.value.message.startswith(name)
+                       for field in FIELDS.values() for name in field.names()), info.value.message
 
 
 def test_an_error_about_no_field_is_left_as_it_is() -> None:

@@ -3,6 +3,8 @@ digits (fullwidth ``８.６``, Arabic-Indic ``٨.٦``) are refused with a messag
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 from detection_helpers import clean_env, cli_exact
 from tests.conftest import Cli
@@ -27,20 +29,41 @@ def test_compute_capabilities_are_normalised(value: str, expected: str) -> None:
 @pytest.mark.parametrize("value", ["\uff18.\uff16", "\u0668.\u0666", "sm_\uff18\uff16", "8.\uff16"],
                          ids=["fullwidth", "arabic-indic", "fullwidth-sm", "one-fullwidth"])
 def test_a_gpu_in_digits_that_are_not_ascii_is_refused(value: str) -> None:
-    with pytest.raises(BadInput, match=r"^--gpu: .* is not a compute capability \(it holds "
-                                       r"characters outside ASCII"):
+    with pytest.raises(BadInput, match=r"^.* is not a compute capability \(it holds "
+                                       r"characters outside ASCII") as info:
         Overrides.from_sources(gpus=[value])
+    assert info.value.field == "gpus"
 
 
 def test_the_variable_and_the_driver_are_read_the_same_way() -> None:
     with pytest.raises(BadInput, match=r"^TORCHENV_GPUS: .*outside ASCII"):
-        Overrides.from_sources(environ={"TORCHENV_GPUS": "8.6,\uff19.\uff10"})
-    with pytest.raises(BadInput, match=r"^--driver: .*outside ASCII"):
+        _overrides({"TORCHENV_GPUS": "8.6,\uff19.\uff10"})
+    with pytest.raises(BadInput, match=r"outside ASCII") as info:
         read_driver_version("\uff15\uff15\uff10.54")
+    assert info.value.field == "driver"
     with pytest.raises(BadInput, match=r"^TORCHENV_DRIVER_VERSION: .*outside ASCII"):
-        Overrides.from_sources(environ={"TORCHENV_DRIVER_VERSION": "550.\uff15\uff14"})
-    with pytest.raises(BadInput, match=r"^--python: .*outside ASCII"):
+        _overrides({"TORCHENV_DRIVER_VERSION": "550.\uff15\uff14"})
+    with pytest.raises(BadInput, match=r"outside ASCII") as info:
         normalize_python("3.\uff11\uff12")
+    assert info.value.field == "python"
+
+
+def _overrides(environ: dict[str, str], **flags: object) -> Overrides:
+    """The overrides the command line reads from ``flags`` and ``environ`` (the one place
+    that decides between a flag and its variable); a BadInput's message is the one the user
+    sees, led by the flag or variable that gave the value."""
+    from torchenv.cli._common import overrides_from_args
+    from torchenv.cli._fields import message, sources
+
+    names = {"gpus": "gpu", "rocm_archs": "rocm_arch", "python": "target_python"}
+    args = argparse.Namespace(**{**{"driver": None, "gpu": None, "rocm_arch": None,
+                                    "platform": None, "target_python": None, "glibc": None,
+                                    "no_gpu": False},
+                                 **{names.get(k, k): v for k, v in flags.items()}})
+    try:
+        return overrides_from_args(args, environ)
+    except BadInput as exc:
+        raise BadInput(message(exc, sources(args)), exc.hint) from exc
 
 
 def test_a_plain_mistake_is_not_blamed_on_ascii() -> None:
@@ -70,7 +93,7 @@ _D = "550.54.15"
 def test_no_gpu_beside_a_flag_describing_one_is_refused(
         flags: dict[str, object], environ: dict[str, str], conflict: str) -> None:
     with pytest.raises(BadInput, match=conflict):
-        Overrides.from_sources(environ=environ, **flags)  # type: ignore[arg-type]
+        _overrides(environ, **flags)
 
 
 @pytest.mark.parametrize(("flags", "environ", "no_gpu", "driver", "gpus"), [
@@ -87,7 +110,7 @@ def test_no_gpu_beside_a_flag_describing_one_is_refused(
 def test_a_flag_wins_over_a_variable_and_an_empty_gpus_variable_over_the_driver_s(
         flags: dict[str, object], environ: dict[str, str], no_gpu: bool, driver: str | None,
         gpus: tuple[str, ...] | None) -> None:
-    o = Overrides.from_sources(environ=environ, **flags)  # type: ignore[arg-type]
+    o = _overrides(environ, **flags)
     assert o.no_gpu is no_gpu
     assert (str(o.driver) if o.driver else None) == driver
     assert o.gpus == gpus

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from torchenv.detection.profile import Gpu, HostProfile, NvidiaInfo, PythonInfo
+from torchenv.detection.target import read_target
 from torchenv.matrix.model import Matrix
 from torchenv.resolver.candidate import evaluate
 from torchenv.resolver.request import Request
@@ -79,7 +80,7 @@ def test_the_nearest_upgrades_are_those_every_floor_would_give(matrix: Matrix) -
             host = _host(driver, ccs)
             for request in (Request(), Request.from_text(torch="2.6.*")):
                 expected = _upgrades_by_every_floor(request, host, matrix, floors)
-                assert _driver_upgrades(request, host, matrix) == expected, (
+                assert _driver_upgrades(request, read_target(host, matrix), matrix) == expected, (
                     driver, ccs, request.torch)
                 newest = expected[1]
                 if newest is not None and newest[0] not in (floors[-1], expected[0][0]):

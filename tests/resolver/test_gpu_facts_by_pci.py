@@ -8,9 +8,9 @@ import pytest
 
 from torchenv.detection._pci import scan_pci
 from torchenv.detection.profile import Gpu, HostProfile, NvidiaInfo, PciDevice, PythonInfo
+from torchenv.detection.target import read_target
 from torchenv.matrix.model import Matrix
 from torchenv.resolver import NoMatch, Request, resolve
-from torchenv.resolver.resolve import complete_gpu_facts
 from torchenv.values import ComputeCapability, DriverVersion, Platform
 
 BASE = HostProfile(platform=Platform("linux-x86_64"), python=PythonInfo("3.12"), glibc="2.35")
@@ -58,13 +58,13 @@ TABLE = [
 def test_capability_by_pci_only_when_unambiguous(
     matrix: Matrix, gpus: tuple[Gpu, ...], pci: tuple[PciDevice, ...], want: list[str | None]
 ) -> None:
-    done = complete_gpu_facts(proc_host(*gpus, pci=pci), matrix)
+    done = read_target(proc_host(*gpus, pci=pci), matrix).profile
     assert done.nvidia is not None
     assert [_text(g.compute_capability) for g in done.nvidia.gpus] == want
 
 
 def test_the_value_is_marked_as_taken_from_the_catalog_by_pci_id(matrix: Matrix) -> None:
-    done = complete_gpu_facts(proc_host(Gpu(0, "NVIDIA Prototype X"), pci=(GTX_1080,)), matrix)
+    done = read_target(proc_host(Gpu(0, "NVIDIA Prototype X"), pci=(GTX_1080,)), matrix).profile
     entry = matrix.nvidia_gpu_by_pci("1b80")
     assert entry is not None
     assert done.sources[KEY] == (f"GPU catalog by PCI id (10de:1b80 = {entry.name}; "
@@ -73,14 +73,14 @@ def test_the_value_is_marked_as_taken_from_the_catalog_by_pci_id(matrix: Matrix)
 
 
 def test_two_ids_name_both_entries(matrix: Matrix) -> None:
-    done = complete_gpu_facts(proc_host(Gpu(0), Gpu(1), pci=(RTX_A6000, RTX_3090)), matrix)
+    done = read_target(proc_host(Gpu(0), Gpu(1), pci=(RTX_A6000, RTX_3090)), matrix).profile
     text = done.sources["nvidia.gpus[1].compute_capability"]
     assert text.startswith("GPU catalog by PCI id (10de:2204 = NVIDIA GeForce RTX 3090, "
                            "10de:2230 = NVIDIA RTX A6000; sources: ")
 
 
 def test_a_name_match_keeps_its_own_record(matrix: Matrix) -> None:
-    done = complete_gpu_facts(proc_host(Gpu(0, "Tesla K80"), pci=(GTX_1080,)), matrix)
+    done = read_target(proc_host(Gpu(0, "Tesla K80"), pci=(GTX_1080,)), matrix).profile
     assert done.sources[KEY].startswith("GPU catalog (Tesla K80; ")
 
 
@@ -101,7 +101,7 @@ def test_the_pci_list_of_a_host_file_is_used(matrix: Matrix) -> None:
         "pci": [{"address": "0000:01:00.0", "vendor": "10de", "device": "2204",
                  "class": "0x030000", "driver": "nvidia"}],
     }
-    done = complete_gpu_facts(HostProfile.from_json(doc, origin="node.json"), matrix)
+    done = read_target(HostProfile.from_json(doc, origin="node.json"), matrix).profile
     assert done.nvidia is not None
     assert done.nvidia.gpus[0].compute_capability == ComputeCapability("8.6")
 
@@ -112,6 +112,6 @@ def test_the_pci_scan_of_sysfs_is_used(matrix: Matrix, tmp_path: Path) -> None:
     (dev / "vendor").write_text("0x10de\n")
     (dev / "device").write_text("0x2330\n")  # H100 SXM5, a 3D controller
     (dev / "class").write_text("0x030200\n")
-    done = complete_gpu_facts(proc_host(Gpu(0), pci=scan_pci(tmp_path)), matrix)
+    done = read_target(proc_host(Gpu(0), pci=scan_pci(tmp_path)), matrix).profile
     assert done.nvidia is not None
     assert done.nvidia.gpus[0].compute_capability == ComputeCapability("9.0")

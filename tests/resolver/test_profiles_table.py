@@ -25,11 +25,10 @@ import pytest
 from torchenv.detection.detect import apply_overrides
 from torchenv.detection.overrides import Overrides
 from torchenv.detection.profile import HostProfile, PythonInfo
-from torchenv.matrix.model import Matrix
+from torchenv.matrix.model import Evidence, Matrix
 from torchenv.resolver import NoMatch, Request, resolve
 from torchenv.resolver.plan import ARCH_RULES
 from torchenv.resolver.rank import ranked
-from torchenv.resolver.rules import Evidence
 from torchenv.values import ArchEntry, ComputeCapability, Platform, TorchVersion, VariantName
 
 BASE = HostProfile(platform=Platform("linux-x86_64"), python=PythonInfo("3.12"), glibc="2.35")

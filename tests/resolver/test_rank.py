@@ -6,11 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from torchenv.detection.profile import Gpu, HostProfile, NvidiaInfo, PythonInfo
-from torchenv.matrix.model import Matrix
+from torchenv.matrix.model import Evidence, Matrix
 from torchenv.resolver import Request
 from torchenv.resolver.candidate import Candidate
 from torchenv.resolver.rank import rank_key, ranked
-from torchenv.resolver.rules import Evidence
 from torchenv.values import ComputeCapability, DriverVersion, Platform
 
 

@@ -196,8 +196,8 @@ TABLE: list[tuple[str, Any, dict[str, Any], Any, str]] = [
     ("torch 2.4 cu124 driver 535", {"driver": "535.104.05", "gpus": ["8.9"]},
      {"torch": "==2.4.*", "variant": "cu124"}, ("2.4.1", "cu124", "compat", "confirmed"),
      "driver"),
-    ("no-gpu flag", {"no_gpu": True, "environ": {"TORCHENV_DRIVER_VERSION": "570.86.15",
-                                                 "TORCHENV_GPUS": "8.6"}}, {},
+    # no accelerator beside a driver and GPUs (the command line's variables): none is used
+    ("no-gpu flag", {"no_gpu": True, "driver": "570.86.15", "gpus": ["8.6"]}, {},
      ("2.15.0", "cpu", "full", "n/a"), "index"),
     ("xpu variant forced no device", {}, {"variant": "xpu"},
      ("2.15.0", "xpu", "compat", "n/a"), "explicit"),

@@ -112,7 +112,7 @@ def parse_torch_spec(text: str | None) -> TorchSpec | None:
     try:
         return TorchSpec(text)
     except InvalidValue:
-        raise BadInput(f"--torch: {text!r} is not a PEP 440 specifier",
+        raise BadInput(f"{text!r} is not a PEP 440 specifier",
                        hint="write it like '>=2.5' or '==2.7.*'", field="torch",
                        value=text) from None
 

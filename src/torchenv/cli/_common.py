@@ -180,33 +180,47 @@ def is_interpreter_path(value: str) -> bool:
 def overrides_from_args(
     args: argparse.Namespace, environ: Mapping[str, str] | None = None
 ) -> Overrides:
-    """The target flags, else their ``TORCHENV_*`` variables, as detection overrides; which of
-    them gave each value is recorded for the error boundary (:func:`~torchenv.cli._fields.given`).
+    """The target flags, else their ``TORCHENV_*`` variables, as detection overrides: the one
+    place that decides which of them gives each value (the flag wins; a blank variable is
+    unset), recorded for the error boundary (:func:`~torchenv.cli._fields.given`).
+
+    "No accelerator" (``--no-gpu``, or an empty ``TORCHENV_GPUS``) beside a described one: both
+    flags is a contradiction; a flag wins over a variable; among variables the empty
+    ``TORCHENV_GPUS`` wins.
     """
     from torchenv.detection.overrides import Overrides
 
     environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
     for field, attribute in (("driver", "driver"), ("gpus", "gpu"), ("platform", "platform"),
                              ("python", "target_python"), ("rocm_archs", "rocm_arch"),
                              ("glibc", "glibc")):
+        flag = getattr(args, attribute, None)
         variable = FIELDS[field].variable
-        if field in sources(args):
-            continue  # given already (the target Python by [tool.torchenv])
-        if getattr(args, attribute, None):
-            given(args, field, "flag")
-        elif variable is not None and variable in environ and (
-                environ[variable].strip() or field == "gpus"):  # empty TORCHENV_GPUS: no GPU
+        if flag:
+            if field not in sources(args):  # else given already ([tool.torchenv]'s Python)
+                given(args, field, "flag")
+            values[field] = flag
+        elif variable is not None and environ.get(variable, "").strip():
             given(args, field, "variable")
-    return Overrides.from_sources(
-        driver=getattr(args, "driver", None),
-        gpus=getattr(args, "gpu", None),
-        rocm_archs=getattr(args, "rocm_arch", None),
-        platform=getattr(args, "platform", None),
-        python=getattr(args, "target_python", None),
-        glibc=getattr(args, "glibc", None),
-        no_gpu=bool(getattr(args, "no_gpu", False)),
-        environ=environ,
-    )
+            values[field] = [environ[variable]] if field == "gpus" else environ[variable]
+    no_gpu = bool(getattr(args, "no_gpu", False))
+    described = [(FIELDS[f].flag, values[f]) for f in ("driver", "gpus", "rocm_archs")
+                 if f in values and sources(args).get(f) == "flag"]
+    if no_gpu and described:
+        flag, value = described[0]
+        shown = value if isinstance(value, str) else value[0].split(",")[0].strip()
+        raise BadInput(f"--no-gpu conflicts with {flag} {shown}: one says there is no "
+                       "accelerator, the other describes one",
+                       hint=f"drop {flag}, or drop --no-gpu")
+    gpus_variable = FIELDS["gpus"].variable
+    if (not no_gpu and "gpus" not in values and gpus_variable in environ
+            and not described):
+        # CLI.md: an empty TORCHENV_GPUS means "no GPU" (as --no-gpu), unless a flag describes
+        # one
+        given(args, "gpus", "variable")
+        no_gpu = True
+    return Overrides.from_sources(no_gpu=no_gpu, **values)
 
 
 def host_from_args(

@@ -105,27 +105,12 @@ def origin(field: str, recorded: Mapping[str, Source]) -> str:
 
 
 def message(exc: TorchenvError, recorded: Mapping[str, Source]) -> str:
-    """``exc.message`` led by where the value it is about came from.
-
-    A message that already starts with one of the field's names (``--variant: ...``) has that
-    name replaced by the one the user wrote; a library message without one gets it in front.
-    An error without a field stays as it is.
-    """
-    field = exc.field if exc.field in FIELDS else _named_by(exc.message)
-    if field is None:
+    """``exc.message`` led by where the value it is about came from: the library names the
+    field (``field="variant"``), and this names the flag, variable or ``[tool.torchenv]`` key
+    that gave it. An error without a field (the command line's own) stays as it is."""
+    if exc.field not in FIELDS:
         return exc.message
-    text = exc.message
-    for name in FIELDS[field].names():
-        if text.startswith(name + ": "):
-            text = text[len(name) + 2:]
-            break
-    return f"{origin(field, recorded)}: {text}"
-
-
-def _named_by(text: str) -> str | None:
-    """The field whose flag leads ``text`` (``--variant: ...``), for an error raised without a
-    field."""
-    return next((name for name, f in FIELDS.items() if text.startswith(f.flag + ": ")), None)
+    return f"{origin(exc.field, recorded)}: {exc.message}"
 
 
 def spell(change: Change) -> list[str]:

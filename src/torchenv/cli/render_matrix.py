@@ -26,7 +26,7 @@ def select(matrix: Matrix, spec: TorchSpec | None) -> list[Release]:
     chosen = [r for r in matrix.releases if spec.contains(r.torch)]
     if not chosen:
         raise BadInput(
-            f"--torch: no release in the matrix matches {spec.text!r}",
+            f"no release in the matrix matches {spec.text!r}",
             hint="see 'torchenv matrix show' for the releases it knows",
             field="torch", value=spec.text,
         )

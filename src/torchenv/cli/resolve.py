@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from torchenv.cli._common import Subcommands
     from torchenv.cli.render_plan import Choice
     from torchenv.detection.profile import HostProfile
+    from torchenv.detection.target import Target
     from torchenv.matrix.model import Matrix
     from torchenv.resolver.plan import Plan
     from torchenv.resolver.request import Request
@@ -226,8 +227,11 @@ def _decide(
     args: argparse.Namespace,
     python_exe: str | None = None,
     defaults: dict[str, str] | None = None,
-) -> tuple[Plan, HostProfile, Matrix, Request]:
+) -> tuple[Plan, HostProfile, Matrix, Request, Target]:
+    """The plan for the command's request and target host, with the profile it was read from,
+    the matrix, the request and the target (read once, here, before anything is judged)."""
     from torchenv.cli._common import index_base_warning, load_matrix_reported
+    from torchenv.detection.target import read_target
     from torchenv.resolver.resolve import resolve
 
     defaults_used = _project_defaults(current_folder()) if defaults is None else defaults
@@ -235,11 +239,12 @@ def _decide(
     matrix = load_matrix_reported()
     host = host_from_args(args, python_executable=python_exe, matrix=matrix)
     _check_known(request, matrix)
+    target = read_target(host, matrix)
     names, allowed = _companions_wanted(args, defaults_used)
     if names or allowed:
-        plan = _resolve_stack(request, host, matrix, names, allowed)
+        plan = _resolve_stack(request, target, matrix, names, allowed)
     else:
-        plan = resolve(request, host, matrix)
+        plan = resolve(request, target, matrix)
     warning = index_base_warning(request.index_base)
     if warning:
         print(f"torchenv: warning: {warning}", file=sys.stderr)
@@ -247,7 +252,7 @@ def _decide(
             from dataclasses import replace
 
             plan = replace(plan, warnings=(*plan.warnings, warning))
-    return plan, host, matrix, request
+    return plan, host, matrix, request, target
 
 
 def _companions_wanted(args: argparse.Namespace,
@@ -263,7 +268,7 @@ def _companions_wanted(args: argparse.Namespace,
     return values, list(getattr(args, "allow_build", None) or [])
 
 
-def _resolve_stack(request: Request, host: HostProfile, matrix: Matrix, values: list[str],
+def _resolve_stack(request: Request, target: Target, matrix: Matrix, values: list[str],
                    allow: list[str]) -> Plan:
     """torch with its companions (docs/companions.md); the data is loaded only here."""
     from torchenv.matrix.companions import load_companions
@@ -274,18 +279,18 @@ def _resolve_stack(request: Request, host: HostProfile, matrix: Matrix, values: 
     allowed = read_with(allow, data) if allow else ()
     outside = [n for n in allowed if n not in names]
     if outside:
-        raise BadInput(f"--allow-build: {outside[0]!r} is not among the --with packages "
+        raise BadInput(f"{outside[0]!r} is not among the --with packages "
                        f"({', '.join(names) or 'none'})",
                        hint=f"add it: --with {','.join((*names, outside[0]))}",
                        field="allow_build", value=outside[0])
-    return resolve_stack(request, host, matrix, data, names, allowed)
+    return resolve_stack(request, target, matrix, data, names, allowed)
 
 
 def run_resolve(args: argparse.Namespace) -> int:
     from torchenv.resolver.resolve import NoMatch
 
     try:
-        plan, host, matrix, request = _decide(args)
+        plan, host, matrix, request, target = _decide(args)
     except NoMatch as exc:
         if args.json:
             emit_json(exc.to_json(spell))
@@ -301,7 +306,7 @@ def run_resolve(args: argparse.Namespace) -> int:
     from torchenv.cli.render_plan import render_plan
 
     render_plan(plan, host, commands, explain=args.explain,
-                alternatives=_alternatives(plan, request, host, matrix))
+                alternatives=_alternatives(plan, request, target, matrix))
     return 0
 
 
@@ -329,7 +334,7 @@ def _commands(args: argparse.Namespace, plan: Plan, host: HostProfile) -> dict[s
     return all_commands(plan, host, spell=spell)
 
 
-def _alternatives(plan: Plan, request: Request, host: HostProfile,
+def _alternatives(plan: Plan, request: Request, target: Target,
                   matrix: Matrix) -> list[Choice]:
     """The builds the plan names beside its choice (one that fits without warnings, one whose
     support for the GPUs is known), each with the pip command that installs it."""
@@ -353,7 +358,7 @@ def _alternatives(plan: Plan, request: Request, host: HostProfile,
             continue
         # the variant names its CUDA: a --cuda of the request must not contradict it
         other = resolve(replace(request, torch=TorchSpec(f"=={torch}"),
-                                variant=VariantName(variant), cuda=None), host, matrix)
+                                variant=VariantName(variant), cuda=None), target, matrix)
         out.append(Choice(label, torch, variant, pip_command(other)))
     return out
 
@@ -439,7 +444,7 @@ def _refuse_other_machines(args: argparse.Namespace, defaults: dict[str, str]) -
         platform = os.environ.get("TORCHENV_PLATFORM", "").strip()
         given(args, "platform", "variable")
     origin = FIELDS["platform"].name(sources(args)["platform"])
-    if platform and read_platform(platform, origin=origin) != current_platform():
+    if platform and read_platform(platform) != current_platform():
         raise BadInput(f"install: {origin} {platform} is not this machine "
                        f"({current_platform()})", hint=hint)
     wanted, origin = target_python(args)

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from torchenv.cli._common import Subcommands
     from torchenv.cli._progress import Steps
     from torchenv.validation.host import GpuHost
+    from torchenv.validation.options import Peak, ProgressEvent
     from torchenv.validation.report import Report
-    from torchenv.validation.runner import Peak, ProgressEvent
 
 __all__ = ["register", "run"]
 

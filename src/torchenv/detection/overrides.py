@@ -7,7 +7,7 @@ another machine must not depend on (or wait for) this one.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -51,32 +51,38 @@ def _not_ascii(value: str) -> str:
 
 
 # The readers below turn the text of a flag, a variable or a host file into a value of
-# torchenv.values; ``origin`` says where the text came from and ``field`` which fact it is.
+# torchenv.values. ``field`` names the fact in the library's terms (the command line says which
+# flag or variable gave it); ``origin`` is for text read from a file, which the message names
+# (``node.json: nvidia.driver_version``).
 
 
-def read_driver_version(value: str, *, origin: str = "--driver",
+def _said(origin: Optional[str], problem: str) -> str:
+    return f"{origin}: {problem}" if origin else problem
+
+
+def read_driver_version(value: str, *, origin: Optional[str] = None,
                         field: str = "driver") -> DriverVersion:
     """``"550.54.15"``; raises BadInput for anything that is not a driver version."""
     try:
         return DriverVersion(value)
     except InvalidValue as exc:
-        raise BadInput(f"{origin}: {exc.message}{_not_ascii(value)}",
+        raise BadInput(_said(origin, f"{exc.message}{_not_ascii(value)}"),
                        hint="give it as nvidia-smi prints it, e.g. 550.54.15 or 580.65",
                        field=field, value=value) from None
 
 
-def read_cuda_driver_version(value: str, *, origin: str = "cuda_driver_version",
+def read_cuda_driver_version(value: str, *, origin: Optional[str] = "cuda_driver_version",
                              field: str = "host") -> CudaVersion:
     """The newest CUDA a driver supports, as NVML reports it: ``"12.8"``, ``"13.0"``."""
     try:
         return CudaVersion(value)
     except InvalidValue as exc:
-        raise BadInput(f"{origin}: {exc.message}{_not_ascii(value)}",
+        raise BadInput(_said(origin, f"{exc.message}{_not_ascii(value)}"),
                        hint="give it as nvidia-smi prints it, e.g. 12.8",
                        field=field, value=value) from None
 
 
-def read_compute_capability(value: str, *, origin: str = "--gpu",
+def read_compute_capability(value: str, *, origin: Optional[str] = None,
                             field: str = "gpus") -> ComputeCapability:
     """``"8.6"``, ``"sm_86"``, ``"86"`` -> 8.6; ``"sm_90a"`` -> 9.0a."""
     try:
@@ -88,46 +94,47 @@ def read_compute_capability(value: str, *, origin: str = "--gpu",
         else:
             hint = ("give it as major.minor (8.6) or sm_86; see 'nvidia-smi "
                     "--query-gpu=compute_cap --format=csv'")
-        raise BadInput(f"{origin}: {exc.message}{_not_ascii(value)}", hint=hint, field=field,
-                       value=value) from None
+        raise BadInput(_said(origin, f"{exc.message}{_not_ascii(value)}"), hint=hint,
+                       field=field, value=value) from None
 
 
-def read_platform(value: str, *, origin: str = "--platform",
+def read_platform(value: str, *, origin: Optional[str] = None,
                   field: str = "platform") -> Platform:
     try:
         return Platform(value)
     except InvalidValue as exc:
-        raise BadInput(f"{origin}: {exc.message}", hint="use one of " + ", ".join(PLATFORMS),
+        raise BadInput(_said(origin, exc.message), hint="use one of " + ", ".join(PLATFORMS),
                        field=field, value=value) from None
 
 
-def normalize_python(value: str, *, origin: str = "--python", field: str = "python") -> str:
+def normalize_python(value: str, *, origin: Optional[str] = None,
+                     field: str = "python") -> str:
     """``"3.12"``, ``"cp312"``, ``"3.13t"`` -> ``"3.12"``/``"3.13t"``."""
     m = _PYTHON.fullmatch(value.strip().lower())
     if not m and _PYTHON_2.match(value.strip()):
-        raise BadInput(f"{origin}: Python {value.strip()} has no torch wheels",
+        raise BadInput(_said(origin, f"Python {value.strip()} has no torch wheels"),
                        hint="torch needs Python 3; use X.Y, e.g. 3.12", field=field, value=value)
     if not m:
-        raise BadInput(f"{origin}: {value!r} is not a Python version{_not_ascii(value)}",
+        raise BadInput(_said(origin, f"{value!r} is not a Python version{_not_ascii(value)}"),
                        hint="use X.Y, e.g. 3.12, or 3.13t for the free-threaded build",
                        field=field, value=value)
     return f"3.{int(m.group(1))}{m.group(2)}"
 
 
-def normalize_glibc(value: str, *, origin: str = "--glibc", field: str = "glibc") -> str:
+def normalize_glibc(value: str, *, origin: Optional[str] = None, field: str = "glibc") -> str:
     text = value.strip()
     if not _GLIBC.fullmatch(text):
-        raise BadInput(f"{origin}: {value!r} is not a glibc version{_not_ascii(value)}",
+        raise BadInput(_said(origin, f"{value!r} is not a glibc version{_not_ascii(value)}"),
                        hint="give it as 'ldd --version' prints it, e.g. 2.17 or 2.35",
                        field=field, value=value)
     return text
 
 
-def normalize_rocm_arch(value: str, *, origin: str = "--rocm-arch",
+def normalize_rocm_arch(value: str, *, origin: Optional[str] = None,
                         field: str = "rocm_archs") -> str:
     text = value.strip().lower().split(":")[0]
     if not _GFX.fullmatch(text):
-        raise BadInput(f"{origin}: {value!r} is not an AMD GPU target{_not_ascii(value)}",
+        raise BadInput(_said(origin, f"{value!r} is not an AMD GPU target{_not_ascii(value)}"),
                        hint="give it as rocminfo prints it, e.g. gfx90a or gfx1100",
                        field=field, value=value)
     return text
@@ -172,77 +179,32 @@ class Overrides:
         python: str | None = None,
         glibc: str | None = None,
         no_gpu: bool = False,
-        environ: Mapping[str, str] | None = None,
     ) -> Overrides:
-        """Flags first, then ``TORCHENV_*`` variables; every value validated (BadInput, exit 2).
+        """The overrides for these values as given (None: not given; each GPU entry may be a
+        comma-separated list); every value read and validated (BadInput naming its field,
+        exit 2). ``no_gpu`` means no accelerator: a driver or GPUs given beside it are read
+        (a malformed one is bad input wherever it is) and then left out.
 
-        "No accelerator" (``no_gpu``, or an empty ``TORCHENV_GPUS``) beside a described one (a
-        driver, GPUs, ROCm targets) is a contradiction when both come from flags; between a flag
-        and a variable the flag wins, and among variables the empty ``TORCHENV_GPUS`` does.
+        Which of a flag and an environment variable gives a value is the caller's to decide
+        (the command line's ``overrides_from_args``); this reads what it decided.
         """
-        env = environ or {}
-        flag_driver = driver
-        if driver is None and env.get("TORCHENV_DRIVER_VERSION", "").strip():
-            driver = env["TORCHENV_DRIVER_VERSION"]
-            driver_origin = "TORCHENV_DRIVER_VERSION"
-        else:
-            driver_origin = "--driver"
-        gpu_origin = "--gpu"
-        # each --gpu may itself be a comma-separated list, as TORCHENV_GPUS is
-        gpu_list: list[str] | None = [
-            part.strip() for g in gpus for part in g.split(",")] if gpus else None
+        gpu_list = [part.strip() for g in gpus for part in g.split(",")] if gpus is not None \
+            else None
         if gpu_list is not None and "" in gpu_list:
-            raise BadInput(f"--gpu: {', '.join(map(repr, gpus or ()))} has an empty entry",
-                           hint="give compute capabilities, e.g. --gpu 8.6 --gpu 9.0 or "
-                           "--gpu 8.6,9.0", field="gpus", value=",".join(gpus or ()))
-        no_gpu_origin = "--no-gpu"
-        if gpu_list is None and "TORCHENV_GPUS" in env:
-            gpu_origin = "TORCHENV_GPUS"
-            raw = env["TORCHENV_GPUS"].strip()
-            gpu_list = [p.strip() for p in raw.split(",")] if raw else []
-            if "" in gpu_list:
-                raise BadInput(f"TORCHENV_GPUS: {env['TORCHENV_GPUS']!r} has an empty entry",
-                               hint="give comma-separated compute capabilities, e.g. 8.6,9.0; "
-                               "an empty value means no GPU", field="gpus",
-                               value=env["TORCHENV_GPUS"])
-            if not gpu_list and not no_gpu:
-                if flag_driver or rocm_archs:
-                    gpu_list = None  # a flag describing a GPU wins over the variable
-                else:
-                    # CLI.md: an empty TORCHENV_GPUS means "no GPU" (as --no-gpu)
-                    no_gpu, no_gpu_origin = True, "TORCHENV_GPUS=''"
-        # every value given is read, even one that a flag then overrides: a malformed variable
-        # is bad input wherever it is
-        driver_version = read_driver_version(driver, origin=driver_origin) if driver else None
-        capabilities = (tuple(read_compute_capability(g, origin=gpu_origin) for g in gpu_list)
+            raise BadInput(f"{', '.join(map(repr, gpus or ()))} has an empty entry",
+                           hint="give compute capabilities, e.g. 8.6,9.0",
+                           field="gpus", value=",".join(gpus or ()))
+        driver_version = read_driver_version(driver) if driver else None
+        capabilities = (tuple(read_compute_capability(g) for g in gpu_list)
                         if gpu_list is not None else None)
         if no_gpu:
-            flags = [(origin, value) for origin, value in (
-                (driver_origin, driver), (gpu_origin, gpu_list and gpu_list[0]),
-                ("--rocm-arch", rocm_archs and rocm_archs[0]))
-                if value and origin.startswith("--")]
-            if no_gpu_origin == "--no-gpu" and flags:
-                origin, value = flags[0]
-                raise BadInput(f"--no-gpu conflicts with {origin} {value}: one says there is no "
-                               "accelerator, the other describes one",
-                               hint=f"drop {origin}, or drop --no-gpu")
-            driver_version, capabilities = None, ()  # over the variables that describe one
-        if platform is None and env.get("TORCHENV_PLATFORM", "").strip():
-            platform = env["TORCHENV_PLATFORM"]
-            plat_origin = "TORCHENV_PLATFORM"
-        else:
-            plat_origin = "--platform"
-        if python is None and env.get("TORCHENV_PYTHON", "").strip():
-            python = env["TORCHENV_PYTHON"]
-            py_origin = "TORCHENV_PYTHON"
-        else:
-            py_origin = "--python"
+            driver_version, capabilities = None, ()
         return cls(
             driver=driver_version,
             gpus=capabilities,
             rocm_archs=tuple(normalize_rocm_arch(a) for a in rocm_archs) if rocm_archs else None,
-            platform=read_platform(platform, origin=plat_origin) if platform else None,
-            python=normalize_python(python, origin=py_origin) if python else None,
+            platform=read_platform(platform) if platform else None,
+            python=normalize_python(python) if python else None,
             glibc=normalize_glibc(glibc) if glibc else None,
             no_gpu=no_gpu,
         )

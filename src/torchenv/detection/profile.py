@@ -7,7 +7,8 @@ The JSON form is the public ``torchenv detect --json`` document (see README.md),
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -341,11 +342,6 @@ class HostProfile:
             raise BadInput(f"{origin}: expected a JSON object from 'torchenv detect --json'",
                            hint="create it with 'torchenv detect --json > host.json' on the "
                            "machine it describes")
-        if _nesting_depth(d, _MAX_DEPTH) > _MAX_DEPTH:
-            raise BadInput(f"{origin}: nested more than {_MAX_DEPTH} levels deep; not a torchenv "
-                           "host profile",
-                           hint="create one with 'torchenv detect --json > host.json'")
-        _check_types(d, _HOST_KEYS, origin)
         d = _read_host_document(d, origin)
         try:
             platform = d["platform"]
@@ -374,28 +370,6 @@ class HostProfile:
             raise BadInput(f"{origin}: not a torchenv host profile ({what!s} is missing or "
                            "malformed)",
                            hint="create one with 'torchenv detect --json > host.json'") from exc
-
-
-# a detect document nests four levels (nvidia.gpus[i].name); anything far deeper is not one, and
-# would exhaust the recursion of the copy below
-_MAX_DEPTH = 16
-
-
-def _nesting_depth(value: Any, limit: int) -> int:
-    """How deeply lists and objects nest in ``value``, counted without recursion; the count
-    stops just past ``limit``."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if not isinstance(item, (dict, list)):
-            continue
-        deepest = max(deepest, depth)
-        if deepest > limit:
-            break
-        stack.extend((child, depth + 1)
-                     for child in (item.values() if isinstance(item, dict) else item))
-    return deepest
 
 
 class _Object(NamedTuple):
@@ -440,33 +414,43 @@ _HOST_KEYS = {
 _SCALARS = {"str": (str,), "int": (int,), "bool": (bool,)}
 
 
-def _check_types(d: Mapping[str, Any], keys: Mapping[str, Any], origin: str,
-                 prefix: str = "") -> None:
-    """Raise :class:`BadInput` naming the first key of ``d`` whose value has the wrong type."""
-    hint = "create the file with 'torchenv detect --json > host.json'"
+_HINT = "create the file with 'torchenv detect --json > host.json'"
+
+
+def _read(d: Mapping[str, Any], keys: Mapping[str, Any], origin: str,
+          prefix: str = "") -> dict[str, Any]:
+    """The keys of ``d`` that ``keys`` lists, each checked for its type and the facts among them
+    read into values (:data:`_FACTS`), in one walk along the schema; raises :class:`BadInput`
+    naming the first key that is wrong. Keys not listed are left out (never walked)."""
+    out: dict[str, Any] = {}
     for key, kind in keys.items():
         if key not in d:
             continue
         value, where = d[key], f"{prefix}{key}"
         if isinstance(kind, str):
-            _check_value(value, kind, origin, where, hint)
+            _check_value(value, kind, origin, where, _HINT)
+            fact = _FACTS.get(re.sub(r"\[[0-9]+\]", "[]", where))
+            out[key] = fact(value, f"{origin}: {where}") if fact and value is not None else value
         elif value is None and kind.nullable:
-            continue
+            out[key] = None
         elif isinstance(kind, _Object):
             if not isinstance(value, dict):
                 raise BadInput(f"{origin}: {where}: expected an object, got {_shown(value)}",
-                               hint=hint)
-            _check_types(value, kind.keys, origin, f"{where}.")
+                               hint=_HINT)
+            out[key] = _read(value, kind.keys, origin, f"{where}.")
         else:
             if not isinstance(value, list):
                 raise BadInput(f"{origin}: {where}: expected a list, got {_shown(value)}",
-                               hint=hint)
-            _check_length(value, origin, where, hint)
+                               hint=_HINT)
+            _check_length(value, origin, where, _HINT)
+            items = []
             for i, item in enumerate(value):
                 if not isinstance(item, dict):
                     raise BadInput(f"{origin}: {where}[{i}]: expected an object, got "
-                                   f"{_shown(item)}", hint=hint)
-                _check_types(item, kind.item.keys, origin, f"{where}[{i}].")
+                                   f"{_shown(item)}", hint=_HINT)
+                items.append(_read(item, kind.item.keys, origin, f"{where}[{i}]."))
+            out[key] = items
+    return out
 
 
 MAX_ENTRIES = 1024
@@ -507,7 +491,13 @@ def _check_value(value: Any, kind: str, origin: str, where: str, hint: str) -> N
 
 
 def _shown(value: Any) -> str:
-    text = repr(value)
+    """``value`` as a message shows it: a few levels and characters of its repr (a value
+    nested thousands deep is shown as ``[[[[...]]]]``, never walked whole)."""
+    import reprlib
+
+    shortened = reprlib.Repr()
+    shortened.maxlevel, shortened.maxstring, shortened.maxother = 4, 60, 60
+    text = shortened.repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -526,12 +516,17 @@ def _check_visible(nv: Mapping[str, Any], gpus: list[Any], origin: str, hint: st
                        f"not list (its indices: {have})", hint=hint)
 
 
-def _read_host_document(d: Mapping[str, Any], origin: str) -> dict[str, Any]:
-    """A copy of the document with the facts the resolver reads parsed: the platform, driver,
-    CUDA and compute capabilities into values (``sm_86`` -> 8.6), the Python version, glibc and
-    gfx targets normalised (``cp312`` -> ``3.12``); raises :class:`BadInput` naming the key."""
-    import copy
+def _memory_mib(value: int, where: str) -> int:
+    if value < 0:
+        raise BadInput(f"{where}: {value!r} is not a size in MiB (a whole number ≥ 0)",
+                       hint=_HINT)
+    return value
 
+
+def _facts() -> dict[str, Callable[[Any, str], Any]]:
+    """Each fact of a host document (by its key path, ``[]`` for any index) and how its text is
+    read into a value: the platform, driver, CUDA and compute capabilities (``sm_86`` -> 8.6),
+    the Python version, glibc and gfx targets normalised (``cp312`` -> ``3.12``)."""
     from torchenv.detection.overrides import (
         normalize_glibc,
         normalize_python,
@@ -542,63 +537,42 @@ def _read_host_document(d: Mapping[str, Any], origin: str) -> dict[str, Any]:
         read_platform,
     )
 
-    hint = "create the file with 'torchenv detect --json > host.json'"
+    return {
+        "platform": lambda v, w: read_platform(v, origin=w, field="host"),
+        "python": lambda v, w: normalize_python(v, origin=w, field="host"),
+        "interpreter.version": lambda v, w: normalize_python(v, origin=w, field="host"),
+        "glibc": lambda v, w: normalize_glibc(v, origin=w, field="host"),
+        "nvidia.driver_version": lambda v, w: read_driver_version(v, origin=w, field="host"),
+        "nvidia.cuda_driver_version":
+            lambda v, w: read_cuda_driver_version(v, origin=w, field="host"),
+        "nvidia.gpus[].compute_capability":
+            lambda v, w: read_compute_capability(v, origin=w, field="host"),
+        "nvidia.gpus[].memory_mib": _memory_mib,
+        "rocm.gfx_targets": lambda v, w: [normalize_rocm_arch(g, origin=f"{w}[{i}]", field="host")
+                                          for i, g in enumerate(v)],
+    }
 
-    def text(value: Any, key: str) -> str:
-        if not isinstance(value, str):
-            raise BadInput(f"{origin}: {key}: expected a string, got {value!r}", hint=hint)
-        return value
 
-    out: dict[str, Any] = copy.deepcopy(dict(d))
-    if "platform" not in out:
-        raise BadInput(f"{origin}: 'platform' is missing", hint=hint)
-    out["platform"] = read_platform(text(out["platform"], "platform"),
-                                    origin=f"{origin}: platform", field="host")
+_FACTS: dict[str, Callable[[Any, str], Any]] = {}
+
+
+def _read_host_document(d: Mapping[str, Any], origin: str) -> dict[str, Any]:
+    """The document's keys checked and its facts read into values, in one walk
+    (:func:`_read`); raises :class:`BadInput` naming the key."""
+    if not _FACTS:
+        _FACTS.update(_facts())
+    if "platform" not in d:
+        raise BadInput(f"{origin}: 'platform' is missing", hint=_HINT)
+    out = _read(d, _HOST_KEYS, origin)
     interp = out.get("interpreter")
     if isinstance(interp, dict):
-        interp["version"] = normalize_python(text(interp.get("version"), "interpreter.version"),
-                                             origin=f"{origin}: interpreter.version",
-                                             field="host")
+        if "version" not in interp:
+            raise BadInput(f"{origin}: interpreter.version: expected a string, got None",
+                           hint=_HINT)
         out["python"] = interp["version"]
-    else:
-        out["python"] = normalize_python(text(out.get("python"), "python"),
-                                         origin=f"{origin}: python", field="host")
-    if out.get("glibc") is not None:
-        out["glibc"] = normalize_glibc(text(out["glibc"], "glibc"), origin=f"{origin}: glibc",
-                                       field="host")
+    elif "python" not in out:
+        raise BadInput(f"{origin}: python: expected a string, got None", hint=_HINT)
     nv = out.get("nvidia")
     if nv is not None:
-        if not isinstance(nv, dict):
-            raise BadInput(f"{origin}: nvidia: expected an object or null", hint=hint)
-        if nv.get("driver_version") is not None:
-            nv["driver_version"] = read_driver_version(
-                text(nv["driver_version"], "nvidia.driver_version"),
-                origin=f"{origin}: nvidia.driver_version", field="host")
-        if nv.get("cuda_driver_version") is not None:
-            nv["cuda_driver_version"] = read_cuda_driver_version(
-                text(nv["cuda_driver_version"], "nvidia.cuda_driver_version"),
-                origin=f"{origin}: nvidia.cuda_driver_version", field="host")
-        gpus = nv.get("gpus") or []
-        if not isinstance(gpus, list):
-            raise BadInput(f"{origin}: nvidia.gpus: expected a list", hint=hint)
-        for i, g in enumerate(gpus):
-            if not isinstance(g, dict):
-                raise BadInput(f"{origin}: nvidia.gpus[{i}]: expected an object", hint=hint)
-            key = f"nvidia.gpus[{i}].compute_capability"
-            if g.get("compute_capability") is not None:
-                g["compute_capability"] = read_compute_capability(
-                    text(g["compute_capability"], key), origin=f"{origin}: {key}", field="host")
-            mem = g.get("memory_mib")
-            if mem is not None and (isinstance(mem, bool) or not isinstance(mem, int)
-                                    or mem < 0):
-                raise BadInput(f"{origin}: nvidia.gpus[{i}].memory_mib: {mem!r} is not a "
-                               "size in MiB (a whole number ≥ 0)", hint=hint)
-        _check_visible(nv, gpus, origin, hint)
-    rocm = out.get("rocm")
-    if isinstance(rocm, dict):
-        rocm["gfx_targets"] = [
-            normalize_rocm_arch(text(gfx, f"rocm.gfx_targets[{i}]"),
-                                origin=f"{origin}: rocm.gfx_targets[{i}]", field="host")
-            for i, gfx in enumerate(rocm.get("gfx_targets") or [])
-        ]
+        _check_visible(nv, nv.get("gpus") or [], origin, _HINT)
     return out

@@ -9,11 +9,12 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Optional
 
 from torchenv.detection.profile import Gpu, HostProfile, TorchInfo
+from torchenv.detection.target import Target, read_target
 from torchenv.errors import TorchenvError
 from torchenv.installers.commands import chain_commands, quote_command, shell_for
 from torchenv.matrix.index import index_url_for, pin
 from torchenv.matrix.inference import reach
-from torchenv.matrix.model import ArchFact, Matrix, Release
+from torchenv.matrix.model import ArchFact, Evidence, Matrix, Release
 from torchenv.resolver.rules import check_driver, driver_floors
 from torchenv.values import (
     ArchEntry,
@@ -202,6 +203,7 @@ def diagnose(host: HostProfile, env: Mapping[str, str], matrix: Matrix,
     torch = torch_info(host, installs, matrix)
     target = installs.python or host.python.executable or "python"
     all_gpus = host.nvidia.gpus if host.nvidia is not None else ()
+    facts = read_target(host, matrix)  # the host as the resolver's rules read it
 
     if torch is None:
         findings.append(Finding(
@@ -223,14 +225,14 @@ def diagnose(host: HostProfile, env: Mapping[str, str], matrix: Matrix,
 
     if torch is not None and not cpu_build:
         findings += _arch_findings(host, matrix, torch)
-        findings += _driver_findings(host, matrix, torch)
+        findings += _driver_findings(facts, matrix, torch)
     if torch is not None:
         findings += _pairing_findings(host, matrix, torch)
     findings += _install_findings(installs, target, shell)
     findings += _env_findings(host, env, installs, torch, cpu_build)
-    from torchenv.resolver.resolve import complete_gpu_facts, gpu_facts_gap
+    from torchenv.resolver.resolve import gpu_facts_gap
 
-    gap = gpu_facts_gap(complete_gpu_facts(host, matrix), matrix)
+    gap = gpu_facts_gap(facts, matrix)
     if gap is not None:
         reason, fixes = gap
         # a fix of the machine; those that change a resolve's request are not doctor's to give
@@ -307,7 +309,8 @@ def _arch_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> list[
     if not archs or not torch.cuda_version:
         return []
     out = []
-    built_for = ArchFact(entries, "confirmed", "confirmed")  # what the installed build says
+    # what the installed build says
+    built_for = ArchFact(entries, Evidence.CONFIRMED, Evidence.CONFIRMED)
     for gpu in _gpus(host):
         cc = gpu.compute_capability
         # the resolver's rule 3, with the PTX JIT assumed available (the driver is checked apart)
@@ -324,16 +327,15 @@ def _arch_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> list[
     return out
 
 
-def _driver_findings(host: HostProfile, matrix: Matrix, torch: TorchInfo) -> list[Finding]:
+def _driver_findings(target: Target, matrix: Matrix, torch: TorchInfo) -> list[Finding]:
     variant = _variant(torch.variant)
     cuda = _cuda(torch.cuda_version) or (variant.cuda if variant else None)
-    driver = host.nvidia.driver_version if host.nvidia is not None else None
+    driver = target.driver
     if not cuda or not driver:
         return []
-    verdict = check_driver(host, matrix, cuda)  # the resolver's rule: floors, WSL, NVML's CUDA
-    toolkit_min, compat_min = driver_floors(
-        matrix, cuda, windows=host.platform.system == "win" or host.wsl
-    )
+    verdict = check_driver(target, matrix, cuda)  # the resolver's rule: floors, WSL, NVML's CUDA
+    toolkit_min, compat_min = driver_floors(matrix, cuda, windows=target.windows_driver)
+    host = target.profile
     if not verdict.ok:
         return [Finding(
             "error", "driver-too-old",

@@ -51,7 +51,7 @@ def target_interpreter(given: Optional[str], env: Mapping[str, str], *,
         else:
             path = shutil.which(given, path=env.get("PATH")) or given
         if not os.path.exists(path):
-            raise BadInput(f"--python: {given} does not exist",
+            raise BadInput(f"{given} does not exist",
                            hint="pass the path of a Python interpreter, e.g. .venv/bin/python",
                            field="python", value=given)
         return Target(path, "--python")

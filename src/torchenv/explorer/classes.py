@@ -74,7 +74,7 @@ from torchenv.detection.detect import apply_overrides
 from torchenv.detection.overrides import Overrides
 from torchenv.detection.profile import HostProfile, PythonInfo
 from torchenv.matrix.inference import entry_runs, reach, toolkit_excludes
-from torchenv.matrix.model import ArchFact, Matrix, ToolkitFloor
+from torchenv.matrix.model import ArchFact, Evidence, Matrix, ToolkitFloor
 from torchenv.resolver.request import Request
 from torchenv.resolver.resolve import evaluate
 from torchenv.resolver.rules import driver_floors
@@ -219,7 +219,7 @@ def facts_of(matrix: Matrix, platform: str,
         if variant.cuda_version is not None:
             cudas.add(variant.cuda_version)
             fact = variant.arch_fact(plat)
-            if fact.sass != "unknown" and fact.arch_list is not None:
+            if fact.sass != Evidence.UNKNOWN and fact.arch_list is not None:
                 lists.add(fact.arch_list)
             else:
                 unknown.add(variant.cuda_version)
@@ -311,7 +311,8 @@ def _list_answers(arch_list: tuple[ArchEntry, ...]
     def below(cc: ComputeCapability) -> list[ArchEntry]:
         return [e for e in arch_list if (e.major, e.minor) <= (cc.major, cc.minor)]
 
-    fact = ArchFact(arch_list, "confirmed", "confirmed")  # the evidence is not asked here
+    # the evidence is not asked here
+    fact = ArchFact(arch_list, Evidence.CONFIRMED, Evidence.CONFIRMED)
     return tuple((reach(fact, cc, jit_ok=False).runs is True,
                   reach(fact, cc, jit_ok=True).runs is True,
                   any(entry_runs(e, cc, jit_ok=True) for e in arch_list if e.ptx),

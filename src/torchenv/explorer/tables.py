@@ -36,7 +36,7 @@ from torchenv.explorer.classes import (
     window_candidates,
 )
 from torchenv.installers.render import all_commands
-from torchenv.matrix.model import PLATFORMS, Matrix, Variant, python_sort_key
+from torchenv.matrix.model import PLATFORMS, Evidence, Matrix, Variant, python_sort_key
 from torchenv.resolver.plan import Speller
 from torchenv.resolver.request import Request
 from torchenv.resolver.resolve import NoMatch, evaluate, resolve
@@ -148,7 +148,7 @@ def cell_verdicts(matrix: Matrix, job: Job) -> dict[tuple[str, str], Verdict | N
 
 
 def _rejected_evidence(matrix: Matrix, platform: str, torch: str, name: str,
-                       category: str) -> str:
+                       category: str) -> Evidence:
     """The evidence class on a cell that does not run: of the build's GPU support on the platform
     (its arch or gfx list; an unknown arch list rejects only through the toolkit-bounds rule, an
     inference), or of its index entry for a build without one."""
@@ -157,13 +157,14 @@ def _rejected_evidence(matrix: Matrix, platform: str, torch: str, name: str,
     plat, variant_name = Platform(platform), VariantName(name)
     variant: Variant | None = release.variant(variant_name)
     if variant is None:
-        return "confirmed" if variant_name == release.pypi_default.get(plat) else "unknown"
+        return (Evidence.CONFIRMED if variant_name == release.pypi_default.get(plat)
+                else Evidence.UNKNOWN)
     if variant.cuda_version is not None:
         sass = variant.arch_fact(plat).sass
-        return "inferred" if category == "arch" and sass == "unknown" else sass
+        return Evidence.INFERRED if category == "arch" and sass == Evidence.UNKNOWN else sass
     if variant.kind == "rocm":
         targets = matrix.rocm_targets(variant_name, release.torch)
-        return targets.evidence_for(release.torch) if targets is not None else "unknown"
+        return targets.evidence_for(release.torch) if targets is not None else Evidence.UNKNOWN
     return variant.index
 
 
@@ -292,7 +293,7 @@ def _dependency(doc: dict[str, Any]) -> str | None:
         # representative without that fix says nothing of the other members
         return "unconstrained"
     evidence = doc.get("evidence") or {}
-    if evidence.get("arch") == "unknown" and doc.get("accelerator") != "cpu":
+    if evidence.get("arch") == Evidence.UNKNOWN and doc.get("accelerator") != "cpu":
         return "evidence"
     return None
 
@@ -304,7 +305,7 @@ def _context(kind: str, unconstrained: dict[str, Any]) -> str:
     if unconstrained.get("torch") is None:
         return "null"  # no GPU build fits at all: none is evidence-backed either
     evidence = unconstrained.get("evidence") or {}
-    if evidence.get("arch") == "unknown":
+    if evidence.get("arch") == Evidence.UNKNOWN:
         return json.dumps(unconstrained.get("evidence_alternative"), sort_keys=True)
     # its own pick is the best evidence-backed build: both rank GPU builds the same way
     return json.dumps({"torch": unconstrained["torch"], "variant": unconstrained["variant"],

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from torchenv.matrix import model
-from torchenv.matrix.model import Matrix
+from torchenv.matrix.model import Evidence, Matrix
 from torchenv.values import (
     ArchEntry,
     ComputeCapability,
@@ -87,10 +87,12 @@ _READERS: dict[str, Callable[[str], Any]] = {
     "ComputeCapability": ComputeCapability,
     "CudaVersion": CudaVersion,
     "DriverVersion": DriverVersion.floor,  # a floor may be a bare branch (580); reads versions too
+    "Evidence": Evidence,
 }
 """Each value type the model holds, by name, and how its text is read back."""
 _VALUE_TYPES = {kind: kind.__name__ for kind in (TorchVersion, VariantName, Platform, ArchEntry,
-                                                 ComputeCapability, CudaVersion, DriverVersion)}
+                                                 ComputeCapability, CudaVersion, DriverVersion,
+                                                 Evidence)}
 
 
 def _fields(record: Any) -> list[Any]:
@@ -115,6 +117,9 @@ def to_document(matrix: Matrix) -> dict[str, Any]:
     index: dict[Any, int] = {}
 
     def write(value: Any) -> Any:
+        name = _VALUE_TYPES.get(type(value))
+        if name is not None:  # before plain text: an Evidence is its text, and read back as one
+            return {"@v": f"{name} {value}"}
         if value is None or isinstance(value, (bool, int, float, str)):
             return value
         if _is_record(value):
@@ -127,9 +132,6 @@ def to_document(matrix: Matrix) -> dict[str, Any]:
             index[value] = len(records)
             records.append(doc)
             return {"@r": index[value]}
-        name = _VALUE_TYPES.get(type(value))
-        if name is not None:
-            return {"@v": f"{name} {value}"}
         if isinstance(value, tuple):
             return [write(v) for v in value]
         if isinstance(value, Mapping):

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from torchenv.errors import MatrixError
-from torchenv.matrix.model import ArchFact, Matrix, Source, python_sort_key
+from torchenv.matrix.model import ArchFact, Evidence, Matrix, Source, python_sort_key
 from torchenv.matrix.validate import _PY_RE, _Ctx, _evidence_class, _header, _show
 from torchenv.values import (
     ArchEntry,
@@ -191,7 +191,8 @@ class CompanionBuild:
         """The compiled targets as the torch matrix holds a build's (one evidence class for
         SASS and PTX: the sources that state a build's targets state whether it has PTX), so
         the matrix's rule for one GPU (:func:`torchenv.matrix.inference.reach`) judges both."""
-        evidence = self.fact_evidence("arch_list") if self.arch_list is not None else "unknown"
+        evidence = (Evidence(self.fact_evidence("arch_list")) if self.arch_list is not None
+                    else Evidence.UNKNOWN)
         return ArchFact(self.arch_list, evidence, evidence, sources=self.sources)
 
     def fact_evidence(self, fact: str) -> str:
@@ -747,7 +748,7 @@ def _abi_facts(ctx: _Ctx, raw: Any) -> tuple[AbiFact, ...]:
         value = ctx.tribool(a.get("value"), f"{path}.value")
         evidence = _evidence(ctx, a.get("evidence"), f"{path}.evidence")
         if (value == "unknown") != (evidence == "unknown"):
-            raise ctx.fail(f"{path}.evidence", f"{evidence!r} for value {_show(value)}: an "
+            raise ctx.fail(f"{path}.evidence", f"'{evidence}' for value {_show(value)}: an "
                            "unknown value has evidence 'unknown', a known one does not")
         out.append(AbiFact(spec, plats, None if value == "unknown" else bool(value), evidence,
                            ctx.sources(a, path), variants, excluded,

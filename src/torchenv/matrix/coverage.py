@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from torchenv.matrix.model import ALL_PLATFORMS, EVIDENCE_CLASSES, Matrix
+from torchenv.matrix.model import ALL_PLATFORMS, EVIDENCE_CLASSES, Evidence, Matrix
 
 __all__ = ["coverage", "coverage_markdown"]
 
@@ -36,9 +36,9 @@ def coverage(matrix: Matrix) -> dict[str, Any]:
                     continue
                 counts["sass", fact.sass] += 1
                 counts["ptx", fact.ptx] += 1
-                if fact.sass == "unknown":
+                if fact.sass == Evidence.UNKNOWN:
                     unknown.append(f"{rel.torch} {v.name} {plat}: arch list")
-                elif fact.ptx == "unknown":
+                elif fact.ptx == Evidence.UNKNOWN:
                     unknown.append(f"{rel.torch} {v.name} {plat}: PTX entry")
             if not counts:
                 continue
@@ -49,7 +49,7 @@ def coverage(matrix: Matrix) -> dict[str, Any]:
                 "counts": {k: {c: counts[k, c] for c in EVIDENCE_CLASSES} for k in _KINDS},
             })
         for v in rel.variants:
-            if v.index == "unknown":  # an inferred entry, like an inferred list, is not open
+            if v.index == Evidence.UNKNOWN:  # an inferred entry, like an inferred list, is not open
                 unknown.append(f"{rel.torch} {v.name}: index entry unknown")
     return {
         "matrix_version": matrix.matrix_version,

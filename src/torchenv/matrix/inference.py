@@ -82,9 +82,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from torchenv.matrix.model import (
     COMPANIONS,
-    EVIDENCE_CLASSES,
     ArchFact,
     CompanionStatement,
+    Evidence,
     IndexRow,
     Neighbours,
     Pairing,
@@ -221,8 +221,8 @@ def infer_from_runtime_table(cuda: CudaVersion | None, platform: Platform,
     row = table.rows.get(cuda, {}).get(platform)
     if row is None:
         return None
-    return ArchFact(tuple(row), sass="inferred", ptx="unknown", rule="runtime-table-in-sync",
-                    sources=table.sources)
+    return ArchFact(tuple(row), sass=Evidence.INFERRED, ptx=Evidence.UNKNOWN,
+                    rule="runtime-table-in-sync", sources=table.sources)
 
 
 def _sass(arch: Sequence[ArchEntry]) -> tuple[ArchEntry, ...]:
@@ -247,7 +247,7 @@ def infer_from_adjacent_releases(
         return None
     if older.arch_list is None or newer.arch_list is None:
         return None
-    if older.sass != "confirmed" or newer.sass != "confirmed":
+    if older.sass != Evidence.CONFIRMED or newer.sass != Evidence.CONFIRMED:
         return None
     if _sass(older.arch_list) != _sass(newer.arch_list):
         return None
@@ -255,8 +255,8 @@ def infer_from_adjacent_releases(
     arch = older.arch_list if ptx_agrees else _sass(older.arch_list)
     return ArchFact(
         arch,
-        sass="inferred",
-        ptx="inferred" if ptx_agrees else "unknown",
+        sass=Evidence.INFERRED,
+        ptx=Evidence.INFERRED if ptx_agrees else Evidence.UNKNOWN,
         rule=rule,
         sources=tuple(dict.fromkeys((*older.sources, *newer.sources))),
     )
@@ -265,7 +265,7 @@ def infer_from_adjacent_releases(
 def _ptx_agrees(older: ArchFact, newer: ArchFact) -> bool:
     assert older.arch_list is not None
     assert newer.arch_list is not None
-    return (older.ptx == "confirmed" and newer.ptx == "confirmed"
+    return (older.ptx == Evidence.CONFIRMED and newer.ptx == Evidence.CONFIRMED
             and _ptx(older.arch_list) == _ptx(newer.arch_list))
 
 
@@ -273,7 +273,7 @@ def infer_ptx_between(fact: ArchFact, older: ArchFact | None, newer: ArchFact | 
                       rule: str) -> ArchFact | None:
     """The PTX half of ``rule`` for a list whose SASS is known and PTX is not: the nearest older
     and newer lists with confirmed PTX agree on it. None when the rule does not apply."""
-    if fact.arch_list is None or fact.ptx != "unknown" or older is None or newer is None:
+    if fact.arch_list is None or fact.ptx != Evidence.UNKNOWN or older is None or newer is None:
         return None
     if older.arch_list is None or newer.arch_list is None or not _ptx_agrees(older, newer):
         return None
@@ -283,7 +283,7 @@ def infer_ptx_between(fact: ArchFact, older: ArchFact | None, newer: ArchFact | 
         return None
     return fact._replace(
         arch_list=tuple(ArchEntry(f"{a}+PTX") if a in ptx else a for a in sass),
-        ptx="inferred",
+        ptx=Evidence.INFERRED,
         rule=f"{fact.rule} + {rule}" if fact.rule and fact.rule != rule else rule,
         sources=tuple(dict.fromkeys((*fact.sources, *older.sources, *newer.sources))),
     )
@@ -291,13 +291,13 @@ def infer_ptx_between(fact: ArchFact, older: ArchFact | None, newer: ArchFact | 
 
 def infer_ptx_from_policy(fact: ArchFact, policy: PtxPolicy | None) -> ArchFact:
     """Rule ``release-ptx-policy``: no PTX in a list whose SASS is known and PTX is not."""
-    if policy is None or fact.arch_list is None or fact.sass == "unknown":
+    if policy is None or fact.arch_list is None or fact.sass == Evidence.UNKNOWN:
         return fact
-    if fact.ptx != "unknown":
+    if fact.ptx != Evidence.UNKNOWN:
         return fact
     return fact._replace(
         arch_list=_sass(fact.arch_list),
-        ptx="inferred",
+        ptx=Evidence.INFERRED,
         rule=f"{fact.rule} + release-ptx-policy" if fact.rule else "release-ptx-policy",
         sources=tuple(dict.fromkeys((*fact.sources, *policy.sources))),
     )
@@ -416,11 +416,11 @@ def _nearest(facts: Sequence[ArchFact | None], pos: int, step: int,
 
 
 def _sass_confirmed(f: ArchFact) -> bool:
-    return f.sass == "confirmed" and f.arch_list is not None
+    return f.sass == Evidence.CONFIRMED and f.arch_list is not None
 
 
 def _ptx_confirmed(f: ArchFact) -> bool:
-    return f.ptx == "confirmed" and f.arch_list is not None
+    return f.ptx == Evidence.CONFIRMED and f.arch_list is not None
 
 
 def infer_in_chain(facts: Sequence[ArchFact | None], pos: int) -> ArchFact | None:
@@ -441,7 +441,7 @@ def infer_ptx_in_chain(facts: Sequence[ArchFact | None], pos: int) -> ArchFact |
     """The PTX half of the same rules for a list at ``pos`` whose SASS is known and PTX is not:
     the nearest lists with confirmed PTX on both sides agree on it."""
     fact = facts[pos]
-    if fact is None or not fact.known or fact.ptx != "unknown":
+    if fact is None or not fact.known or fact.ptx != Evidence.UNKNOWN:
         return None
     older = _nearest(facts, pos, -1, _ptx_confirmed)
     newer = _nearest(facts, pos, 1, _ptx_confirmed)
@@ -463,8 +463,8 @@ def infer_same_as(source: ArchFact, statement: SameAs) -> ArchFact | None:
     the build it calls unchanged; None when that list is not known either."""
     if not source.known:
         return None
-    return ArchFact(source.arch_list, sass="inferred",
-                    ptx="inferred" if source.ptx != "unknown" else "unknown",
+    return ArchFact(source.arch_list, sass=Evidence.INFERRED,
+                    ptx=Evidence.INFERRED if source.ptx != Evidence.UNKNOWN else Evidence.UNKNOWN,
                     rule="unchanged-by-statement",
                     sources=tuple(dict.fromkeys((*statement.sources, *source.sources))),
                     note=statement.note)
@@ -537,7 +537,7 @@ def _infer_from_policies(releases: Sequence[Release], policies: Sequence[PtxPoli
         for v in rel.variants:
             for plat in v.platforms:
                 fact = updates.get(id(v), {}).get(plat) or v.arch_facts.get(plat)
-                if fact is None or fact.ptx != "unknown" or not fact.known:
+                if fact is None or fact.ptx != Evidence.UNKNOWN or not fact.known:
                     continue  # the rule has nothing to say: look no policy up
                 policy = _policy_for(policies, rel.torch, v.cuda_version, plat)
                 if policy is None:
@@ -575,14 +575,14 @@ class Reach(NamedTuple):
     answered (``oldest-target``, ``named-in-list``)."""
 
     runs: bool | None
-    evidence: str
+    evidence: Evidence
     by_ptx: bool = False
     ptx_major: int | None = None
     rule: str | None = None
 
 
-def _weaker(a: str, b: str) -> str:
-    return max(a, b, key=EVIDENCE_CLASSES.index)
+def _weaker(a: Evidence, b: Evidence) -> Evidence:
+    return min(Evidence(a), Evidence(b))
 
 
 def reach(fact: ArchFact, cc: ComputeCapability, *, jit_ok: bool) -> Reach:
@@ -595,12 +595,12 @@ def reach(fact: ArchFact, cc: ComputeCapability, *, jit_ok: bool) -> Reach:
     target does not run, SASS it names does (both ``confirmed``); otherwise nobody knows.
     """
     arch = fact.arch_list
-    if arch is None or fact.sass == "unknown":
+    if arch is None or fact.sass == Evidence.UNKNOWN:
         if partial_excludes(fact, cc):
-            return Reach(False, "confirmed", rule="oldest-target")
+            return Reach(False, Evidence.CONFIRMED, rule="oldest-target")
         if fact.partial is not None and list_includes(fact, cc):
-            return Reach(True, "confirmed", rule="named-in-list")
-        return Reach(None, "unknown")
+            return Reach(True, Evidence.CONFIRMED, rule="named-in-list")
+        return Reach(None, Evidence.UNKNOWN)
     if any(entry_runs(e, cc, jit_ok=False) for e in arch):
         return Reach(True, fact.sass)
     jit = [e.major for e in arch if entry_runs(e, cc, jit_ok=jit_ok)]
@@ -648,7 +648,7 @@ def list_excludes(fact: ArchFact, cc: ComputeCapability) -> bool:
     if list_includes(fact, cc):
         return False
     below = [e for e in fact.arch_list if (e.major, e.minor) <= (cc.major, cc.minor)]
-    if fact.ptx == "unknown":
+    if fact.ptx == Evidence.UNKNOWN:
         return not below
     return not any(e.ptx for e in below)
 
@@ -666,7 +666,7 @@ def neighbours_in_chain(chain: Sequence[tuple[TorchVersion, ArchFact | None]], p
     def confirmed(part: Sequence[tuple[TorchVersion, ArchFact | None]]
                   ) -> tuple[tuple[TorchVersion, ArchFact], ...]:
         return tuple((t, f) for t, f in part if f is not None and (
-            (f.sass == "confirmed" and f.arch_list is not None)
+            (f.sass == Evidence.CONFIRMED and f.arch_list is not None)
             or (f.partial is not None and not f.known)))
 
     return Neighbours(confirmed(chain[:pos]), confirmed(chain[pos + 1:]),
@@ -770,7 +770,7 @@ def index_history(releases: Sequence[Release]
     out = []
     for rel in sorted(releases, key=lambda r: r.torch):
         out.append((rel.torch, frozenset((v.name, p) for v in rel.variants
-                                         if v.index == "confirmed" for p in v.platforms)))
+                                         if v.index == Evidence.CONFIRMED for p in v.platforms)))
     return out
 
 
@@ -803,14 +803,15 @@ def infer_index_entries(releases: Sequence[Release],
     sources_of: dict[_Entry, tuple[str, ...]] = {}  # the newest confirming entry's sources
     for rel in sorted(releases, key=lambda r: r.torch):
         for v in rel.variants:
-            if v.index == "confirmed":
+            if v.index == Evidence.CONFIRMED:
                 for p in v.platforms:
                     sources_of[(v.name, p)] = v.sources
     out = []
     for rel in releases:
         earlier = [have for _, have in history[:position[rel.torch]]]
         variants = tuple(_infer_index(rel.torch, v, earlier, rows, sources_of)
-                         if v.index == "unknown" and v.platforms else v for v in rel.variants)
+                         if v.index == Evidence.UNKNOWN and v.platforms else v
+                         for v in rel.variants)
         changed = any(a is not b for a, b in zip(variants, rel.variants))
         out.append(replace(rel, variants=variants) if changed else rel)
     return tuple(out)
@@ -828,11 +829,11 @@ def _infer_index(torch: TorchVersion, v: Variant, earlier: Sequence[frozenset[_E
             break
         row_sources += row.sources
     else:
-        return replace(v, index="inferred", index_rule="index-in-release-row",
+        return replace(v, index=Evidence.INFERRED, index_rule="index-in-release-row",
                        index_sources=tuple(dict.fromkeys(row_sources)))
     if all(index_in_every_earlier_release((v.name, p), earlier) for p in v.platforms):
         premise = tuple(dict.fromkeys(s for p in v.platforms for s in sources_of[(v.name, p)]))
-        return replace(v, index="inferred", index_rule="index-every-earlier-release",
+        return replace(v, index=Evidence.INFERRED, index_rule="index-every-earlier-release",
                        index_sources=premise)
     return v
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import TYPE_CHECKING, NamedTuple
 
 from torchenv.values import (
@@ -28,8 +29,6 @@ if TYPE_CHECKING:
 
     from torchenv.values import VariantKind
 
-    Evidence = Literal["confirmed", "inferred", "unknown"]
-
 __all__ = [
     "ALL_PLATFORMS",
     "COMPANIONS",
@@ -40,6 +39,7 @@ __all__ = [
     "CompanionStatement",
     "CompatFloor",
     "CondaAvailability",
+    "Evidence",
     "IndexRow",
     "Matrix",
     "Neighbours",
@@ -60,9 +60,56 @@ __all__ = [
 ALL_PLATFORMS: tuple[Platform, ...] = tuple(Platform(name) for name in PLATFORMS)
 """The platforms of :data:`PLATFORMS` as values, in that order."""
 
-EVIDENCE_CLASSES: tuple[str, ...] = ("confirmed", "inferred", "unknown")
-"""How a fact is known: ``confirmed`` by a primary source for that exact build, ``inferred`` by a
-named rule of :mod:`torchenv.matrix.inference` from confirmed facts, or ``unknown``."""
+class Evidence(str, Enum):
+    """How a fact is known (docs/resolution.md, "Evidence classes"): ``confirmed`` by a primary
+    source for that exact build, ``inferred`` by a named rule of :mod:`torchenv.matrix.inference`
+    from confirmed facts, or ``unknown``. The one scale of the matrix, the resolver, doctor and
+    the explorer.
+
+    Ordered by strength, ``UNKNOWN < INFERRED < CONFIRMED``: a verdict over several facts is as
+    strong as the weakest, ``min()``. Each member is its text (``Evidence.CONFIRMED ==
+    "confirmed"``, written so in JSON and read so from the YAML).
+    """
+
+    UNKNOWN = "unknown"
+    INFERRED = "inferred"
+    CONFIRMED = "confirmed"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    @property
+    def strength(self) -> int:
+        return _STRENGTH[self]
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Evidence):
+            return NotImplemented
+        return _STRENGTH[self] < _STRENGTH[other]
+
+    def __le__(self, other: object) -> bool:
+        if not isinstance(other, Evidence):
+            return NotImplemented
+        return _STRENGTH[self] <= _STRENGTH[other]
+
+    def __gt__(self, other: object) -> bool:
+        if not isinstance(other, Evidence):
+            return NotImplemented
+        return _STRENGTH[self] > _STRENGTH[other]
+
+    def __ge__(self, other: object) -> bool:
+        if not isinstance(other, Evidence):
+            return NotImplemented
+        return _STRENGTH[self] >= _STRENGTH[other]
+
+
+_STRENGTH = {e: i for i, e in enumerate(Evidence)}
+
+EVIDENCE_CLASSES: tuple[Evidence, ...] = tuple(sorted(Evidence, reverse=True))
+"""The classes strongest first, as tables and messages list them."""
 
 
 # Python tags and glibc versions are the two facts of the matrix kept as text (``3.13t``,
@@ -132,8 +179,8 @@ class ArchFact(NamedTuple):
     """
 
     arch_list: Optional[tuple[ArchEntry, ...]]
-    sass: str = "unknown"
-    ptx: str = "unknown"
+    sass: Evidence = Evidence.UNKNOWN
+    ptx: Evidence = Evidence.UNKNOWN
     rule: Optional[str] = None
     sources: tuple[str, ...] = ()
     note: Optional[str] = None
@@ -142,14 +189,14 @@ class ArchFact(NamedTuple):
 
     @property
     def known(self) -> bool:
-        return self.arch_list is not None and self.sass != "unknown"
+        return self.arch_list is not None and self.sass != Evidence.UNKNOWN
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
             "arch_list": ([str(a) for a in self.arch_list] if self.arch_list is not None
                           else None),
-            "sass": self.sass,
-            "ptx": self.ptx,
+            "sass": str(self.sass),
+            "ptx": str(self.ptx),
             "rule": self.rule,
             "sources": list(self.sources),
             "note": self.note,
@@ -181,7 +228,7 @@ class Variant:
     python: Mapping[Platform, tuple[str, ...]] = field(default_factory=dict)
     cudnn: Optional[str] = None
     nccl: Optional[str] = None
-    index: str = "confirmed"  # evidence class of "the index has this build for these releases"
+    index: Evidence = Evidence.CONFIRMED  # how "the index has this build" is known
     sources: tuple[str, ...] = ()
     # an ``inferred`` index entry: the rule that inferred it and the sources of its premise
     index_rule: Optional[str] = None
@@ -195,7 +242,8 @@ class Variant:
     def status(self) -> str:
         """``verified`` when the index entry and every platform's arch list are known."""
         facts_known = all(f.known for f in self.arch_facts.values())
-        return "verified" if self.index != "unknown" and facts_known else "unverified"
+        return ("verified" if self.index != Evidence.UNKNOWN and facts_known
+                else "unverified")
 
     @property
     def kind(self) -> VariantKind:
@@ -211,14 +259,14 @@ class Variant:
         if fact is not None:
             return fact
         arch = self.arch_list_for(platform)
-        return ArchFact(arch, "confirmed" if arch is not None else "unknown",
-                        "confirmed" if arch is not None else "unknown", sources=self.sources)
+        known = Evidence.CONFIRMED if arch is not None else Evidence.UNKNOWN
+        return ArchFact(arch, known, known, sources=self.sources)
 
     def arch_list_for(self, platform: Platform) -> tuple[ArchEntry, ...] | None:
         """The compiled targets on ``platform`` (confirmed or inferred); None when unknown."""
         fact = self.arch_facts.get(platform)
         if fact is not None:
-            return fact.arch_list if fact.sass != "unknown" else None
+            return fact.arch_list if fact.sass != Evidence.UNKNOWN else None
         if platform in self.arch_list_by_platform:
             return self.arch_list_by_platform[platform]
         return self.arch_list
@@ -377,12 +425,12 @@ class RocmTargets(NamedTuple):
     torch: tuple[TorchVersion, ...] = ()
     sources: tuple[str, ...] = ()
     note: Optional[str] = None
-    evidence: Evidence = "inferred"
+    evidence: Evidence = Evidence.INFERRED
     observed_on: tuple[TorchVersion, ...] = ()
     may_have: tuple[str, ...] = ()
 
     def evidence_for(self, torch: TorchVersion) -> Evidence:
-        return "confirmed" if torch in self.observed_on else self.evidence
+        return Evidence.CONFIRMED if torch in self.observed_on else self.evidence
 
 
 class NvidiaGpu(NamedTuple):

@@ -30,6 +30,7 @@ from torchenv.matrix.model import (
     CompanionStatement,
     CompatFloor,
     CondaAvailability,
+    Evidence,
     IndexRow,
     Matrix,
     NvidiaGpu,
@@ -305,21 +306,21 @@ def _check_same_as(ctx: _Ctx, releases: list[Release]) -> None:
                 raise ctx.fail(where, f"torch {v.same_as.torch} has no {v.name} build")
 
 
-def _evidence_class(ctx: _Ctx, value: Any, path: str) -> str:
+def _evidence_class(ctx: _Ctx, value: Any, path: str) -> Evidence:
     text = ctx.string(value, path)
     if text not in EVIDENCE_CLASSES:
         raise ctx.fail(path, f"{text!r} is not one of {', '.join(EVIDENCE_CLASSES)}")
-    return text
+    return Evidence(text)
 
 
-def _index_evidence(ctx: _Ctx, v: Mapping[str, Any], path: str) -> str:
+def _index_evidence(ctx: _Ctx, v: Mapping[str, Any], path: str) -> Evidence:
     """``index:`` (an evidence class); the older ``status: verified|unverified`` still reads."""
     if "index" in v:
         return _evidence_class(ctx, v["index"], f"{path}.index")
     status = ctx.string(v.get("status", "verified"), f"{path}.status")
     if status not in ("verified", "unverified"):
         raise ctx.fail(f"{path}.status", f"{status!r} is not 'verified' or 'unverified'")
-    return "confirmed" if status == "verified" else "unknown"
+    return Evidence.CONFIRMED if status == "verified" else Evidence.UNKNOWN
 
 
 def _arch_fact(
@@ -336,13 +337,13 @@ def _arch_fact(
     (run after loading) says more.
     """
     if explicit is None:
-        cls = "confirmed" if arch is not None else "unknown"
+        cls = Evidence.CONFIRMED if arch is not None else Evidence.UNKNOWN
         return ArchFact(arch, cls, cls, sources=variant_sources if arch is not None else ())
     sass = _evidence_class(ctx, explicit.get("sass", "confirmed"), f"{path}.sass")
     ptx = _evidence_class(ctx, explicit.get("ptx", sass), f"{path}.ptx")
-    if arch is None and (sass != "unknown" or ptx != "unknown"):
+    if arch is None and (sass is not Evidence.UNKNOWN or ptx is not Evidence.UNKNOWN):
         raise ctx.fail(path, "an unknown arch list cannot have confirmed or inferred evidence")
-    if sass == "inferred" or ptx == "inferred":
+    if Evidence.INFERRED in (sass, ptx):
         raise ctx.fail(path, "'inferred' is set by the inference rules, not written in the data")
     srcs = ctx.sources(explicit, path) if "sources" in explicit else variant_sources
     partial = _partial_list(ctx, explicit.get("partial"), f"{path}.partial")
@@ -407,14 +408,14 @@ def _check_primary_sources(
             if id(v) in seen:
                 continue
             seen.add(id(v))
-            if v.index == "confirmed" and v.sources and not primary(v.sources):
+            if v.index is Evidence.CONFIRMED and v.sources and not primary(v.sources):
                 raise ctx.fail(
                     f"torch {rel.torch} {v.name}",
                     "index entry is 'confirmed' but every source it cites is a copy or a "
                     "third-party report (primary: false)",
                 )
             for plat, fact in v.arch_facts.items():
-                confirmed = "confirmed" in (fact.sass, fact.ptx)
+                confirmed = Evidence.CONFIRMED in (fact.sass, fact.ptx)
                 if confirmed and not primary(fact.sources):
                     raise ctx.fail(
                         f"torch {rel.torch} {v.name} {plat}",
@@ -845,7 +846,7 @@ def _rocm_targets(rctx: _Ctx, rocm_doc: Mapping[str, Any],
         rocm.append(RocmTargets(
             name=name, gfx=gfx, torch=torch_list, sources=rctx.sources(r, path),
             note=r.get("note"),
-            evidence=_evidence_class(rctx, r.get("evidence"), f"{path}.evidence"),  # type: ignore[arg-type]
+            evidence=_evidence_class(rctx, r.get("evidence"), f"{path}.evidence"),
             observed_on=observed, may_have=may_have))
     return rocm
 

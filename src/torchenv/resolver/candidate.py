@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from torchenv.detection.profile import HostProfile
-from torchenv.matrix.model import Matrix, Release, Variant
+from torchenv.detection.target import Target, read_target
+from torchenv.matrix.model import Evidence, Matrix, Release, Variant
 from torchenv.resolver.plan import Rejection
 from torchenv.resolver.request import Request
 from torchenv.resolver.rules import (
     ArchVerdict,
     DriverVerdict,
-    Evidence,
     check_cuda_arch,
     check_driver,
     check_gpu_present,
@@ -27,7 +27,7 @@ from torchenv.resolver.rules import (
 )
 from torchenv.values import Platform
 
-__all__ = ["Candidate", "evaluate", "judge", "offered"]
+__all__ = ["Candidate", "as_target", "evaluate", "judge", "offered"]
 
 
 @dataclass(frozen=True)
@@ -88,30 +88,36 @@ def offered(release: Release, platform: Platform) -> list[tuple[Variant, bool]]:
         if default.kind == "cpu" or listed is None:
             # the PyPI build itself: its wheels are facts of releases.yaml; only a CUDA
             # build's arch list can be missing
-            listed = Variant(name=default, platforms=(platform,), index="confirmed",
+            listed = Variant(name=default, platforms=(platform,), index=Evidence.CONFIRMED,
                              sources=release.sources)
         out.append((listed, True))
     return out
 
 
-def evaluate(request: Request, host: HostProfile, matrix: Matrix, *,
+def as_target(host: HostProfile | Target, matrix: Matrix) -> Target:
+    """``host`` as its :class:`Target`: a profile is read into one here (the one step that
+    completes its GPUs from the catalog), a target is taken as it is."""
+    return host if isinstance(host, Target) else read_target(host, matrix)
+
+
+def evaluate(request: Request, host: HostProfile | Target, matrix: Matrix, *,
              only_kind: str | None = None) -> tuple[list[Candidate], list[Rejection]]:
     """Every candidate the request's constraints allow (rule 4), checked against the other rules:
     (compatible, rejected), both in the matrix's release order. ``only_kind`` (``"cuda"``, ...)
     limits the candidates to one accelerator family."""
-    kinds = host.gpu_kinds
+    target = as_target(host, matrix)
     compatible: list[Candidate] = []
     rejected: list[Rejection] = []
     for release in matrix.releases:
         if not torch_wanted(request.torch, release):
             continue
-        variants = offered(release, host.platform)
+        variants = offered(release, target.platform)
         if not variants:
-            rejected.append(Rejection.of(release.torch, None, f"no wheels for {host.platform}",
+            rejected.append(Rejection.of(release.torch, None, f"no wheels for {target.platform}",
                                          "platform"))
         for variant, from_pypi in variants:
             if variant_wanted(request, variant) and only_kind in (None, variant.kind):
-                verdict = judge(request, host, matrix, kinds, release, variant, from_pypi)
+                verdict = judge(request, target, matrix, release, variant, from_pypi)
                 if isinstance(verdict, Candidate):
                     compatible.append(verdict)
                 else:
@@ -119,31 +125,32 @@ def evaluate(request: Request, host: HostProfile, matrix: Matrix, *,
     return compatible, rejected
 
 
-def judge(request: Request, host: HostProfile, matrix: Matrix, kinds: frozenset[str],
-          release: Release, variant: Variant, from_pypi: bool) -> Candidate | Rejection:
-    """Rules 1 to 3 in order for one candidate (``kinds``: ``host.gpu_kinds``)."""
-    rejection = check_wheels(host, release, variant, from_pypi)
+def judge(request: Request, target: Target, matrix: Matrix, release: Release, variant: Variant,
+          from_pypi: bool) -> Candidate | Rejection:
+    """Rules 1 to 3 in order for one candidate."""
+    rejection = check_wheels(target, release, variant, from_pypi)
     if rejection is not None:
         return rejection
-    absent = check_gpu_present(release, variant, kinds, asked_for=request.explicit_variant)
+    absent = check_gpu_present(release, variant, target.kinds,
+                               asked_for=request.explicit_variant)
     if isinstance(absent, Rejection):
         return absent
     if absent is not None:  # asked for without its GPU: there is nothing to check it against
-        return _assemble(release, variant, from_pypi, host.platform, absent=absent)
+        return _assemble(release, variant, from_pypi, target.platform, absent=absent)
     driver: DriverVerdict | None = None
     arch: ArchVerdict | None = None
     if variant.kind == "cuda":
         assert variant.cuda_version is not None
-        driver = check_driver(host, matrix, variant.cuda_version)
+        driver = check_driver(target, matrix, variant.cuda_version)
         if not driver.ok:
             return Rejection.of(release.torch, variant.name, driver.reason or "driver too old",
                                 "driver")
-        arch = check_cuda_arch(host, matrix, release, variant, jit_ok=driver.full)
+        arch = check_cuda_arch(target, matrix, release, variant, jit_ok=driver.full)
     elif variant.kind == "rocm":
-        arch = check_rocm(host, matrix, release, variant)
+        arch = check_rocm(target, matrix, release, variant)
     if arch is not None and arch.reason is not None:
         return Rejection.of(release.torch, variant.name, arch.reason, "arch", arch.rejected_by)
-    return _assemble(release, variant, from_pypi, host.platform, driver=driver, arch=arch)
+    return _assemble(release, variant, from_pypi, target.platform, driver=driver, arch=arch)
 
 
 def _assemble(release: Release, variant: Variant, from_pypi: bool, platform: Platform, *,

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from torchenv.detection.profile import HostProfile
-from torchenv.matrix.model import Release
+from torchenv.detection.target import Target
+from torchenv.matrix.model import Evidence, Release
 from torchenv.resolver.candidate import Candidate
 from torchenv.resolver.plan import EvidenceAlternative
 from torchenv.resolver.request import Request
-from torchenv.resolver.rules import Evidence, arch_range
+from torchenv.resolver.rules import arch_range
 from torchenv.values import Platform, TorchVersion
 
 __all__ = [
@@ -25,31 +25,31 @@ __all__ = [
 _MACOS_ARM64 = Platform("macos-arm64")
 
 
-def reasons(c: Candidate, host: HostProfile, request: Request) -> list[str]:
+def reasons(c: Candidate, target: Target, request: Request) -> list[str]:
     """Why ``c`` is the choice: what was asked, what the GPUs and driver allow, the release."""
     out = []
     v = c.variant
     if request.explicit_variant:
         out.append(f"variant {v.name} was asked for")
-    if v.kind == "cuda" and host.nvidia is not None:
-        out += _cuda_reasons(c, host)
-    elif v.kind == "rocm" and host.rocm is not None:
-        out.append(f"{v.name} is built for {', '.join(host.rocm.gfx_targets)}")
+    if v.kind == "cuda" and target.nvidia is not None:
+        out += _cuda_reasons(c, target)
+    elif v.kind == "rocm" and target.profile.rocm is not None:
+        out.append(f"{v.name} is built for {', '.join(target.rocm_targets)}")
     elif v.kind == "cpu":
-        if host.platform == _MACOS_ARM64:
+        if target.platform == _MACOS_ARM64:
             out.append("the macOS arm64 build uses the GPU through MPS")
-        elif not host.gpu_kinds:
+        elif not target.kinds:
             out.append("no NVIDIA, AMD or Intel GPU was found, so the CPU build is the right one")
     newest = ("the newest release" if c.arch_evidence is not Evidence.UNKNOWN
               else "the newest release (no build with known support fits)")
     out.append(
         f"torch {c.release.torch} is {newest} with a wheel for Python "
-        f"{host.python.version} on {host.platform} that fits"
+        f"{target.python} on {target.platform} that fits"
         if not request.torch
         else f"torch {c.release.torch} is {newest} matching {request.torch.text!r} that fits"
     )
     if c.from_pypi:
-        out.append(f"PyPI's own {host.platform} build is {v.name}, so no extra index is needed")
+        out.append(f"PyPI's own {target.platform} build is {v.name}, so no extra index is needed")
     elif c.index is Evidence.INFERRED and v.index_rule:
         out.append(f"its {v.name} entry on the PyTorch index is not confirmed for torch "
                    f"{c.release.torch}, but rule {v.index_rule} infers it")
@@ -69,28 +69,27 @@ def companion_reasons(release: Release, request: Request) -> list[str]:
     return out
 
 
-def _cuda_reasons(c: Candidate, host: HostProfile) -> list[str]:
+def _cuda_reasons(c: Candidate, target: Target) -> list[str]:
     """The driver and the arch list of a CUDA choice."""
-    nv = host.nvidia
-    assert nv is not None
     v = c.variant
-    drv = nv.driver_version or f"CUDA {nv.cuda_driver_version}"
+    drv = target.driver or f"CUDA {target.cuda_driver}"
     out = [f"driver {drv} supports CUDA {v.cuda_version}"
            + ("" if c.driver_at_toolkit_floor else " through minor-version compatibility")]
-    arch = v.arch_list_for(host.platform)
-    gpus = nv.visible_gpus()
+    platform = target.platform
+    arch = v.arch_list_for(platform)
+    gpus = target.gpus
     how = (f"inferred: {c.arch_rule}" if c.arch_evidence is Evidence.INFERRED
            else c.arch_evidence_name)
     if c.arch_evidence is Evidence.CONFIRMED and not arch and c.arch_rule:
         # an unknown list of which a source names the GPUs' targets
-        out.append(f"its arch list on {host.platform} is not known whole, but a source names "
+        out.append(f"its arch list on {platform} is not known whole, but a source names "
                    f"every visible GPU's target in it (rule {c.arch_rule}, confirmed)")
     if c.arch_evidence is Evidence.INFERRED and not arch and c.arch_rule:
         # an unknown list whose support a rule for one GPU at a time gives
-        out.append(f"its arch list on {host.platform} is not known, but every visible GPU "
+        out.append(f"its arch list on {platform} is not known, but every visible GPU "
                    f"runs on it by rule {c.arch_rule}")
     if c.arch_evidence is Evidence.UNKNOWN and c.neighbours:
-        out.append(f"the confirmed {v.name} lists of the other releases on {host.platform} all "
+        out.append(f"the confirmed {v.name} lists of the other releases on {platform} all "
                    "run every visible GPU (rule neighbours-include: a hint, not evidence), so "
                    "it ranks above unknown builds without that hint")
     if arch and gpus and c.ptx_jit_only:
@@ -142,12 +141,12 @@ def newer_unverified_reason(newer: Candidate, platform: Platform) -> str:
             f"{variant} takes the risk)")
 
 
-def host_warnings(c: Candidate, host: HostProfile, request: Request) -> list[str]:
+def host_warnings(c: Candidate, target: Target, request: Request) -> list[str]:
     """What about the host stands between the choice and its GPU."""
     out = []
     kind = c.variant.kind
-    nv = host.nvidia
-    if "xpu" in host.gpu_kinds and kind == "cpu" and not request.explicit_variant:
+    nv = target.nvidia
+    if "xpu" in target.kinds and kind == "cpu" and not request.explicit_variant:
         out.append("an Intel GPU is present but no xpu build fits; using the CPU build")
     if nv is not None and nv.visible == () and kind == "cuda":
         out.append("CUDA_VISIBLE_DEVICES hides every GPU: torch will see none until it is "

@@ -11,11 +11,11 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from torchenv.detection.profile import HostProfile
-from torchenv.matrix.model import Matrix
-from torchenv.resolver.candidate import Candidate, evaluate
+from torchenv.detection.target import Target
+from torchenv.matrix.model import Evidence, Matrix
+from torchenv.resolver.candidate import Candidate, as_target, evaluate
 from torchenv.resolver.plan import Rejection
 from torchenv.resolver.request import Request
-from torchenv.resolver.rules import Evidence
 
 __all__ = ["Level", "RankKey", "Tier", "rank_key", "ranked"]
 
@@ -96,7 +96,7 @@ def rank_key(c: Candidate, gpu_host: bool) -> RankKey:
     )
 
 
-def ranked(request: Request, host: HostProfile,
+def ranked(request: Request, host: HostProfile | Target,
            matrix: Matrix) -> tuple[list[Candidate], list[Rejection]]:
     """The compatible candidates best first, and the rejected ones.
 
@@ -104,14 +104,14 @@ def ranked(request: Request, host: HostProfile,
     one of its GPUs fits, the CPU builds are rejected too (unless a variant was asked for by
     name). The macOS arm64 build uses Apple's GPU, not one of those.
     """
-    compatible, rejected = evaluate(request, host, matrix)
-    kinds = host.gpu_kinds
+    target = as_target(host, matrix)
+    compatible, rejected = evaluate(request, target, matrix)
+    kinds = target.kinds
     if (kinds & {"cuda", "rocm"} and not request.explicit_variant
             and not any(c.variant.kind in kinds for c in compatible)):
         rejected += [Rejection.of(c.release.torch, c.variant.name,
                                   "CPU build: not chosen on a GPU host without --variant cpu",
                                   "cpu-on-gpu-host") for c in compatible]
         compatible = []
-    gpu_host = bool(kinds) or host.mps
-    compatible.sort(key=lambda c: rank_key(c, gpu_host))
+    compatible.sort(key=lambda c: rank_key(c, target.gpu_host))
     return compatible, rejected

@@ -61,7 +61,7 @@ def read_torch_spec(text: str) -> TorchSpec:
     try:
         return TorchSpec(text)
     except InvalidValue:
-        raise BadInput(f"--torch: {text!r} is not a version specifier",
+        raise BadInput(f"{text!r} is not a version specifier",
                        hint="use PEP 440, e.g. '==2.7.*', '>=2.5,<2.9' or 2.7.1",
                        field="torch", value=text) from None
 
@@ -70,7 +70,7 @@ def _variant(text: str) -> VariantName:
     try:
         return VariantName(text)
     except InvalidValue:
-        raise BadInput(f"--variant: {text!r} is not a variant",
+        raise BadInput(f"{text!r} is not a variant",
                        hint="use auto, cpu, cuXYZ (e.g. cu128), rocmX.Y (e.g. rocm6.3) or xpu",
                        field="variant", value=text) from None
 
@@ -82,6 +82,6 @@ def _cuda(text: str) -> CudaVersion:
     except InvalidValue:
         cuda = None
     if cuda is None or cuda.major < 10 or cuda.minor > 9:
-        raise BadInput(f"--cuda: {text!r} is not a CUDA version",
+        raise BadInput(f"{text!r} is not a CUDA version",
                        hint="give major.minor, e.g. 12.8", field="cuda", value=text)
     return cuda

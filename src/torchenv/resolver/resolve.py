@@ -15,17 +15,17 @@ with evidence of an NVIDIA GPU whose facts could not be read is not a host witho
 from __future__ import annotations
 
 from torchenv.detection.profile import HostProfile
+from torchenv.detection.target import Target
 from torchenv.matrix.index import index_url_for
-from torchenv.matrix.model import Matrix
+from torchenv.matrix.model import Evidence, Matrix
 from torchenv.resolver import explain
-from torchenv.resolver.candidate import Candidate, evaluate
+from torchenv.resolver.candidate import Candidate, as_target, evaluate
 from torchenv.resolver.fixes import (
     evidence_alternative,
     gap_no_match,
     gpu_facts_gap,
     no_match,
 )
-from torchenv.resolver.gpu_facts import complete_gpu_facts
 from torchenv.resolver.plan import (
     Alternative,
     Build,
@@ -37,13 +37,12 @@ from torchenv.resolver.plan import (
 )
 from torchenv.resolver.rank import ranked
 from torchenv.resolver.request import Request
-from torchenv.resolver.rules import Evidence
 from torchenv.values import Platform, optional_text
 
 __all__ = [
     "Candidate",
     "NoMatch",
-    "complete_gpu_facts",
+    "Target",
     "evaluate",
     "gpu_facts_gap",
     "resolve",
@@ -53,38 +52,44 @@ _ACCELERATOR = {"cuda": "cuda", "rocm": "rocm", "xpu": "xpu"}
 _MACOS_ARM64 = Platform("macos-arm64")
 
 
-def resolve(request: Request, host: HostProfile, matrix: Matrix) -> Plan:
-    """The one build to install on ``host``; raises :class:`NoMatch` (exit 3) when none fits."""
-    host = complete_gpu_facts(host, matrix)
+def resolve(request: Request, host: HostProfile | Target, matrix: Matrix) -> Plan:
+    """The one build to install on ``host``; raises :class:`NoMatch` (exit 3) when none fits.
+
+    ``host`` is the :class:`Target` the caller read (:func:`torchenv.detection.target.
+    read_target`), or a profile, read into its target here before anything is judged; from
+    there the path runs straight down: the facts gap, the candidates and their rules, the
+    ranking, the plan or the fixes, each reading the one target.
+    """
+    target = as_target(host, matrix)
     if not request.explicit_variant:
-        gap = gpu_facts_gap(host, matrix)
+        gap = gpu_facts_gap(target, matrix)
         if gap is not None:
-            raise gap_no_match(host, matrix, *gap)
-    compatible, rejected = ranked(request, host, matrix)
+            raise gap_no_match(target, matrix, *gap)
+    compatible, rejected = ranked(request, target, matrix)
     if not compatible:
-        raise no_match(request, host, matrix, rejected)
-    return _plan(request, host, matrix, compatible, rejected)
+        raise no_match(request, target, matrix, rejected)
+    return _plan(request, target, matrix, compatible, rejected)
 
 
-def _plan(request: Request, host: HostProfile, matrix: Matrix, compatible: list[Candidate],
+def _plan(request: Request, target: Target, matrix: Matrix, compatible: list[Candidate],
           rejected: list[Rejection]) -> Plan:
     """The first of ``compatible`` (best first) as a :class:`Plan`, explained."""
     best = compatible[0]
     warnings = list(best.warnings)
-    reasons = explain.reasons(best, host, request)
+    reasons = explain.reasons(best, target, request)
     alternative: EvidenceAlternative | None = None
     newer: Candidate | None = None
     if best.gpu_build and best.arch_evidence is Evidence.UNKNOWN:
-        alternative = evidence_alternative(request, host, matrix)
+        alternative = evidence_alternative(request, target, matrix)
         warnings.append(explain.evidence_warning(best, alternative))
     elif best.gpu_build:
         newer = explain.newer_unverified(best, compatible)
         if newer is not None:
-            reasons.append(explain.newer_unverified_reason(newer, host.platform))
+            reasons.append(explain.newer_unverified_reason(newer, target.platform))
         distant = explain.distant_ptx_reason(best, compatible)
         if distant is not None:
             reasons.append(distant)
-    warnings += explain.host_warnings(best, host, request)
+    warnings += explain.host_warnings(best, target, request)
     torchvision, torchaudio, missing = explain.companions(best.release, request)
     warnings += missing
     reasons += explain.companion_reasons(best.release, request)
@@ -98,9 +103,9 @@ def _plan(request: Request, host: HostProfile, matrix: Matrix, compatible: list[
         torchaudio=optional_text(torchaudio),
         variant=variant,
         index_url=None if best.from_pypi else index_url_for(variant, request.index_base),
-        python=host.python.version,
-        platform=str(host.platform),
-        accelerator=_accelerator(best, host),
+        python=target.python,
+        platform=str(target.platform),
+        accelerator=_accelerator(best, target),
         level="full" if best.fully_compatible else "compat",
         matrix_version=matrix.matrix_version,
         local_tag=None if best.from_pypi else variant,
@@ -109,19 +114,19 @@ def _plan(request: Request, host: HostProfile, matrix: Matrix, compatible: list[
         rejected=tuple(rejected),
         alternatives=tuple(_alternative(c) for c in compatible[1:6]),
         cuda=optional_text(best.variant.cuda_version),
-        glibc_floor=best.release.manylinux.get(host.platform),
+        glibc_floor=best.release.manylinux.get(target.platform),
         conda_forge=best.release.conda.conda_forge,
         pytorch_channel=best.release.conda.pytorch_channel,
         evidence=_evidence(best),
         confirmed_alternative=_build(confirmed) if confirmed is not None else None,
         evidence_alternative=alternative,
         newer_unverified=_build(newer) if newer is not None else None,
-        host_warnings=host.warnings,
+        host_warnings=target.profile.warnings,
     )
 
 
-def _accelerator(c: Candidate, host: HostProfile) -> str:
-    if c.variant.kind == "cpu" and host.platform == _MACOS_ARM64:
+def _accelerator(c: Candidate, target: Target) -> str:
+    if c.variant.kind == "cpu" and target.platform == _MACOS_ARM64:
         return "mps"
     return _ACCELERATOR.get(c.variant.kind, "cpu")
 

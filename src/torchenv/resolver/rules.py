@@ -14,12 +14,11 @@ reason and the rule's category.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
-from enum import Enum
 from typing import TYPE_CHECKING, NamedTuple
 
-from torchenv.detection.profile import Gpu, HostProfile
+from torchenv.detection.profile import Gpu
+from torchenv.detection.target import Target, one_per_capability
 from torchenv.matrix.inference import (
     WINDOWS,
     excluded_by_family,
@@ -28,7 +27,7 @@ from torchenv.matrix.inference import (
     toolkit_excludes,
     windows_covers_linux,
 )
-from torchenv.matrix.model import ArchFact, Matrix, Release, Variant, glibc_sort_key
+from torchenv.matrix.model import ArchFact, Evidence, Matrix, Release, Variant, glibc_sort_key
 from torchenv.resolver.plan import Rejection
 from torchenv.values import ArchEntry, ComputeCapability, CudaVersion, DriverVersion, Platform
 
@@ -39,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ArchVerdict",
     "DriverVerdict",
-    "Evidence",
     "arch_range",
     "check_cuda_arch",
     "check_driver",
@@ -54,22 +52,6 @@ __all__ = [
     "torch_wanted",
     "variant_wanted",
 ]
-
-
-@functools.total_ordering
-class Evidence(Enum):
-    """How an arch list or an index entry is known (docs/resolution.md, "Evidence classes"),
-    strongest first; a verdict over several GPUs is as strong as the weakest fact it used."""
-
-    CONFIRMED = "confirmed"
-    INFERRED = "inferred"
-    UNKNOWN = "unknown"
-
-    def __lt__(self, other: object) -> bool:
-        if not isinstance(other, Evidence):
-            return NotImplemented
-        order = list(Evidence)
-        return order.index(self) < order.index(other)
 
 
 # --- compiled targets -------------------------------------------------------------------------
@@ -93,18 +75,6 @@ def _not_in_list(gpu: Gpu, cc: ComputeCapability, arch_list: Sequence[ArchEntry]
     return f"GPU {gpu.index} ({cc.sm}{name}) not in arch list {arch_range(arch_list)}{ptx_hint}"
 
 
-def one_per_capability(gpus: Sequence[Gpu]) -> list[tuple[Gpu, ComputeCapability]]:
-    """The first GPU of each compute capability among ``gpus`` (those without one left out):
-    every rule judges a capability, so eight H100s, or 60,000 GPUs of four kinds, are judged
-    once per kind, and the first of each kind names the reason."""
-    first: dict[ComputeCapability, Gpu] = {}
-    for gpu in gpus:
-        cc = gpu.compute_capability
-        if cc is not None and cc not in first:
-            first[cc] = gpu
-    return [(gpu, cc) for cc, gpu in first.items()]
-
-
 # --- rule 1: the wheels -----------------------------------------------------------------------
 
 
@@ -119,25 +89,25 @@ def check_python(release: Release, variant: Variant, from_pypi: bool, platform: 
     return f"no wheel for Python {python} on {platform} (has {have})"
 
 
-def check_glibc(host: HostProfile, release: Release) -> str | None:
+def check_glibc(target: Target, release: Release) -> str | None:
     """Rule 1b: on Linux the host's glibc meets the wheels' manylinux floor; musl never does."""
-    floor = release.manylinux.get(host.platform)
-    if host.platform.system != "linux" or not floor:
+    floor = release.manylinux.get(target.platform)
+    if target.platform.system != "linux" or not floor:
         return None
-    if host.musl and not host.glibc:
-        return f"musl libc {host.musl}: the wheels need glibc ≥ {floor}"
-    if host.glibc and glibc_sort_key(host.glibc) < glibc_sort_key(floor):
-        return f"glibc {host.glibc} is older than the wheels' manylinux floor {floor}"
+    if target.musl and not target.glibc:
+        return f"musl libc {target.musl}: the wheels need glibc ≥ {floor}"
+    if target.glibc and glibc_sort_key(target.glibc) < glibc_sort_key(floor):
+        return f"glibc {target.glibc} is older than the wheels' manylinux floor {floor}"
     return None
 
 
-def check_wheels(host: HostProfile, release: Release, variant: Variant,
+def check_wheels(target: Target, release: Release, variant: Variant,
                  from_pypi: bool) -> Rejection | None:
     """Rule 1: a wheel for the platform and the interpreter (1a), a glibc that loads it (1b)."""
-    why = check_python(release, variant, from_pypi, host.platform, host.python.version)
+    why = check_python(release, variant, from_pypi, target.platform, target.python)
     if why is not None:
         return Rejection.of(release.torch, variant.name, why, "python")
-    why = check_glibc(host, release)
+    why = check_glibc(target, release)
     return Rejection.of(release.torch, variant.name, why, "glibc") if why is not None else None
 
 
@@ -158,7 +128,7 @@ _ASKED_FOR = {
 
 def check_gpu_present(release: Release, variant: Variant, kinds: frozenset[str], *,
                       asked_for: bool) -> Rejection | str | None:
-    """The host has the GPU family the variant is built for (``kinds``: ``HostProfile.gpu_kinds``).
+    """The host has the GPU family the variant is built for (``kinds``: ``Target.kinds``).
 
     None when it has, or when the variant needs none (cpu). Without it, a variant asked for by
     name (``--variant``) still fits, running on the CPU: the answer is the warning that says so;
@@ -197,21 +167,18 @@ def driver_floors(matrix: Matrix, cuda: CudaVersion, *,
     return toolkit, compat
 
 
-def check_driver(host: HostProfile, matrix: Matrix, cuda: CudaVersion) -> DriverVerdict:
+def check_driver(target: Target, matrix: Matrix, cuda: CudaVersion) -> DriverVerdict:
     """Rule 2: the driver against the toolkit and minor-version-compatibility floors of ``cuda``.
 
     The CUDA version the driver reports (NVML, nvidia-smi) is the authority when present.
     """
-    nv = host.nvidia
-    if nv is None or (nv.driver_version is None and nv.cuda_driver_version is None):
+    if target.driver is None and target.cuda_driver is None:
         return DriverVerdict(False, False, "no NVIDIA driver found")
-    windows = host.platform.system == "win" or host.wsl
-    toolkit, compat = driver_floors(matrix, cuda, windows=windows)
-    if nv.cuda_driver_version:
-        return _by_reported_cuda(nv.driver_version, nv.cuda_driver_version, cuda, toolkit,
-                                 compat)
-    assert nv.driver_version is not None
-    return _by_driver_version(nv.driver_version, cuda, toolkit, compat)
+    toolkit, compat = driver_floors(matrix, cuda, windows=target.windows_driver)
+    if target.cuda_driver:
+        return _by_reported_cuda(target.driver, target.cuda_driver, cuda, toolkit, compat)
+    assert target.driver is not None
+    return _by_driver_version(target.driver, cuda, toolkit, compat)
 
 
 def _by_reported_cuda(driver: DriverVersion | None, reported: CudaVersion, cuda: CudaVersion,
@@ -295,7 +262,7 @@ class ArchVerdict(NamedTuple):
 _CC_UNKNOWN = "the compute capability of some GPU is unknown; architecture not checked for it"
 
 
-def check_cuda_arch(host: HostProfile, matrix: Matrix, release: Release, variant: Variant,
+def check_cuda_arch(target: Target, matrix: Matrix, release: Release, variant: Variant,
                     *, jit_ok: bool) -> ArchVerdict:
     """Rule 3 with evidence: every visible GPU against the variant's arch facts on the platform.
 
@@ -304,20 +271,16 @@ def check_cuda_arch(host: HostProfile, matrix: Matrix, release: Release, variant
     and PTX) evidence. An unknown list still rejects a GPU the toolkit
     cannot compile for (rule ``toolkit-bounds``); otherwise the verdict is ``unknown``.
     """
-    if host.nvidia is None:
-        return ArchVerdict(None)
-    gpus = host.nvidia.visible_gpus()
-    known = one_per_capability(gpus)
-    some_unknown = any(g.compute_capability is None for g in gpus)
+    known = target.capabilities
     if not known:
-        if not gpus:
+        if not target.gpus:
             return ArchVerdict(None)  # nothing torch would use; nothing to check
         return ArchVerdict(None, Evidence.UNKNOWN, warnings=(_CC_UNKNOWN,))
-    fact = variant.arch_fact(host.platform)
-    if fact.sass == "unknown" or fact.arch_list is None:
-        return _unknown_list(matrix, release, variant, host.platform, known)
+    fact = variant.arch_fact(target.platform)
+    if fact.sass == Evidence.UNKNOWN or fact.arch_list is None:
+        return _unknown_list(matrix, release, variant, target.platform, known)
     verdict = _known_list(fact, fact.arch_list, variant, known, jit_ok=jit_ok)
-    if verdict.reason is None and some_unknown:
+    if verdict.reason is None and target.capability_unknown:
         return ArchVerdict(None, Evidence.UNKNOWN, verdict.ptx_jit_only,
                            (*verdict.warnings, _CC_UNKNOWN), verdict.rule, verdict.sources)
     return verdict
@@ -428,7 +391,7 @@ def _known_list(fact: ArchFact, arch: Sequence[ArchEntry], variant: Variant,
     if jit:
         warnings = (f"{', '.join(jit)} not compiled for in {variant.name}: runs only by "
                     "JIT-compiling PTX (slow first start, some kernels may be missing)",)
-    evidence = max(classes)
+    evidence = min(classes)  # as strong as the weakest
     # the list's rule names how a part not confirmed was inferred: of no account to a verdict
     # that is confirmed (SASS confirmed, the list's PTX inferred, a GPU run by SASS)
     return ArchVerdict(None, evidence, ptx_jit_only=bool(jit), warnings=warnings,
@@ -436,22 +399,21 @@ def _known_list(fact: ArchFact, arch: Sequence[ArchEntry], variant: Variant,
                        sources=fact.sources, ptx_jit_distant=distant)
 
 
-def check_rocm(host: HostProfile, matrix: Matrix, release: Release,
+def check_rocm(target: Target, matrix: Matrix, release: Release,
                variant: Variant) -> ArchVerdict:
     """Rule 3 for ROCm: every gfx target of the host in the variant's list."""
-    assert host.rocm is not None
+    host_targets = target.rocm_targets
     targets = matrix.rocm_targets(variant.name, release.torch)
     if targets is None:
         return ArchVerdict(None, Evidence.UNKNOWN, warnings=(
             f"the gfx targets of {variant.name} are not known; GPU support unchecked",))
     evidence = Evidence(targets.evidence_for(release.torch))
-    missing = [g for g in host.rocm.gfx_targets
-               if g not in targets.gfx and g not in targets.may_have]
+    missing = [g for g in host_targets if g not in targets.gfx and g not in targets.may_have]
     if missing:
         return ArchVerdict(
             f"GPU target {missing[0]} not in {variant.name}'s list ({', '.join(targets.gfx)})",
             evidence, sources=targets.sources, rejected_by="rocm-targets")
-    if any(g in targets.may_have for g in host.rocm.gfx_targets):
+    if any(g in targets.may_have for g in host_targets):
         return ArchVerdict(None, Evidence.UNKNOWN, sources=targets.sources)
     return ArchVerdict(None, evidence, sources=targets.sources)
 
@@ -479,7 +441,7 @@ def check_index(release: Release, variant: Variant,
     """How the PyTorch index's entry for a candidate is known, and the warning when it is
     unknown: PyPI's own build is a fact of the release; others are as the data says (an entry a
     rule infers is named among the reasons, as an inferred arch list is)."""
-    if from_pypi or variant.index == "confirmed":
+    if from_pypi or variant.index == Evidence.CONFIRMED:
         return Evidence.CONFIRMED, None
     evidence = Evidence(variant.index)
     if evidence is Evidence.INFERRED:

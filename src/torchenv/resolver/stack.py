@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from torchenv.detection.profile import HostProfile
+from torchenv.detection.target import Target, read_target
 from torchenv.errors import BadInput
 from torchenv.matrix.companions import (
     CompanionBuild,
@@ -38,7 +39,7 @@ from torchenv.matrix.model import Matrix
 from torchenv.resolver.companions import CompanionVerdict, judge_release
 from torchenv.resolver.plan import ChosenCompanion, Fix, HeldBack, NoMatch, Plan, Rejection
 from torchenv.resolver.request import Request
-from torchenv.resolver.resolve import complete_gpu_facts, resolve
+from torchenv.resolver.resolve import resolve
 from torchenv.values import ComputeCapability, Platform, TorchSpec, TorchVersion, VariantName
 
 __all__ = ["ALIASES", "PYPI_INDEX", "known_names", "read_with", "resolve_stack"]
@@ -152,12 +153,12 @@ def _intersect(user: TorchSpec | None, more: str) -> TorchSpec:
 # --------------------------------------------------------------------------- one torch pick
 
 
-def _gpus(host: HostProfile, plan: Plan) -> tuple[ComputeCapability, ...]:
-    """The GPUs a CUDA build's companions must run on (none for another build)."""
-    if plan.cuda is None or host.nvidia is None:
+def _gpus(host: Target, plan: Plan) -> tuple[ComputeCapability, ...]:
+    """The GPUs a CUDA build's companions must run on (none for another build): those torch
+    will see, capabilities completed."""
+    if plan.cuda is None:
         return ()
-    return tuple(g.compute_capability for g in host.nvidia.visible_gpus()
-                 if g.compute_capability is not None)
+    return tuple(g.compute_capability for g in host.gpus if g.compute_capability is not None)
 
 
 def _choose(data: Companions, package: CompanionPackage, plan: Plan,
@@ -232,15 +233,16 @@ def _chosen(package: CompanionPackage, release: CompanionRelease, verdict: Compa
 # --------------------------------------------------------------------------- the stack
 
 
-def resolve_stack(request: Request, host: HostProfile, matrix: Matrix, data: Companions,
-                  names: Sequence[str], allow_build: Iterable[str] = ()) -> Plan:
+def resolve_stack(request: Request, host: HostProfile | Target, matrix: Matrix,
+                  data: Companions, names: Sequence[str], allow_build: Iterable[str] = ()
+                  ) -> Plan:
     """The torch build and one build of each companion ``names`` (as :func:`read_with` gives
     them) that fit together on ``host``: a :class:`Plan` whose ``companions``, ``held_back``
     and ``extra_constraints`` are filled in. Raises :class:`NoMatch` (exit 3) when no torch
     build leaves every companion a prebuilt file (or an allowed source build)."""
     allowed = frozenset(allow_build)
     packages = [p for p in (data.package(n) for n in names) if p is not None]
-    host = complete_gpu_facts(host, matrix)
+    host = host if isinstance(host, Target) else read_target(host, matrix)  # read once
     spec, pin_reasons, left = _pinned_spec(request, matrix, packages, host.platform, allowed)
     if not left:
         raise _no_torch_for_pins(request, host, matrix, pin_reasons)
@@ -280,7 +282,7 @@ def resolve_stack(request: Request, host: HostProfile, matrix: Matrix, data: Com
 
 
 def _choose_all(data: Companions, packages: Sequence[CompanionPackage], plan: Plan,
-                host: HostProfile, allowed: frozenset[str]
+                host: Target, allowed: frozenset[str]
                 ) -> tuple[list[ChosenCompanion], dict[str, list[CompanionVerdict]]]:
     gpus = _gpus(host, plan)
     chosen: list[ChosenCompanion] = []
@@ -296,7 +298,7 @@ def _choose_all(data: Companions, packages: Sequence[CompanionPackage], plan: Pl
 
 def _other_cuda(data: Companions, packages: Sequence[CompanionPackage], plan: Plan,
                 missing: Mapping[str, list[CompanionVerdict]], request: Request,
-                spec: TorchSpec | None, host: HostProfile, matrix: Matrix,
+                spec: TorchSpec | None, host: Target, matrix: Matrix,
                 allowed: frozenset[str]
                 ) -> tuple[Plan, list[ChosenCompanion], dict[str, list[CompanionVerdict]]] | None:
     """The same torch release with another CUDA, when a companion lacked only the variant
@@ -356,16 +358,17 @@ def _finish(data: Companions, plan: Plan, first: Plan,
                    warnings=tuple(dict.fromkeys(warnings)))
 
 
-def _no_torch_for_pins(request: Request, host: HostProfile, matrix: Matrix,
+def _no_torch_for_pins(request: Request, host: Target, matrix: Matrix,
                        pin_reasons: list[str]) -> NoMatch:
-    wanted = f" and --torch {request.torch}" if request.torch is not None else ""
+    wanted = (f" and the torch specifier {request.torch.text!r}" if request.torch is not None
+              else "")
     return NoMatch(f"no torch release in the matrix satisfies {'; '.join(pin_reasons)}{wanted}",
-                   (), (Fix(({"torch": None}, " drop or widen the torch specifier"),),),
-                   matrix.matrix_version, host.python.version, str(host.platform),
-                   host.warnings)
+                   (), (Fix(("drop or widen ", {"torch": None}),),),
+                   matrix.matrix_version, host.python, str(host.platform),
+                   host.profile.warnings)
 
 
-def _no_pair(data: Companions, request: Request, host: HostProfile, matrix: Matrix,
+def _no_pair(data: Companions, request: Request, host: Target, matrix: Matrix,
              tried: list[tuple[Plan, dict[str, list[CompanionVerdict]]]],
              allowed: frozenset[str]) -> NoMatch:
     """Exit 3: every torch pick left some companion without a build; the reasons of the first
@@ -401,5 +404,5 @@ def _no_pair(data: Companions, request: Request, host: HostProfile, matrix: Matr
     why = "; ".join(gpu_reasons) or (f"newest pick torch {first.torch} {first.variant}: "
                                      + "; ".join(v[0].reason for v in missing.values() if v))
     return NoMatch(f"no torch build for this host has a prebuilt {names} ({why})",
-                   rejected, tuple(fixes), matrix.matrix_version, host.python.version,
-                   str(host.platform), host.warnings)
+                   rejected, tuple(fixes), matrix.matrix_version, host.python,
+                   str(host.platform), host.profile.warnings)

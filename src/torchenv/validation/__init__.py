@@ -4,14 +4,9 @@
 interpreter (the calling process never imports torch) and returns a :class:`Report`.
 """
 
+from torchenv.validation.options import Level, ValidationOptions
 from torchenv.validation.report import CheckResult, Report, write_junit
-from torchenv.validation.runner import (
-    EXTRA_CHECKS_ENV,
-    GPU_HOST_ENV,
-    Level,
-    ValidationOptions,
-    validate,
-)
+from torchenv.validation.runner import EXTRA_CHECKS_ENV, GPU_HOST_ENV, validate
 
 __all__ = [
     "EXTRA_CHECKS_ENV",

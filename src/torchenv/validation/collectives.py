@@ -22,7 +22,7 @@ from torchenv.validation.expected import FabricPath
 from torchenv.validation.report import CheckResult
 
 if TYPE_CHECKING:
-    from torchenv.validation.runner import ProgressEvent, ValidationOptions
+    from torchenv.validation.options import ProgressEvent, ValidationOptions
 
 __all__ = [
     "COLLECTIVE_CHECKS",

@@ -23,9 +23,9 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any, Callable, Literal, Optional, Union
+from typing import IO, Any, Callable, Optional
 
 from torchenv._subprocess import (
     RUN_TOKEN_ENV,
@@ -45,7 +45,8 @@ from torchenv.validation.health import (
     read_gpus,
     vgpus,
 )
-from torchenv.validation.host import GpuHost, device_count_result, gpu_slices
+from torchenv.validation.host import device_count_result, gpu_slices
+from torchenv.validation.options import Level, Peak, ProgressEvent, ValidationOptions
 from torchenv.validation.report import CheckResult, Report
 
 __all__ = [
@@ -53,13 +54,13 @@ __all__ = [
     "GPU_HOST_ENV",
     "Interrupted",
     "Level",
+    "Peak",
     "ProgressEvent",
     "ValidationOptions",
     "interpreter_path",
     "validate",
 ]
 
-Level = Literal["quick", "full"]
 EXTRA_CHECKS_ENV = "TORCHENV_VALIDATE_EXTRA_CHECKS"
 """Test seam: files whose ``check_<name>(ctx)`` functions become extra quick-level checks."""
 GPU_HOST_ENV = "TORCHENV_VALIDATE_GPU_HOST"
@@ -68,39 +69,6 @@ GPU_HOST_ENV = "TORCHENV_VALIDATE_GPU_HOST"
 _HERE = Path(__file__).resolve().parent
 PROBE = _HERE / "_probe.py"
 _HELLO_TIMEOUT = 120.0
-
-ProgressEvent = Union[tuple[Literal["plan"], list[str]], tuple[Literal["start"], str],
-                      tuple[Literal["result"], CheckResult]]
-Peak = Mapping[str, Optional[float]]
-
-
-@dataclass(frozen=True)
-class ValidationOptions:
-    """What to validate and how. ``timeout`` (seconds) replaces every check's own budget."""
-
-    python: str
-    level: Level = "quick"
-    timeout: Optional[float] = None
-    nnodes: int = 1
-    node_rank: Optional[int] = None
-    rdzv_endpoint: Optional[str] = None
-    nproc_per_node: Optional[int] = None
-    env: Mapping[str, str] = field(default_factory=dict)
-    peak_lookup: Optional[Callable[[str], Optional[Peak]]] = None
-    """GPU name → expected peaks (``fp16_tflops``, ``bf16_tflops``, ``memory_bandwidth_gbs``)."""
-    host: Optional[GpuHost] = None
-    """Detection's view of the NVIDIA GPUs; handed to the child and compared with torch's."""
-    only: Optional[frozenset[str]] = None
-    """Run only these checks (``matmul`` also selects ``matmul[cuda:1]``; ``health`` selects
-    every node-health check); import_torch and device_count always run."""
-
-    def selects(self, name: str) -> bool:
-        if self.only is None:
-            return True
-        base = name.split("[", 1)[0]
-        return (name in self.only or base in self.only
-                or (base.startswith("health_") and "health" in self.only))
-
 
 class _ChildGone(Exception):
     """The child closed its protocol stream (it exited or crashed)."""
@@ -481,8 +449,9 @@ def _run_probe(options: ValidationOptions, env: Mapping[str, str], scratch: Path
     except OSError as exc:
         from torchenv.errors import BadInput
 
-        raise BadInput(f"--python: cannot run {options.python}: {exc.strerror or exc}",
-                       hint="pass the path of a Python interpreter") from exc
+        raise BadInput(f"cannot run {options.python}: {exc.strerror or exc}",
+                       hint="pass the path of a Python interpreter", field="interpreter",
+                       value=options.python) from exc
     except _Flooded as exc:
         from torchenv.errors import BadInput
 

@@ -1,0 +1,51 @@
+"""What a validation run is asked to do (:class:`ValidationOptions`) and what it tells its caller
+as it goes (:data:`ProgressEvent`): the types the runner and the multi-process collectives share.
+
+Kept apart from :mod:`torchenv.validation.runner`, which starts the collectives, so that
+:mod:`torchenv.validation.collectives` can take them without importing the runner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Callable, Literal, Optional, Union
+
+from torchenv.validation.host import GpuHost
+from torchenv.validation.report import CheckResult
+
+__all__ = ["Level", "Peak", "ProgressEvent", "ValidationOptions"]
+
+Level = Literal["quick", "full"]
+
+ProgressEvent = Union[tuple[Literal["plan"], list[str]], tuple[Literal["start"], str],
+                      tuple[Literal["result"], CheckResult]]
+Peak = Mapping[str, Optional[float]]
+
+
+@dataclass(frozen=True)
+class ValidationOptions:
+    """What to validate and how. ``timeout`` (seconds) replaces every check's own budget."""
+
+    python: str
+    level: Level = "quick"
+    timeout: Optional[float] = None
+    nnodes: int = 1
+    node_rank: Optional[int] = None
+    rdzv_endpoint: Optional[str] = None
+    nproc_per_node: Optional[int] = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    peak_lookup: Optional[Callable[[str], Optional[Peak]]] = None
+    """GPU name → expected peaks (``fp16_tflops``, ``bf16_tflops``, ``memory_bandwidth_gbs``)."""
+    host: Optional[GpuHost] = None
+    """Detection's view of the NVIDIA GPUs; handed to the child and compared with torch's."""
+    only: Optional[frozenset[str]] = None
+    """Run only these checks (``matmul`` also selects ``matmul[cuda:1]``; ``health`` selects
+    every node-health check); import_torch and device_count always run."""
+
+    def selects(self, name: str) -> bool:
+        if self.only is None:
+            return True
+        base = name.split("[", 1)[0]
+        return (name in self.only or base in self.only
+                or (base.startswith("health_") and "health" in self.only))
