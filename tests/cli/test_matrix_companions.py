@@ -26,6 +26,7 @@ def _cited(doc: dict[str, Any]) -> set[str]:
     for p in doc["packages"]:
         ids.update(s for g in p["gpu"] for s in g["sources"])
         ids.update(s for q in p["open_questions"] for s in q["sources"])
+        ids.update(s for q in p["instead"] for s in q["sources"])
         for r in p["releases"]:
             for b in r["builds"]:
                 ids.update(b["sources"])

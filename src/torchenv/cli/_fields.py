@@ -63,6 +63,8 @@ FIELDS: dict[str, Field] = {
     "torch": Field("--torch", pyproject="torch"),
     "variant": Field("--variant", pyproject="variant"),
     "cuda": Field("--cuda"),
+    "with": Field("--with", pyproject="with"),
+    "allow_build": Field("--allow-build"),
     "index_base": Field("--index-base", "TORCHENV_INDEX_BASE"),
     "pypi_base": Field("--pypi-base", "TORCHENV_PYPI_BASE"),  # matrix update
     # the host (overrides of what detection finds)

@@ -35,6 +35,7 @@ _TITLES = {
     "arch": "GPU architecture",
     "no-gpu": "no matching GPU",
     "cpu-on-gpu-host": "CPU builds on a GPU host",
+    "companion": "companion (--with)",
 }
 
 
@@ -109,6 +110,7 @@ def render_plan(
     )
     out.print(f"  {escape(first[1])}", soft_wrap=True)
     out.print("  then prove it works: [bold]torchenv validate[/bold]")
+    _render_companions(out, plan)
     _render_constraints(out, plan)
     if plan.warnings:
         out.print("[bold yellow]Warnings[/bold yellow]")
@@ -144,8 +146,31 @@ def _render_constraints(out: Console, plan: Plan) -> None:
     out.print(f"  keep it: save as {CONSTRAINTS_FILE} and export PIP_CONSTRAINT and "
               "UV_CONSTRAINT as its absolute path, so no later install replaces this build:",
               soft_wrap=True)
-    for requirement in plan.requirements():
+    pins = [*plan.requirements(), *(c.constraint() for c in plan.companions),
+            *plan.extra_constraints]
+    for requirement in pins:
         out.print(f"    {escape(requirement)}", soft_wrap=True)
+
+
+def _render_companions(out: Console, plan: Plan) -> None:
+    """Each companion chosen with torch, where it comes from and why; what held torch back."""
+    if not plan.companions:
+        return
+    out.print("[bold]With[/bold]")
+    for c in plan.companions:
+        where = {"sdist": "a source build (allowed)", "find-links": f"find-links {c.url}",
+                 "release-asset": "a release asset"}.get(c.source, f"{c.source} wheel")
+        out.print(f"  [bold]{escape(c.name)} {escape(c.version)}[/bold]: {escape(where)}, "
+                  f"{escape(c.coupling)} coupling to torch, evidence {escape(c.evidence)}",
+                  soft_wrap=True)
+        out.print(f"    {escape(c.reasons[0])}", soft_wrap=True)
+    for h in plan.held_back:
+        out.print(f"  [bold yellow]held back[/bold yellow]: {escape(h.package)} has no prebuilt "
+                  f"file for torch {escape(h.from_torch)} {escape(h.from_variant)}, so torch "
+                  f"is {escape(h.to_torch)} {escape(h.to_variant)}", soft_wrap=True)
+        if h.source_build:
+            out.print(f"    the newer pair needs {escape(h.source_build)}; pass "
+                      f"--allow-build {escape(h.package)} to choose it", soft_wrap=True)
 
 
 def _render_host_warnings(out: Console, warnings: tuple[str, ...]) -> None:

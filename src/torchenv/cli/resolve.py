@@ -36,6 +36,16 @@ _TAIL = 4000
 """Characters of the installer's output kept for the JSON document and the error report."""
 
 
+def _add_with_flags(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("companions (extensions resolved with torch)")
+    g.add_argument("--with", dest="with_", action="append", metavar="NAME[,NAME]",
+                   help="also choose these packages for the torch build: flash-attn, "
+                   "xformers, pyg (pyg-lib, torch-scatter, torch-sparse), torchao, vllm")
+    g.add_argument("--allow-build", dest="allow_build", action="append", metavar="NAME",
+                   help="a source build may be chosen for NAME when no prebuilt file fits "
+                   "the newest torch (default: an older torch with a prebuilt one)")
+
+
 def register(sub: Subcommands) -> None:
     from torchenv.installers.render import INSTALLERS
 
@@ -46,6 +56,7 @@ def register(sub: Subcommands) -> None:
         "whatever the target flags leave out. Exit 3 when nothing fits, with the fixes.",
     )
     add_target_flags(p)
+    _add_with_flags(p)
     add_json_flag(p)
     p.add_argument(
         "--explain",
@@ -76,6 +87,7 @@ def register(sub: Subcommands) -> None:
         help="environment.yml: 'pytorch' uses the frozen pytorch channel (≤ 2.5)",
     )
     add_target_flags(e)
+    _add_with_flags(e)
     add_json_flag(e)
     e.set_defaults(func=run_env)
 
@@ -104,13 +116,15 @@ def register(sub: Subcommands) -> None:
         f"{_DEFAULT_TIMEOUT:g})",
     )
     add_target_flags(i)
+    _add_with_flags(i)
     add_json_flag(i)
     i.set_defaults(func=run_install)
 
 
 def _project_defaults(cwd: str | None) -> dict[str, str]:
-    """``[tool.torchenv]`` of ./pyproject.toml: torch, python, variant (flags override them);
-    none when there is no current folder (it was deleted: it holds no file)."""
+    """``[tool.torchenv]`` of ./pyproject.toml: torch, python, variant, with (flags override
+    them; ``with`` is a list of names, kept comma-joined); none when there is no current folder
+    (it was deleted: it holds no file)."""
     from torchenv._files import read_bytes_capped
 
     if cwd is None:
@@ -141,11 +155,17 @@ def _project_defaults(cwd: str | None) -> dict[str, str]:
                     f"{path}: [tool.torchenv] {key} must be a string, got {section[key]!r}"
                 )
             out[key] = section[key]
-    unknown = set(section) - {"torch", "python", "variant"}
+    if "with" in section:
+        names = section["with"]
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise BadInput(f"{path}: [tool.torchenv] with must be a list of package names, "
+                           f"got {names!r}", hint='e.g. with = ["flash-attn"]')
+        out["with"] = ",".join(names)
+    unknown = set(section) - {"torch", "python", "variant", "with"}
     if unknown:
         raise BadInput(
             f"{path}: [tool.torchenv] has unknown key {sorted(unknown)[0]!r}",
-            hint="known keys: torch, python, variant",
+            hint="known keys: torch, python, variant, with",
         )
     return out
 
@@ -214,12 +234,17 @@ def _decide(
     from torchenv.detection.target import read_target
     from torchenv.resolver.resolve import resolve
 
-    request = _request(args, _project_defaults(current_folder()) if defaults is None else defaults)
+    defaults_used = _project_defaults(current_folder()) if defaults is None else defaults
+    request = _request(args, defaults_used)
     matrix = load_matrix_reported()
     host = host_from_args(args, python_executable=python_exe, matrix=matrix)
     _check_known(request, matrix)
     target = read_target(host, matrix)
-    plan = resolve(request, target, matrix)
+    names, allowed = _companions_wanted(args, defaults_used)
+    if names or allowed:
+        plan = _resolve_stack(request, target, matrix, names, allowed)
+    else:
+        plan = resolve(request, target, matrix)
     warning = index_base_warning(request.index_base)
     if warning:
         print(f"torchenv: warning: {warning}", file=sys.stderr)
@@ -228,6 +253,37 @@ def _decide(
 
             plan = replace(plan, warnings=(*plan.warnings, warning))
     return plan, host, matrix, request, target
+
+
+def _companions_wanted(args: argparse.Namespace,
+                       defaults: dict[str, str]) -> tuple[list[str], list[str]]:
+    """The ``--with`` values (else ``[tool.torchenv] with``) and the ``--allow-build`` ones,
+    as given; read against the companion data by :func:`_resolve_stack`."""
+    values = list(getattr(args, "with_", None) or [])
+    if values:
+        given(args, "with", "flag")
+    elif "with" in defaults:
+        given(args, "with", "pyproject")
+        values = [defaults["with"]] if defaults["with"] else []
+    return values, list(getattr(args, "allow_build", None) or [])
+
+
+def _resolve_stack(request: Request, target: Target, matrix: Matrix, values: list[str],
+                   allow: list[str]) -> Plan:
+    """torch with its companions (docs/companions.md); the data is loaded only here."""
+    from torchenv.matrix.companions import load_companions
+    from torchenv.resolver.stack import read_with, resolve_stack
+
+    data = load_companions()
+    names = read_with(values, data)
+    allowed = read_with(allow, data) if allow else ()
+    outside = [n for n in allowed if n not in names]
+    if outside:
+        raise BadInput(f"{outside[0]!r} is not among the --with packages "
+                       f"({', '.join(names) or 'none'})",
+                       hint=f"add it: --with {','.join((*names, outside[0]))}",
+                       field="allow_build", value=outside[0])
+    return resolve_stack(request, target, matrix, data, names, allowed)
 
 
 def run_resolve(args: argparse.Namespace) -> int:
@@ -539,6 +595,12 @@ def run_install(args: argparse.Namespace) -> int:
     defaults = _project_defaults(current_folder())
     _refuse_other_machines(args, defaults)
     plan, host, *_ = _decide(args, python_exe=args.python_exe, defaults=defaults)
+    built = [c.name for c in plan.companions if not c.prebuilt]
+    if built:  # install runs one installer command; a source build needs torch there first
+        raise BadInput(f"install: {built[0]} would be a source build, which install does not "
+                       "run yet", hint="run the two commands 'torchenv resolve --with ... "
+                       "--allow-build ...' prints, or leave out --allow-build",
+                       field="allow_build", value=built[0])
     notes, replace = _describe_installed(host, plan)
     argv = install_argv(plan, args.installer, python=python, program=uv, replace=replace)
     command = quote_command(argv, shell_for(plan.platform))  # shown, never parsed back

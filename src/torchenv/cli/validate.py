@@ -39,6 +39,10 @@ def register(sub: Subcommands) -> None:
                         "'health' selects every node-health check); import_torch and "
                         "device_count always run; a name that matches nothing is reported as "
                         "a skip")
+    p.add_argument("--with", dest="with_", action="append", metavar="NAME[,NAME]",
+                   help="also import each companion and run one small operation with it "
+                   "(flash-attn, xformers, pyg, torchao, vllm); GPU-only ones skip without a "
+                   "GPU")
     p.add_argument("--timeout", metavar="S", type=float, default=None,
                    help="seconds each check may take (default: each check's own budget)")
     g = p.add_argument_group("multi-node collectives (passed to torchrun)")
@@ -77,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         _check_endpoint(args.rdzv_endpoint)
     python = interpreter_path(args.python or sys.executable)
     only = _only(args.only)
+    companions = _companions(args.with_)  # a bad name is exit 2 before anything runs
     try:
         if args.python is not None:
             _check_interpreter(python)  # before any child that imports torch starts
@@ -105,6 +110,13 @@ def run(args: argparse.Namespace) -> int:
             raise exc.cause from None
         raise
     report = _explain_import_failure(report)
+    if companions:
+        from dataclasses import replace
+
+        from torchenv.validation.companions import DEFAULT_TIMEOUT, check_companions
+
+        checks = check_companions(python, companions, timeout=args.timeout or DEFAULT_TIMEOUT)
+        report = replace(report, checks=(*report.checks, *checks))
     if args.junit:
         from torchenv.validation.report import write_junit
 
@@ -119,6 +131,22 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_table(report)
     return 0 if report.ok else 1
+
+
+def _companions(values: Optional[list[str]]) -> list[tuple[str, str]]:
+    """The (project name, import name) of each ``--with`` package."""
+    if not values:
+        return []
+    from torchenv.matrix.companions import load_companions
+    from torchenv.resolver.stack import read_with
+
+    data = load_companions()
+    out = []
+    for name in read_with(values, data):
+        package = data.package(name)
+        assert package is not None  # read_with gives the data's own names
+        out.append((package.name, package.import_name))
+    return out
 
 
 _MAX_TIMEOUT = 86400.0

@@ -49,6 +49,7 @@ __all__ = [
     "render_pixi_toml",
     "render_pyproject",
     "render_requirements",
+    "source_build_argv",
     "uv_command",
 ]
 
@@ -108,6 +109,44 @@ def _packages(plan: Plan) -> list[str]:
     return [name for name, version in versions if version]
 
 
+_PYPI = "https://pypi.org/simple"
+
+
+def _companion_argv(plan: Plan, installer: Installer) -> tuple[list[str], list[str]]:
+    """The requirements and flags the plan's prebuilt companions add: each one's requirement
+    (a release asset as ``name @ url#sha256=...``), a find-links page per page, PyPI beside a
+    variant index when a companion lives on PyPI, and the flag that forbids a source build of
+    each (``--only-binary NAME``, for pip and uv pip alike): pip must never fall back to
+    compiling a package the plan chose as a wheel. A source build the plan chose is installed
+    by its own second command (:func:`source_build_argv`)."""
+    chosen = [c for c in plan.companions if c.prebuilt]
+    requirements = [c.requirement() for c in chosen]
+    flags: list[str] = []
+    for page in dict.fromkeys(c.url for c in chosen if c.source == "find-links" and c.url):
+        flags += ["--find-links", page]
+    if plan.index_url and any(c.source == "pypi" for c in chosen):
+        flags += ["--extra-index-url", _PYPI]
+        if installer == "uv":  # torch's local version exists on the variant index alone
+            flags += ["--index-strategy", "unsafe-best-match"]
+    for c in chosen:  # uv pip takes pip's flag (its --no-build-package is for uv sync)
+        flags += ["--only-binary", c.name]
+    return requirements, flags
+
+
+def source_build_argv(plan: Plan, installer: Installer = "pip", *,
+                      python: str | None = None) -> list[str] | None:
+    """The command that builds the companions the plan chose as source builds, after torch is
+    installed: without build isolation, so they compile against that torch; None when none."""
+    built = [c.requirement() for c in plan.companions if not c.prebuilt]
+    if not built:
+        return None
+    if installer == "uv":
+        head = ["uv", "pip", "install", *(["--python", python] if python else [])]
+        return [*head, *built, "--no-build-isolation"]
+    head = [python, "-m", "pip", "install"] if python else ["pip", "install"]
+    return [*head, *built, "--no-build-isolation"]
+
+
 def install_argv(
     plan: Plan,
     installer: Installer = "pip",
@@ -124,21 +163,33 @@ def install_argv(
     the uv to run (default ``uv``); ``replace`` also replaces installed packages that already
     satisfy the pins (a leftover ``2.7.1+cpu`` satisfies ``torch==2.7.1``).
     """
+    extra, flags = _companion_argv(plan, installer)
     if installer == "uv":
-        return uv_install_argv(plan.requirements(), plan.index_url, python=python,
-                               uv=program or "uv", reinstall=_packages(plan) if replace else ())
-    return pip_install_argv(plan.requirements(), plan.index_url, python=python,
-                            force_reinstall=replace)
+        return [*uv_install_argv([*plan.requirements(), *extra], plan.index_url, python=python,
+                                 uv=program or "uv",
+                                 reinstall=_packages(plan) if replace else ()), *flags]
+    return [*pip_install_argv([*plan.requirements(), *extra], plan.index_url, python=python,
+                              force_reinstall=replace), *flags]
+
+
+def _with_source_builds(plan: Plan, installer: Installer, argv: list[str],
+                        python: str | None) -> str:
+    second = source_build_argv(plan, installer, python=python)
+    if second is None:
+        return quote_command(argv, _shell(plan))
+    return chain_commands([argv, second], _shell(plan))
 
 
 def pip_command(plan: Plan, python: str | None = None) -> str:
-    """:func:`install_argv` for pip, quoted for the shell of the plan's platform."""
-    return quote_command(install_argv(plan, "pip", python=python), _shell(plan))
+    """:func:`install_argv` for pip, quoted for the shell of the plan's platform (then the
+    source builds the plan chose, if any)."""
+    return _with_source_builds(plan, "pip", install_argv(plan, "pip", python=python), python)
 
 
 def uv_command(plan: Plan, python: str | None = None) -> str:
-    """:func:`install_argv` for uv, quoted for the shell of the plan's platform."""
-    return quote_command(install_argv(plan, "uv", python=python), _shell(plan))
+    """:func:`install_argv` for uv, quoted for the shell of the plan's platform (then the
+    source builds the plan chose, if any)."""
+    return _with_source_builds(plan, "uv", install_argv(plan, "uv", python=python), python)
 
 
 def _conda_forge_specs(plan: Plan) -> list[str] | None:
@@ -166,7 +217,7 @@ def _conda_forge_specs(plan: Plan) -> list[str] | None:
 
 def conda_command(plan: Plan) -> str:
     specs = _conda_forge_specs(plan)
-    if specs is not None:
+    if specs is not None and not plan.companions:
         return quote_command(["conda", "install", "-c", "conda-forge", *specs], _shell(plan))
     return chain_commands([["conda", "install", "pip"], install_argv(plan, python="python")],
                           _shell(plan))
@@ -210,7 +261,14 @@ def pixi_command(plan: Plan, spell: Speller, host: Optional[HostProfile] = None)
     ``spell``), then ``pixi install``."""
     write = ["torchenv", "env",
              *spell({"format": "pixi", "output": "pixi.toml", **decision(plan, host)})]
-    return chain_commands([write, ["pixi", "install"]], _shell(plan))
+    steps = [write, ["pixi", "install"]]
+    extra, flags = _companion_argv(plan, "pip")
+    if extra:  # pixi.toml holds torch; the companions go in with pip inside that environment
+        steps.append(["pixi", "run", "python", "-m", "pip", "install", *extra, *flags])
+    second = source_build_argv(plan, "pip", python="python")
+    if second is not None:
+        steps.append(["pixi", "run", *second])
+    return chain_commands(steps, _shell(plan))
 
 
 def all_commands(plan: Plan, host: Optional[HostProfile] = None, *,
@@ -236,14 +294,17 @@ def render_constraints(plan: Plan) -> str:
     (``torch==2.7.1+cu128``), so that a later ``pip install some-extension`` that wants another
     torch fails with a resolver error instead of replacing this one with another build.
 
-    The matrix does not record torch's own pin of triton, so triton is left to torch's
-    ``Requires-Dist`` (torch pins it exactly where it needs it)."""
+    With companions (``resolve --with``) it pins them too (``name==version``: a constraint
+    cannot be a URL), and triton as torch's wheel pins it, from the companion data. Without,
+    triton is left to torch's ``Requires-Dist`` (the start-up matrix does not hold the pins)."""
     lines = [*header_lines(plan),
              "Constraints that keep this build: pip and uv refuse a later install that would "
              "replace it.",
              f"Use with PIP_CONSTRAINT / UV_CONSTRAINT / UV_BUILD_CONSTRAINT={CONSTRAINTS_FILE}"
              f" (an absolute path), or 'pip install -c {CONSTRAINTS_FILE} ...'."]
-    return _comment(lines) + "".join(f"{r}\n" for r in plan.requirements())
+    pins = [*plan.requirements(), *(c.constraint() for c in plan.companions),
+            *plan.extra_constraints]
+    return _comment(lines) + "".join(f"{r}\n" for r in pins)
 
 
 def constraint_argv(installer: Installer, path: str) -> list[str]:
@@ -304,7 +365,7 @@ def render_environment_yml(
         deps.append(f"pytorch-cuda={plan.cuda}" if plan.cuda else "cpuonly")
     else:
         specs = _conda_forge_specs(plan)
-        if specs is not None:
+        if specs is not None and not plan.companions:
             deps.extend(specs)
         else:
             lines.append(
@@ -317,6 +378,7 @@ def render_environment_yml(
                 # like a shell: quote the URL
                 pip_section.append(f"--index-url {shlex.quote(plan.index_url)}")
             pip_section.extend(plan.requirements())
+            pip_section.extend(_companion_lines(plan))
     out = "".join(lines)
     out += f"name: {name}\nchannels:\n" + "".join(f"  - {c}\n" for c in channels)
     out += "dependencies:\n" + "".join(f"  - {_yaml_str(d)}\n" for d in deps)
@@ -325,11 +387,32 @@ def render_environment_yml(
     return out
 
 
+def _no_source_builds(plan: Plan, fmt: str) -> None:
+    """An environment file installs in one step, so it cannot build a companion against the
+    torch it installs: the source builds the plan chose are refused, not dropped."""
+    built = [c.name for c in plan.companions if not c.prebuilt]
+    if built:
+        from torchenv.errors import BadInput
+
+        raise BadInput(f"{built[0]} is a source build, which needs torch installed first; "
+                       f"a {fmt} file cannot express that",
+                       hint="install with the printed pip or uv commands instead, or leave "
+                       "out --allow-build", field="format", value=fmt)
+
+
+def _companion_lines(plan: Plan) -> list[str]:
+    """The companions as lines of a requirements file (pip splits option lines like sh)."""
+    extra, flags = _companion_argv(plan, "pip")
+    options = [f"{flag} {shlex.quote(value)}" for flag, value in zip(flags[::2], flags[1::2])]
+    return [*options, *extra]
+
+
 def render_requirements(plan: Plan) -> str:
+    _no_source_builds(plan, "requirements")
     out = _comment(header_lines(plan))
     if plan.index_url:
         out += f"--index-url {shlex.quote(plan.index_url)}\n"  # pip splits option lines like sh
-    return out + "".join(f"{r}\n" for r in plan.requirements())
+    return out + "".join(f"{r}\n" for r in (*plan.requirements(), *_companion_lines(plan)))
 
 
 def _toml_str(text: str) -> str:
@@ -396,6 +479,16 @@ def render_pixi_toml(plan: Plan, *, name: str = "torch-project") -> str:
 
 
 def render_file(plan: Plan, fmt: str, *, pytorch_channel: bool = False) -> str:
+    if plan.companions:
+        _no_source_builds(plan, fmt)
+        if fmt in ("pyproject", "pixi") or pytorch_channel:
+            from torchenv.errors import BadInput
+
+            raise BadInput(f"companions (--with) are rendered into requirements and "
+                           f"environment.yml files so far, not into {fmt}",
+                           hint="use --format requirements or environment.yml, or the pip, "
+                           "uv and pixi commands of 'torchenv resolve --with'",
+                           field="format", value=fmt)
     if fmt == "environment.yml":
         return render_environment_yml(plan, pytorch_channel=pytorch_channel)
     if fmt == "requirements":

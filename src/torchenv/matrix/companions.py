@@ -49,6 +49,7 @@ __all__ = [
     "AbiFact",
     "CompanionAsset",
     "CompanionBuild",
+    "CompanionInstead",
     "CompanionPackage",
     "CompanionQuestion",
     "CompanionRelease",
@@ -234,6 +235,16 @@ class CompanionQuestion:
 
 
 @dataclass(frozen=True)
+class CompanionInstead:
+    """What runs where a package does not: when the pair judgement fails by ``rule`` (one of
+    the rule ids of :data:`torchenv.resolver.companions.RULES`), ``text`` says what to use."""
+
+    rule: str
+    text: str
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class CompanionPackage:
     """A companion package: its import name, GPU floor and releases (newest first)."""
 
@@ -243,6 +254,7 @@ class CompanionPackage:
     releases: tuple[CompanionRelease, ...]
     gpu: tuple[GpuRequirement, ...] = ()
     open_questions: tuple[CompanionQuestion, ...] = ()
+    instead: tuple[CompanionInstead, ...] = ()
 
     def release(self, version: TorchVersion) -> CompanionRelease | None:
         return next((r for r in self.releases if r.version == version), None)
@@ -384,7 +396,8 @@ def _packages(ctx: _Ctx, raw: Any) -> tuple[CompanionPackage, ...]:
     for i, entry in enumerate(ctx.seq(raw, "packages")):
         path = f"packages[{i}]"
         p = ctx.mapping(entry, path)
-        _keys(ctx, p, path, ("name", "import", "summary", "gpu", "open_questions", "releases"))
+        _keys(ctx, p, path, ("name", "import", "summary", "gpu", "open_questions", "instead",
+                             "releases"))
         name = ctx.string(p.get("name"), f"{path}.name", _NAME_RE, "a package name like "
                           "'flash-attn'")
         if _normal_name(name) in seen:
@@ -402,8 +415,24 @@ def _packages(ctx: _Ctx, raw: Any) -> tuple[CompanionPackage, ...]:
             open_questions=tuple(_question(ctx, q, f"{path}.open_questions[{j}]")
                                  for j, q in enumerate(ctx.seq(p.get("open_questions") or [],
                                                                f"{path}.open_questions"))),
+            instead=tuple(_instead(ctx, q, f"{path}.instead[{j}]")
+                          for j, q in enumerate(ctx.seq(p.get("instead") or [],
+                                                        f"{path}.instead"))),
         ))
     return tuple(out)
+
+
+_INSTEAD_RULES = ("platform", "python", "torch", "variant", "abi", "gpu")
+
+
+def _instead(ctx: _Ctx, raw: Any, path: str) -> CompanionInstead:
+    q = ctx.mapping(raw, path)
+    _keys(ctx, q, path, ("rule", "text", "sources"))
+    rule = ctx.string(q.get("rule"), f"{path}.rule")
+    if rule not in _INSTEAD_RULES:
+        raise ctx.fail(f"{path}.rule", f"{rule!r} is not one of {', '.join(_INSTEAD_RULES)}")
+    return CompanionInstead(rule, ctx.string(q.get("text"), f"{path}.text"),
+                            ctx.sources(q, path))
 
 
 def _question(ctx: _Ctx, raw: Any, path: str) -> CompanionQuestion:
@@ -867,6 +896,7 @@ def _cited(data: Companions, packages: Sequence[CompanionPackage]) -> set[str]:
     for p in packages:
         ids.update(s for g in p.gpu for s in g.sources)
         ids.update(s for q in p.open_questions for s in q.sources)
+        ids.update(s for q in p.instead for s in q.sources)
         for r in p.releases:
             for b in r.builds:
                 ids.update(b.sources)
@@ -887,6 +917,8 @@ def _package_json(p: CompanionPackage) -> dict[str, Any]:
                       "builds": [_build_json(b) for b in r.builds]} for r in p.releases],
         "open_questions": [{"topic": q.topic, "known": q.known, "why_open": q.why_open,
                             "sources": list(q.sources)} for q in p.open_questions],
+        "instead": [{"rule": q.rule, "text": q.text, "sources": list(q.sources)}
+                    for q in p.instead],
     }
 
 

@@ -36,8 +36,10 @@ __all__ = [
     "Build",
     "BuildEvidence",
     "Change",
+    "ChosenCompanion",
     "EvidenceAlternative",
     "Fix",
+    "HeldBack",
     "NoMatch",
     "Plan",
     "Rejection",
@@ -120,6 +122,71 @@ class EvidenceAlternative(NamedTuple):
                 "rule": self.rule}
 
 
+class ChosenCompanion(NamedTuple):
+    """A companion package chosen with the torch build (``resolve --with``).
+
+    ``source`` says where its files are (``pypi``, ``pytorch-index``, ``find-links``,
+    ``release-asset``, or ``sdist`` for a source build the user allowed); ``url`` is the release
+    asset file or the find-links page, ``index`` the index it comes from; ``sha256`` the asset's
+    digest when the data has one."""
+
+    name: str
+    version: str
+    source: str
+    coupling: str
+    evidence: str
+    reasons: tuple[str, ...]
+    url: str | None = None
+    index_url: str | None = None
+    sha256: str | None = None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def prebuilt(self) -> bool:
+        return self.source != "sdist"
+
+    def requirement(self) -> str:
+        """What an installer is asked for: ``xformers==0.0.35``, or a release asset as a PEP 508
+        direct reference with its digest (``flash-attn @ https://...whl#sha256=...``)."""
+        if self.source == "release-asset" and self.url is not None:
+            digest = f"#sha256={self.sha256}" if self.sha256 else ""
+            return f"{self.name} @ {self.url}{digest}"
+        return f"{self.name}=={self.version}"
+
+    def constraint(self) -> str:
+        """Its line in the constraints file (a constraint cannot be a URL: the version is)."""
+        return f"{self.name}=={self.version}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "source": self.source,
+                "url": self.url, "index": self.index_url, "sha256": self.sha256,
+                "requirement": self.requirement(), "coupling": self.coupling,
+                "evidence": self.evidence, "reasons": list(self.reasons),
+                "warnings": list(self.warnings)}
+
+
+class HeldBack(NamedTuple):
+    """A companion without a prebuilt file for the torch build ranked first, which held torch
+    back to an older one; ``source_build`` names what the newer pair needs instead (as the
+    companion data states it), None when the package has no source distribution."""
+
+    package: str
+    from_torch: str
+    from_variant: str
+    to_torch: str
+    to_variant: str
+    reason: str
+    source_build: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"package": self.package,
+                "from": {"torch": self.from_torch, "variant": self.from_variant},
+                "to": {"torch": self.to_torch, "variant": self.to_variant},
+                "reason": self.reason,
+                "alternative": {"torch": self.from_torch, "variant": self.from_variant,
+                                "source_build": self.source_build}}
+
+
 @dataclass(frozen=True)
 class BuildEvidence:
     """How the chosen build is known to fit: its arch list and its index entry."""
@@ -171,6 +238,11 @@ class Plan:
     # a newer build whose support for the GPUs is unknown, passed over for the choice
     newer_unverified: Build | None = None
     host_warnings: tuple[str, ...] = ()  # what detection could not read
+    # resolve --with: the companions chosen with torch, the ones that held torch back, and
+    # further pins of the constraints file (triton, where torch's wheel pins it)
+    companions: tuple[ChosenCompanion, ...] = ()
+    held_back: tuple[HeldBack, ...] = ()
+    extra_constraints: tuple[str, ...] = ()
 
     @property
     def from_pypi(self) -> bool:
@@ -221,6 +293,8 @@ class Plan:
             "evidence_alternative": _json(self.evidence_alternative),
             "newer_unverified": _json(self.newer_unverified),
             "host_warnings": list(self.host_warnings),
+            "companions": [c.to_json() for c in self.companions],
+            "held_back": [h.to_json() for h in self.held_back],
         }
 
 
