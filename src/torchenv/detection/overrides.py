@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from torchenv.errors import BadInput
 from torchenv.values import (
@@ -140,8 +139,7 @@ def normalize_rocm_arch(value: str, *, origin: Optional[str] = None,
     return text
 
 
-@dataclass(frozen=True)
-class Overrides:
+class Overrides(NamedTuple):
     """Values that replace detection. ``gpus=()`` means "no NVIDIA GPU"; None means detect."""
 
     driver: Optional[DriverVersion] = None

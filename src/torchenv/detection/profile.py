@@ -179,8 +179,7 @@ class XpuInfo(NamedTuple):
                    source=str(d.get("source", "file")))
 
 
-@dataclass(frozen=True)
-class PythonInfo:
+class PythonInfo(NamedTuple):
     """The interpreter being inspected. ``version`` is ``"3.12"`` or ``"3.13t"`` (free-threaded)."""
 
     version: str
@@ -212,8 +211,7 @@ class PythonInfo:
         )
 
 
-@dataclass(frozen=True)
-class TorchInfo:
+class TorchInfo(NamedTuple):
     """torch as installed in the inspected interpreter (read without importing it)."""
 
     version: str

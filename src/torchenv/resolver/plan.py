@@ -302,8 +302,7 @@ def _json(part: Build | BuildEvidence | EvidenceAlternative | None) -> dict[str,
     return part.to_json() if part is not None else None
 
 
-@dataclass(frozen=True)
-class Fix:
+class Fix(NamedTuple):
     """What would make an unsatisfiable request work, as data: a sentence whose parts are text
     or a :data:`Change` of the request, which the caller writes in its own terms
     (:meth:`text`); ``Fix(({"variant": "cpu"}, " installs the CPU build explicitly"))``."""
