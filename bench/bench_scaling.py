@@ -109,7 +109,7 @@ docs, cached = loader.load_embedded_documents()
 out = {"module": torchenv.__file__, "cache_hit": cached and loader.load_built() is not None}
 out["load_embedded_documents"] = timed(loader.load_embedded_documents)
 out["embedded_digest"] = timed(loader.embedded_digest)
-out["yaml_parse"] = timed(lambda: {n: loader.read_yaml(Path(loader.DATA_DIR, n))
+out["yaml_parse"] = timed(lambda: {n: loader.read_yaml(loader.DATA_DIR / n)
                                    for n in loader.DATA_FILES}, reps // 4)
 out["build_matrix"] = timed(lambda: build_matrix(docs, origin={n: n for n in docs}))
 out["load_matrix"] = timed(lambda: loader.load_matrix(overlay=False))

@@ -120,8 +120,8 @@ def test_golden_free_threaded_only_when_asked() -> None:
 
 
 def _raw_rows(torch_min: tuple[int, ...], free_threaded: bool) -> set[tuple[str, str, str, str]]:
-    releases = yaml.safe_load(Path(DATA_DIR, "releases.yaml").read_text())["releases"]
-    sets = yaml.safe_load(Path(DATA_DIR, "variants.yaml").read_text())["variant_sets"]
+    releases = yaml.safe_load((DATA_DIR / "releases.yaml").read_text())["releases"]
+    sets = yaml.safe_load((DATA_DIR / "variants.yaml").read_text())["variant_sets"]
     out: set[tuple[str, str, str, str]] = set()
     for rel in releases:
         version = rel["torch"]

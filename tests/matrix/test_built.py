@@ -39,8 +39,7 @@ def test_the_file_is_the_document_of_the_built_matrix(from_yaml: Matrix) -> None
     """Byte for byte what ``matrix check --write-cache`` writes: a merge that took both sides'
     YAML and one side's built.json shows here."""
     doc = build_document(from_yaml, fingerprint(DATA_DIR, DATA_FILES))
-    written = json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n"
-    assert Path(BUILT_FILE).read_text() == written
+    assert BUILT_FILE.read_text() == json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n"
 
 
 def test_a_matrix_written_and_read_back_is_equal_to_itself(from_yaml: Matrix) -> None:
@@ -115,7 +114,7 @@ def test_an_edited_rule_is_a_new_fingerprint() -> None:
 def test_a_built_file_that_cannot_be_used_is_a_miss_not_an_error(
         spoil: str, tmp_path: Path, matrix: Matrix) -> None:
     data = _copy_data(tmp_path)
-    path = data / Path(BUILT_FILE).name
+    path = data / BUILT_FILE.name
     doc = json.loads(path.read_text())
     if spoil == "missing":
         path.unlink()

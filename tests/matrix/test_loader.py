@@ -6,7 +6,6 @@ import copy
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ from torchenv.matrix.loader import (
     CACHE_FILE,
     DATA_DIR,
     build_cache,
-    default_overlay_path,
     load_embedded_documents,
     load_matrix,
     merge_overlay,
@@ -34,41 +32,6 @@ ORIGIN = {
 }
 
 
-@pytest.mark.parametrize(("platform", "env", "expected"), [
-    ("linux", {}, "/home/u/.local/share/torchenv/matrix-overlay.yaml"),
-    ("linux", {"XDG_DATA_HOME": "/xdg"}, "/xdg/torchenv/matrix-overlay.yaml"),
-    ("darwin", {}, "/home/u/Library/Application Support/torchenv/matrix-overlay.yaml"),
-    ("win32", {"LOCALAPPDATA": "/home/u/local"}, "/home/u/local/torchenv/matrix-overlay.yaml"),
-    ("win32", {}, "/home/u/AppData/Local/torchenv/matrix-overlay.yaml"),
-    ("linux", {"TORCHENV_MATRIX_OVERLAY": "/mine.yaml", "XDG_DATA_HOME": "/xdg"}, "/mine.yaml"),
-])
-def test_the_overlay_is_the_variables_file_else_the_platforms_data_folders(
-        platform: str, env: dict[str, str], expected: str,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("TORCHENV_MATRIX_OVERLAY", "XDG_DATA_HOME", "LOCALAPPDATA", "TORCHENV_NO_OVERLAY"):
-        monkeypatch.delenv(name, raising=False)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("HOME", "/home/u")
-    monkeypatch.setattr(sys, "platform", platform)
-    assert default_overlay_path() == Path(expected)
-
-
-def test_a_start_reads_the_overlay_where_update_writes_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without TORCHENV_MATRIX_OVERLAY, the data folder's overlay is the one loaded."""
-    monkeypatch.delenv("TORCHENV_MATRIX_OVERLAY", raising=False)
-    monkeypatch.delenv("TORCHENV_NO_OVERLAY", raising=False)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
-    monkeypatch.setattr(sys, "platform", "linux")
-    path = default_overlay_path()
-    path.parent.mkdir(parents=True)
-    path.write_text("releases: []\n")
-    assert load_matrix().overlay == str(path)
-    path.unlink()
-    assert load_matrix().overlay is None
-
-
 @pytest.fixture(scope="module")
 def documents() -> dict[str, Any]:
     docs, _ = load_embedded_documents()
@@ -76,7 +39,7 @@ def documents() -> dict[str, Any]:
 
 
 def test_cache_matches_the_yaml() -> None:
-    shipped = json.loads(Path(CACHE_FILE).read_text())
+    shipped = json.loads(CACHE_FILE.read_text())
     assert shipped == build_cache(), "run 'torchenv matrix check --write-cache'"
     _, used_cache = load_embedded_documents()
     assert used_cache
@@ -87,7 +50,7 @@ def test_the_matrix_is_the_one_the_yaml_builds(documents: dict[str, Any]) -> Non
 
 
 def test_the_data_folder_ships_only_data() -> None:
-    assert sorted(f.suffix for f in Path(DATA_DIR).iterdir()) == [".json"] * 2 + [".yaml"] * 6
+    assert sorted(f.suffix for f in DATA_DIR.iterdir()) == [".json"] * 2 + [".yaml"] * 6
 
 
 def _copy_data(tmp_path: Path) -> Path:
@@ -109,7 +72,7 @@ def test_a_stale_cache_is_ignored(tmp_path: Path) -> None:
 def test_a_cache_that_cannot_be_used_is_a_miss_not_an_error(spoil: str, tmp_path: Path,
                                                             matrix: Matrix) -> None:
     data = _copy_data(tmp_path)
-    cache = data / Path(CACHE_FILE).name
+    cache = data / CACHE_FILE.name
     if spoil == "missing":
         cache.unlink()
     elif spoil == "not-json":

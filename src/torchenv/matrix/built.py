@@ -24,9 +24,9 @@ written and read without a change here.
 from __future__ import annotations
 
 import dataclasses
-import os
 import zlib
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from torchenv.matrix import model
@@ -49,10 +49,9 @@ if TYPE_CHECKING:
 __all__ = ["BUILT_FILE", "BUILT_FORMAT", "build_document", "fingerprint", "from_document",
            "to_document"]
 
-# paths as text, read with plain ``open``: a start does not import pathlib (see the loader)
-_MATRIX_DIR = os.path.dirname(os.path.abspath(__file__))
-BUILT_FILE = os.path.join(_MATRIX_DIR, "data", "built.json")
-"""The built embedded matrix (:func:`build_document`; a path as text)."""
+_MATRIX_DIR = Path(__file__).parent
+BUILT_FILE = _MATRIX_DIR / "data" / "built.json"
+"""The built embedded matrix (:func:`build_document`)."""
 BUILT_FORMAT = 1
 """The layout of the document; a file of another layout is not used."""
 _BUILDERS = ("model.py", "validate.py", "inference.py", "built.py")
@@ -63,14 +62,13 @@ def fingerprint(data_dir: StrPath, data_files: tuple[str, ...]) -> str:
     """Name, size and CRC-32 of each YAML file in ``data_dir`` and of each module that builds
     the matrix (with ``values.py``): it changes when the data or the rules change. It detects
     edits, not tampering: the files ship beside the built one."""
-    paths = [os.path.join(data_dir, name) for name in data_files]
-    paths += [os.path.join(_MATRIX_DIR, name) for name in _BUILDERS]
-    paths.append(os.path.join(os.path.dirname(_MATRIX_DIR), "values.py"))
+    paths = [Path(data_dir) / name for name in data_files]
+    paths += [_MATRIX_DIR / name for name in _BUILDERS]
+    paths.append(_MATRIX_DIR.parent / "values.py")
     parts = []
     for path in paths:
-        with open(path, "rb") as file:
-            data = file.read()
-        parts.append(f"{os.path.basename(path)}:{len(data)}:{zlib.crc32(data):08x}")
+        data = path.read_bytes()
+        parts.append(f"{path.name}:{len(data)}:{zlib.crc32(data):08x}")
     return ";".join(parts)
 
 

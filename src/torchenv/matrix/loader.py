@@ -22,14 +22,13 @@ import sys
 import zlib
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from torchenv.errors import BadInput, MatrixError
 from torchenv.matrix.model import Matrix
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from torchenv._files import StrPath
 
 __all__ = [
@@ -51,14 +50,12 @@ __all__ = [
     "read_yaml",
 ]
 
-# Paths as text: a start reads the built matrix with ``os.path`` and plain ``open``, and only the
-# commands that write or search files import pathlib (with it, urllib.parse and ipaddress).
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA_DIR = os.path.join(_PACKAGE_DIR, "matrix", "data")
-"""The embedded data: the YAML files and their cache (a path as text)."""
+_PACKAGE_DIR = Path(__file__).parent.parent
+DATA_DIR = _PACKAGE_DIR / "matrix" / "data"
+"""The embedded data: the YAML files and their cache."""
 DATA_FILES = ("releases.yaml", "variants.yaml", "cuda.yaml", "rocm.yaml", "gpus.yaml")
-CACHE_FILE = os.path.join(DATA_DIR, "cache.json")
-"""The parsed embedded YAML with its fingerprint (:func:`build_cache`; a path as text)."""
+CACHE_FILE = DATA_DIR / "cache.json"
+"""The parsed embedded YAML with its fingerprint (:func:`build_cache`)."""
 
 # overlay list key -> (the embedded file it extends, the fields that identify an entry)
 _OVERLAY_KEYS = {
@@ -75,24 +72,16 @@ _OVERLAY_KEYS = {
 
 def default_overlay_path() -> Path:
     """Where ``matrix update`` writes the overlay: ``TORCHENV_MATRIX_OVERLAY`` or the data dir."""
-    from pathlib import Path
-
-    return Path(_default_overlay_file())
-
-
-def _default_overlay_file() -> str:
-    """:func:`default_overlay_path` as text: what a start checks for."""
     explicit = os.environ.get("TORCHENV_MATRIX_OVERLAY")
     if explicit:
-        return explicit
-    home = os.path.expanduser("~")
+        return Path(explicit)
     if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA", os.path.join(home, "AppData", "Local"))
+        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
     elif sys.platform == "darwin":
-        base = os.path.join(home, "Library", "Application Support")
+        base = Path.home() / "Library" / "Application Support"
     else:
-        base = os.environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
-    return os.path.join(base, "torchenv", "matrix-overlay.yaml")
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "torchenv" / "matrix-overlay.yaml"
 
 
 _YES = frozenset({"1", "true", "yes", "on"})
@@ -190,9 +179,7 @@ def _check_yaml_bounds(raw: str | bytes, path: StrPath, loader: Any) -> None:
 def embedded_digest(data_dir: StrPath | None = None) -> str:
     """A fingerprint of the embedded YAML files (default: of the embedded data): name, size and
     CRC-32 of each. It detects edits, not tampering: the files ship beside the cache."""
-    from pathlib import Path
-
-    folder = Path(data_dir if data_dir is not None else DATA_DIR)
+    folder = Path(data_dir) if data_dir is not None else DATA_DIR
     parts = []
     for name in DATA_FILES:
         data = (folder / name).read_bytes()
@@ -207,9 +194,7 @@ def _parse_yaml_files(folder: Path) -> dict[str, Any]:
 def build_cache(data_dir: StrPath | None = None) -> dict[str, Any]:
     """The cache document for the YAML in ``data_dir`` (default: the embedded data), as
     ``matrix check --write-cache`` writes it to :data:`CACHE_FILE`."""
-    from pathlib import Path
-
-    folder = Path(data_dir if data_dir is not None else DATA_DIR)
+    folder = Path(data_dir) if data_dir is not None else DATA_DIR
     return {"digest": embedded_digest(folder), "documents": _parse_yaml_files(folder)}
 
 
@@ -217,12 +202,10 @@ def load_embedded_documents(data_dir: StrPath | None = None) -> tuple[dict[str, 
     """The parsed embedded documents (default: of the embedded data) and whether its
     ``cache.json`` supplied them: it does when its fingerprint matches the YAML, else the YAML
     is parsed."""
-    from pathlib import Path
-
-    folder = Path(data_dir if data_dir is not None else DATA_DIR)
+    folder = Path(data_dir) if data_dir is not None else DATA_DIR
     digest = embedded_digest(folder)
     try:
-        cache = json.loads((folder / os.path.basename(CACHE_FILE)).read_bytes())
+        cache = json.loads((folder / CACHE_FILE.name).read_bytes())
     except (OSError, ValueError):  # missing or not JSON: the YAML is parsed
         cache = None
     if isinstance(cache, dict) and cache.get("digest") == digest:
@@ -302,10 +285,9 @@ def load_built(data_dir: StrPath | None = None) -> Matrix | None:
     (then :func:`build_embedded` builds it from the YAML)."""
     from torchenv.matrix.built import BUILT_FILE, BUILT_FORMAT, fingerprint, from_document
 
-    folder = os.fspath(data_dir) if data_dir is not None else DATA_DIR
+    folder = Path(data_dir) if data_dir is not None else DATA_DIR
     try:
-        with open(os.path.join(folder, os.path.basename(BUILT_FILE)), "rb") as file:
-            doc = json.loads(file.read())
+        doc = json.loads((folder / BUILT_FILE.name).read_bytes())
     except (OSError, ValueError):  # missing or not JSON: built from the YAML
         return None
     if not isinstance(doc, dict) or doc.get("format") != BUILT_FORMAT:
@@ -320,11 +302,9 @@ def load_built(data_dir: StrPath | None = None) -> Matrix | None:
 def build_embedded(data_dir: StrPath | None = None) -> Matrix:
     """The embedded matrix (``data_dir``: another one) built from its YAML: every validation
     and every inference rule, as ``matrix check`` runs them; raises :class:`MatrixError`."""
-    from pathlib import Path
-
     from torchenv.matrix.validate import build_matrix
 
-    folder = Path(data_dir if data_dir is not None else DATA_DIR)
+    folder = Path(data_dir) if data_dir is not None else DATA_DIR
     documents, _ = load_embedded_documents(folder)
     return build_matrix(documents, origin=_origins(folder))
 
@@ -344,11 +324,9 @@ def load_matrix(
     overlay_path = _overlay_path(overlay)
     if overlay_path is None:
         return load_built(data_dir) or build_embedded(data_dir)
-    from pathlib import Path
-
     from torchenv.matrix.validate import build_matrix
 
-    folder = Path(data_dir if data_dir is not None else DATA_DIR)
+    folder = Path(data_dir) if data_dir is not None else DATA_DIR
     documents, _ = load_embedded_documents(folder)
     origin = _origins(folder)
     try:
@@ -367,21 +345,15 @@ def load_matrix(
 
 def _overlay_path(overlay: StrPath | bool | None) -> Path | None:
     """The overlay file :func:`load_matrix` reads for its ``overlay`` argument, if any."""
-    candidate: StrPath
     if overlay is True:
         if overlay_disabled(os.environ):
             return None
         # whatever is there is read (a directory or a device is reported, not skipped)
-        candidate = _default_overlay_file()
-        if not os.path.lexists(candidate):
-            return None
-    elif isinstance(overlay, (str, os.PathLike)):
-        candidate = overlay
-    else:
-        return None
-    from pathlib import Path
-
-    return Path(candidate)
+        candidate = default_overlay_path()
+        return candidate if os.path.lexists(candidate) else None
+    if isinstance(overlay, (str, os.PathLike)):
+        return Path(overlay)
+    return None
 
 
 def _origins(data_dir: Path) -> dict[str, str]:
