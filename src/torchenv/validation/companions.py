@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Optional
 
 from torchenv.errors import BadInput
-from torchenv.matrix.companions import CompanionPackage, Companions
+from torchenv.matrix.companions import CompanionBuild, CompanionPackage, Companions
+from torchenv.matrix.model import Evidence
 from torchenv.values import InvalidValue, TorchVersion
 
 if TYPE_CHECKING:
@@ -117,6 +118,10 @@ def _release_of(text: str) -> Optional[TorchVersion]:
     return TorchVersion(".".join(str(n) for n in (*version.release, 0, 0)[:3]))
 
 
+def _coupling_evidence(build: CompanionBuild) -> str:
+    return Evidence(build.fact_evidence("coupling")).value
+
+
 def judge_pairing(package: CompanionPackage, installed: Optional[str],
                   torch: Optional[str]) -> Pairing:
     """Judge ``installed`` (the companion's version, as its metadata says) against ``torch``
@@ -137,11 +142,11 @@ def judge_pairing(package: CompanionPackage, installed: Optional[str],
     made_for = [b for b in binaries if b.binds(torch_release)]
     if made_for:
         build = made_for[0]
-        evidence = build.fact_evidence("coupling")
+        evidence = _coupling_evidence(build)
         return Pairing("paired", f"the companion data pairs {name} {release.version} with "
                        f"torch {torch_release} (made for {build.torch_text()}, {build.coupling} "
                        f"coupling, {evidence})", evidence, build.sources)
-    for_others = [b for b in binaries if b.fact_evidence("coupling") != "unknown"]
+    for_others = [b for b in binaries if _coupling_evidence(b) != Evidence.UNKNOWN.value]
     has_sdist = any(b.is_source_build for b in release.builds)
     if not for_others or has_sdist:
         why = ("a source build of it is made against the torch installed when it was built"
@@ -153,7 +158,7 @@ def judge_pairing(package: CompanionPackage, installed: Optional[str],
     return Pairing("other-torch", f"{name} {release.version} is made for torch "
                    f"{' / '.join(targets)}, not {torch_release} (companion data); install the "
                    f"{name} made for this torch: {install_command(name)}",
-                   for_others[0].fact_evidence("coupling"), sources)
+                   _coupling_evidence(for_others[0]), sources)
 
 
 def with_pairings(report: Report, data: Companions) -> Report:
