@@ -5,8 +5,11 @@ pairs with the installed torch."""
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
+from tests.conftest import Cli
 
 from torchenv.errors import BadInput
 from torchenv.matrix.companions import Companions, load_companions
@@ -160,3 +163,31 @@ def test_a_companion_that_is_not_installed_fails_with_how_to_install_it() -> Non
     with pytest.raises(_probe.Fail, match="torch-sparse-absent is not installed") as err:
         _probe.check_companion_import(ctx, request)
     assert err.value.hint is not None and "torchenv resolve --with torch-sparse" in err.value.hint
+
+
+# --------------------------------------------------------------------------- the command line
+
+def test_an_unknown_with_name_is_exit_2_naming_it_and_the_known_ones(cli: Cli) -> None:
+    r = cli(["validate", "--json", "--with", "torchao,flash-atn"])
+    assert r.returncode == 2
+    doc = json.loads(r.stdout)
+    assert doc["error"] == "--with: 'flash-atn' is not a companion package torchenv knows"
+    assert "flash-attn, xformers" in doc["hint"] and "pyg" in doc["hint"]
+
+
+def test_without_torch_the_companions_asked_for_are_skips_saying_why(
+        cli: Cli, tmp_path: Path) -> None:
+    """This Python without its site-packages is a real interpreter without torch."""
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    python.chmod(0o755)
+    r = cli(["validate", "--json", "--python", str(python), "--with", "torchao"],
+            env={"TORCHENV_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["with"] == ["torchao"]
+    checks = {c["name"]: c for c in doc["checks"]}
+    assert checks["import_torch"]["error"] == "torch is not installed in this interpreter"
+    assert checks["companion:torchao"]["status"] == "skip"
+    assert checks["companion:torchao"]["reason"] == ("not run: torch could not be imported "
+                                                     "(see import_torch)")
