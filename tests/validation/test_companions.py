@@ -191,3 +191,24 @@ def test_without_torch_the_companions_asked_for_are_skips_saying_why(
     assert checks["companion:torchao"]["status"] == "skip"
     assert checks["companion:torchao"]["reason"] == ("not run: torch could not be imported "
                                                      "(see import_torch)")
+
+
+def test_torchao_s_own_record_of_skipped_kernels_is_in_the_import_check_s_detail(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """torchao imports without its C++ kernels where its .so files were not built for the
+    installed torch, and keeps the reason in ``torchao._skip_reason``."""
+    import importlib.machinery
+    import types
+
+    reason = ("Skipping import of cpp extensions due to incompatible torch version. Please "
+              "upgrade to torch >= 2.11.0 (found 2.10.0).")
+    standin = types.ModuleType("torchao")
+    standin.__file__ = "/site/torchao/__init__.py"
+    standin.__spec__ = importlib.machinery.ModuleSpec("torchao", None)  # found without an install
+    standin._skip_reason = reason  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torchao", standin)
+    ctx = _probe.Ctx(torch=None, device="cpu", gpu_host=False)
+    detail = _probe.check_companion_import(ctx, {"name": "torchao", "import": "torchao"})
+    assert detail.endswith(f"from /site/torchao/__init__.py; its compiled kernels were skipped: "
+                           f"{reason}")
+    assert ctx.metrics["kernels_skipped"] == reason
