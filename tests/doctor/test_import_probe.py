@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.doctor.extensions import CC, build_missing_symbol_extension, ext_suffix
 
 from torchenv.doctor.classify import classify
 from torchenv.doctor.probe import probe_import
@@ -37,7 +38,6 @@ def _installed_torch() -> tuple[str, str]:
 
 
 SITE, TORCH = _installed_torch()
-CC = shutil.which("cc") or shutil.which("gcc")
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler")
 
 
@@ -202,12 +202,7 @@ def test_an_extension_built_for_another_torch(tmp_path: Path, symbol: str, code:
     another release; one of the other C++ string ABI)."""
     site = tmp_path / "site"
     pkg = site / "torchvision"
-    pkg.mkdir(parents=True)
-    (tmp_path / "ext.c").write_text(f"extern void {symbol}(void);\n"
-                                    f"void call(void){{ {symbol}(); }}\n")
-    so = pkg / f"_C{_ext_suffix()}"
-    subprocess.run([CC or "cc", "-shared", "-fPIC", "-o", str(so), str(tmp_path / "ext.c")],
-                   check=True, timeout=60)
+    so = build_missing_symbol_extension(pkg, "_C", symbol)
     (pkg / "__init__.py").write_text("from torchvision import _C\n")
     info = site / "torchvision-0.20.1.dist-info"
     info.mkdir()
@@ -218,12 +213,6 @@ def test_an_extension_built_for_another_torch(tmp_path: Path, symbol: str, code:
     assert f.evidence["file"] == str(so)
     assert f.evidence["symbol"] == symbol
     assert f.evidence["distribution"] == "torchvision"
-
-
-def _ext_suffix() -> str:
-    import sysconfig
-
-    return str(sysconfig.get_config_var("EXT_SUFFIX"))
 
 
 def test_files_missing_from_and_changed_against_record(tmp_path: Path) -> None:
@@ -364,7 +353,7 @@ def test_a_wheel_for_another_python(tmp_path: Path) -> None:
     only the torch/_C folder of type stubs, and torch says it loaded the repository's _C."""
     site = tmp_path / "site"
     folder = shadow_torch(site)
-    mine = f"_C{_ext_suffix()}"
+    mine = f"_C{ext_suffix()}"
     other = mine.replace(f"-{sys.version_info[0]}{sys.version_info[1]}-",
                          f"-{sys.version_info[0]}{sys.version_info[1] + 1}-")
     (folder / mine).rename(folder / other)

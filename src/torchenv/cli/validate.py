@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 
     from torchenv.cli._common import Subcommands
     from torchenv.cli._progress import Steps
+    from torchenv.matrix.companions import Companions
+    from torchenv.validation.companions import CompanionRequest
     from torchenv.validation.host import GpuHost
     from torchenv.validation.options import Peak, ProgressEvent
     from torchenv.validation.report import Report
@@ -39,10 +41,11 @@ def register(sub: Subcommands) -> None:
                         "'health' selects every node-health check); import_torch and "
                         "device_count always run; a name that matches nothing is reported as "
                         "a skip")
-    p.add_argument("--with", dest="with_", action="append", metavar="NAME[,NAME]",
-                   help="also import each companion and run one small operation with it "
-                   "(flash-attn, xformers, pyg, torchao, vllm); GPU-only ones skip without a "
-                   "GPU")
+    p.add_argument("--with", dest="with_", metavar="NAME[,NAME]", action="append", default=[],
+                   help="also prove these companion packages: each is imported and runs one "
+                        "small real operation (flash-attn, xformers, pyg (pyg-lib, "
+                        "torch-scatter, torch-sparse), torchao, vllm); always run, whatever "
+                        "--only says")
     p.add_argument("--timeout", metavar="S", type=float, default=None,
                    help="seconds each check may take (default: each check's own budget)")
     g = p.add_argument_group("multi-node collectives (passed to torchrun)")
@@ -81,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         _check_endpoint(args.rdzv_endpoint)
     python = interpreter_path(args.python or sys.executable)
     only = _only(args.only)
-    companions = _companions(args.with_)  # a bad name is exit 2 before anything runs
+    companions = _companions(args.with_)
     try:
         if args.python is not None:
             _check_interpreter(python)  # before any child that imports torch starts
@@ -91,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
             python=python, level=args.level, timeout=args.timeout,
             nnodes=args.nnodes, node_rank=args.node_rank, rdzv_endpoint=args.rdzv_endpoint,
             nproc_per_node=args.nproc_per_node, host=host, only=only,
+            companions=companions[1] if companions else (),
             peak_lookup=_catalog_peak if args.level == "full" else None)
         with _Progress(options.python) as progress:
             report = validate(options, progress=progress.update)
@@ -111,12 +115,10 @@ def run(args: argparse.Namespace) -> int:
         raise
     report = _explain_import_failure(report)
     if companions:
-        from dataclasses import replace
+        from torchenv.validation.companions import with_pairings
 
-        from torchenv.validation.companions import DEFAULT_TIMEOUT, check_companions
-
-        checks = check_companions(python, companions, timeout=args.timeout or DEFAULT_TIMEOUT)
-        report = replace(report, checks=(*report.checks, *checks))
+        report = with_pairings(_explain_companion_failures(report, companions[1]),
+                               companions[0])
     if args.junit:
         from torchenv.validation.report import write_junit
 
@@ -131,22 +133,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_table(report)
     return 0 if report.ok else 1
-
-
-def _companions(values: Optional[list[str]]) -> list[tuple[str, str]]:
-    """The (project name, import name) of each ``--with`` package."""
-    if not values:
-        return []
-    from torchenv.matrix.companions import load_companions
-    from torchenv.resolver.stack import read_with
-
-    data = load_companions()
-    out = []
-    for name in read_with(values, data):
-        package = data.package(name)
-        assert package is not None  # read_with gives the data's own names
-        out.append((package.name, package.import_name))
-    return out
 
 
 _MAX_TIMEOUT = 86400.0
@@ -200,6 +186,58 @@ def _only(value: Optional[str]) -> Optional[frozenset[str]]:
         raise BadInput(f"--only: {value!r} names no check",
                        hint="give check names separated by commas, e.g. --only matmul,amp")
     return names
+
+
+def _companions(values: list[str]) -> Optional[tuple[Companions, tuple[CompanionRequest, ...]]]:
+    """The companion data and what the child is told of each package ``--with`` names; None
+    without ``--with``. An unknown name is bad input naming it and the known ones."""
+    if not values:
+        return None
+    from torchenv.matrix.companions import load_companions
+    from torchenv.validation.companions import probe_requests, read_with
+
+    data = load_companions()
+    try:
+        names = read_with(values, data)
+    except BadInput as exc:
+        raise BadInput(f"--with: {exc.message}", hint=exc.hint) from None
+    return data, probe_requests(names, data)
+
+
+def _explain_companion_failures(report: Report,
+                                requests: tuple[CompanionRequest, ...]) -> Report:
+    """Each companion whose import failed, answered with doctor's cause and fix: doctor's
+    bounded child imports torch and then the companion in the same interpreter, environment
+    and folder, and its classifier names the cause (an extension built for another torch, the
+    other C++ string ABI, a missing library), as 'torchenv doctor' does for torch itself."""
+    from dataclasses import replace
+
+    failed = {c.name: c for c in report.checks if c.name.startswith("companion:")
+              and c.status == "fail" and c.metrics.get("import_error")}
+    modules = {f"companion:{r.name}": r for r in requests if f"companion:{r.name}" in failed}
+    if not modules:
+        return report
+    import os
+
+    from torchenv.doctor.classify import classify, explains_import
+    from torchenv.doctor.probe import probe_import
+
+    seen = probe_import(report.python, dict(os.environ), cwd=os.getcwd(), check_files=False,
+                        also=[r.import_name for r in modules.values()])
+    findings = [f for f in classify(seen) if explains_import(f)]
+    explained = {}
+    for name, request in modules.items():
+        cause = next((f for f in findings if f.evidence.get("module") == request.import_name),
+                     None)
+        if cause is None:
+            continue
+        check = failed[name]
+        hint = (f"{cause.title} [{cause.code}]; "
+                + (f"fix: {cause.fix}; or install the build made for this torch: "
+                   f"{request.install}" if cause.fix else check.hint or ""))
+        explained[name] = replace(check, hint=hint,
+                                  metrics={**check.metrics, "finding": cause.to_json()})
+    return replace(report, checks=tuple(explained.get(c.name, c) for c in report.checks))
 
 
 def _check_interpreter(python: str) -> None:

@@ -11,7 +11,9 @@ torch or a library prints cannot corrupt the report):
   library loading, every distribution on the path, leftovers of interrupted installs, where
   ``torch`` would come from, and the shared libraries torch's install brings;
 * ``start`` before each import and ``import`` after it (the full error text on failure), so a
-  parent that had to stop a hung import knows which one hung;
+  parent that had to stop a hung import knows which one hung; after torch, torchvision and
+  torchaudio, the modules named as arguments (companions such as ``torch_scatter``) are
+  imported the same way;
 * ``libraries``: every shared library mapped into the process (``/proc/self/maps``) at the end,
   after a failed import too.
 
@@ -301,6 +303,9 @@ def main() -> int:
     if import_one("torch"):
         for name in MODULES[1:]:
             if name in installed:
+                import_one(name)
+        for name in sys.argv[1:]:  # the companions a caller asks about, by module name
+            if name not in MODULES:
                 import_one(name)
     emit("libraries", {"loaded": loaded_libraries()})
     return 0

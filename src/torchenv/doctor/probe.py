@@ -30,15 +30,17 @@ _SCRIPT = os.path.join(os.path.dirname(__file__), "_import_child.py")
 
 
 def probe_import(python: str, env: Mapping[str, str], *, cwd: Optional[str] = None,
-                 limit: float = IMPORT_LIMIT, check_files: bool = True) -> Seen:
+                 limit: float = IMPORT_LIMIT, check_files: bool = True,
+                 also: Sequence[str] = ()) -> Seen:
     """What ``python -c 'import torch'`` does when the user runs it from ``cwd`` with ``env``:
     the child's report, ended at ``limit`` seconds (its process group killed), with the RECORD
-    problems of the torch family when ``check_files``."""
+    problems of the torch family when ``check_files``. ``also`` names more modules (companions
+    such as ``torch_scatter``) the child imports after torch, each reported like torch's."""
     from torchenv._subprocess import run_process
 
     with open(_SCRIPT, encoding="utf-8") as fh:
         source = fh.read()
-    res = run_process([python, "-c", source], timeout=limit, env=dict(env), cwd=cwd)
+    res = run_process([python, "-c", source, *also], timeout=limit, env=dict(env), cwd=cwd)
     ended = None
     if res.error:
         ended = res.error

@@ -1351,6 +1351,261 @@ def check_device_assert(ctx: Ctx) -> str:
                     "'torchenv doctor'")
 
 
+# ----------------------------------------------------------------------------- companions
+
+COMPANIONS_ENV = "TORCHENV_VALIDATE_COMPANIONS"
+"""A JSON list of the companions ``validate --with`` asks for: ``name`` (the distribution),
+``import`` (its module), ``install`` (what installs it) and ``min_capability`` (the oldest GPU
+its kernels run on, per the companion data, or null)."""
+COMPANION_TIMEOUT = 180.0
+"""Seconds a companion's import or operation may take (vLLM's import pulls in much)."""
+
+
+def distribution_version(name: str) -> Optional[str]:
+    """The installed version of distribution ``name``; None when none is installed."""
+    from importlib import metadata
+
+    try:
+        return str(metadata.version(name))
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def check_companion_import(ctx: Ctx, companion: dict[str, Any]) -> str:
+    """Import the companion in this interpreter: its version and file go into the metrics, an
+    import failure carries its whole error text for the parent to classify."""
+    name, module_name = str(companion["name"]), str(companion["import"])
+    version = distribution_version(name)
+    ctx.metrics.update(distribution=name, module=module_name, version=version)
+    if version is None and importlib.util.find_spec(module_name) is None:
+        raise Fail(f"{name} is not installed in this interpreter",
+                   hint="pick the build made for this torch and install it: "
+                        + str(companion.get("install") or name))
+    try:
+        module = importlib.import_module(module_name)
+    except BaseException as exc:  # ImportError, OSError (undefined symbol), SystemExit ...
+        ctx.metrics["import_error"] = traceback.format_exc()
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise Fail(f"import {module_name} fails: {type(exc).__name__}: {first}".strip(),
+                   hint=f"reinstall the {name} built for this torch ({ctx.torch.__version__}): "
+                        f"{companion.get('install')}") from None
+    where = getattr(module, "__file__", None)
+    ctx.metrics["file"] = where
+    if version is None:
+        version = str(getattr(module, "__version__", "") or "") or None
+        ctx.metrics["version"] = version
+    skipped = getattr(module, "_skip_reason", None) if module_name == "torchao" else None
+    if skipped:  # torchao leaves out its kernels for a torch its .so files were not built for
+        ctx.metrics["kernels_skipped"] = str(skipped)
+    return (f"{name} {version or '(version unknown)'} from {where}"
+            + (f"; its compiled kernels were skipped: {skipped}" if skipped else ""))
+
+
+def _companion_module(companion: dict[str, Any]) -> Any:
+    module_name = str(companion["import"])
+    try:
+        return importlib.import_module(module_name)
+    except BaseException:  # the import check reports it; this one proves nothing without it
+        raise Skip(f"not run: import {module_name} fails (see companion:{companion['name']})"
+                   ) from None
+
+
+def op_scatter(ctx: Ctx, companion: dict[str, Any]) -> str:
+    """torch_scatter.scatter, sum and max, against torch's own scatter_reduce."""
+    torch = ctx.torch
+    ts = _companion_module(companion)
+    g = torch.Generator().manual_seed(0)
+    src = torch.randn(50, 4, generator=g).to(ctx.device)
+    index = torch.randint(0, 7, (50,), generator=g).to(ctx.device)
+    checked = []
+    for reduce in ("sum", "max"):
+        got = ts.scatter(src, index, dim=0, dim_size=7, reduce=reduce)
+        want = torch.zeros(7, 4, device=ctx.device).scatter_reduce(
+            0, index.unsqueeze(1).expand(-1, 4), src, reduce="sum" if reduce == "sum" else "amax",
+            include_self=False)
+        err = rel_err(torch, got, want)
+        if tuple(got.shape) != (7, 4) or err > 1e-5:
+            raise Fail(f"torch_scatter.scatter(reduce={reduce!r}) on {ctx.device} differs from "
+                       f"torch's scatter_reduce: shape {tuple(got.shape)}, relative error "
+                       f"{err:.1e}", hint="reinstall torch-scatter built for this torch "
+                       f"({torch.__version__}): {companion.get('install')}")
+        checked.append(f"{reduce} {err:.1e}")
+    return f"scatter of 50 rows into 7 on {ctx.device} agrees with torch (" + ", ".join(
+        checked) + ")"
+
+
+def op_sparse_matmul(ctx: Ctx, companion: dict[str, Any]) -> str:
+    """A torch_sparse SparseTensor times a dense matrix, against the dense product."""
+    torch = ctx.torch
+    tsp = _companion_module(companion)
+    g = torch.Generator().manual_seed(0)
+    dense = (torch.rand(6, 5, generator=g) < 0.4).float() * torch.randn(6, 5, generator=g)
+    row, col = dense.nonzero(as_tuple=True)
+    sparse = tsp.SparseTensor(row=row.to(ctx.device), col=col.to(ctx.device),
+                              value=dense[row, col].to(ctx.device), sparse_sizes=(6, 5))
+    other = torch.randn(5, 3, generator=g)
+    got = tsp.matmul(sparse, other.to(ctx.device))
+    want = dense @ other
+    err = rel_err(torch, got, want)
+    if tuple(got.shape) != (6, 3) or err > 1e-5:
+        raise Fail(f"torch_sparse.matmul on {ctx.device} differs from the dense product: shape "
+                   f"{tuple(got.shape)}, relative error {err:.1e}",
+                   hint=f"reinstall torch-sparse built for this torch ({torch.__version__}): "
+                        f"{companion.get('install')}")
+    return (f"SparseTensor ({row.numel()} values) @ dense on {ctx.device} agrees with the dense "
+            f"product ({err:.1e})")
+
+
+def op_torchao_quantize(ctx: Ctx, companion: dict[str, Any]) -> str:
+    """torchao's int8 weight-only quantization of a Linear layer, which runs on the CPU: the
+    weight must become torchao's quantized tensor and the output stay near the float one."""
+    torch = ctx.torch
+    ao = _companion_module(companion)
+    quantization: Any = importlib.import_module("torchao.quantization")
+    config = getattr(quantization, "Int8WeightOnlyConfig", None)
+    if config is not None:
+        how = "Int8WeightOnlyConfig"
+        make = config
+    elif hasattr(quantization, "int8_weight_only"):  # releases before the config classes
+        how, make = "int8_weight_only", quantization.int8_weight_only
+    else:
+        raise Skip(f"torchao {getattr(ao, '__version__', '')} has neither "
+                   "Int8WeightOnlyConfig nor int8_weight_only")
+    g = torch.Generator().manual_seed(0)
+    layer = torch.nn.Linear(64, 32)
+    with torch.no_grad():
+        layer.weight.copy_(torch.randn(32, 64, generator=g) * 0.1)
+        layer.bias.zero_()
+    model = torch.nn.Sequential(layer).to(ctx.device)
+    x = torch.randn(8, 64, generator=g).to(ctx.device)
+    with torch.no_grad():
+        want = model(x)
+        quantization.quantize_(model, make())
+        got = model(x)
+    kind = type(model[0].weight).__name__
+    if kind in ("Parameter", "Tensor"):
+        raise Fail(f"torchao quantize_({how}()) left the weight a plain {kind}")
+    err = rel_err(torch, got, want)
+    if err > 0.05:
+        raise Fail(f"the int8-quantized Linear on {ctx.device} is {err:.1%} off the float one "
+                   "(int8 weights keep it within 5 %)")
+    return (f"quantize_({how}()) made the weight {kind}; the int8 Linear on {ctx.device} is "
+            f"within {err:.1e} of the float one")
+
+
+def attention_reference(torch: Any, q: Any, k: Any, v: Any) -> Any:
+    """softmax(q kᵀ / √d) v in float32, for (batch, sequence, heads, dim) tensors."""
+    q32, k32, v32 = (t.float().transpose(1, 2) for t in (q, k, v))
+    weights = torch.softmax(q32 @ k32.transpose(-1, -2) / math.sqrt(q.shape[-1]), dim=-1)
+    return (weights @ v32).transpose(1, 2)
+
+
+def _gpu_attention(ctx: Ctx, companion: dict[str, Any], what: str,
+                   run: Callable[[Any, Any, Any, Any], Any]) -> str:
+    torch = ctx.torch
+    if not ctx.cuda:
+        raise Skip(f"{what} runs only on a CUDA GPU; {NO_CUDA}")
+    floor = companion.get("min_capability")
+    capability = cuda_capability(torch, ctx)
+    if floor and capability is not None:
+        need = tuple(int(p) for p in str(floor).split(".")[:2])
+        if capability < need:
+            raise Skip(f"{what} needs compute capability {floor} or later (companion data); "
+                       f"{ctx.device} is {capability[0]}.{capability[1]}")
+    module = _companion_module(companion)
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 128, 4, 64, generator=g).to(ctx.device, torch.float16)
+               for _ in range(3))
+    got = run(module, q, k, v)
+    torch.cuda.synchronize(ctx.device)
+    want = attention_reference(torch, q, k, v)
+    worst = float((got.float() - want).abs().max())
+    if tuple(got.shape) != tuple(q.shape) or not worst <= 1e-2:
+        raise Fail(f"{what} on {ctx.device} differs from softmax(qkᵀ/√d)v by up to {worst:.1e} "
+                   "(fp16 keeps it within 1e-2)",
+                   hint=f"reinstall {companion['name']} built for this torch and CUDA: "
+                        f"{companion.get('install')}")
+    return f"{what} on {ctx.device} (fp16, 2×128×4×64) within {worst:.1e} of the reference"
+
+
+def op_memory_efficient_attention(ctx: Ctx, companion: dict[str, Any]) -> str:
+    def run(xformers: Any, q: Any, k: Any, v: Any) -> Any:
+        ops: Any = importlib.import_module("xformers.ops")
+        return ops.memory_efficient_attention(q, k, v)
+    return _gpu_attention(ctx, companion, "xformers.ops.memory_efficient_attention", run)
+
+
+def op_flash_attn_func(ctx: Ctx, companion: dict[str, Any]) -> str:
+    def run(flash_attn: Any, q: Any, k: Any, v: Any) -> Any:
+        return flash_attn.flash_attn_func(q, k, v)
+    return _gpu_attention(ctx, companion, "flash_attn.flash_attn_func", run)
+
+
+def torch_pin(requirements: list[str]) -> Optional[str]:
+    """The version an ``torch==X`` requirement pins (markers and extras aside); None when the
+    requirements pin none. ``['torch==2.13.0', 'xgrammar; extra == "x"']`` → ``2.13.0``."""
+    for line in requirements:
+        text = line.split(";", 1)[0].strip()
+        if ";" in line and "extra" in line.split(";", 1)[1]:
+            continue
+        m = re.fullmatch(r"torch\s*(?:\[[^\]]*\])?\s*\(?\s*===?\s*([^\s,)]+)\s*\)?", text)
+        if m:
+            return m.group(1)
+    return None
+
+
+def op_torch_pin(ctx: Ctx, companion: dict[str, Any]) -> str:
+    """vLLM pins torch exactly: the pin its metadata declares must be the torch installed."""
+    from importlib import metadata
+
+    name = str(companion["name"])
+    try:
+        requires = metadata.requires(name) or []
+    except metadata.PackageNotFoundError:
+        raise Skip(f"not run: {name} is not installed (see companion:{name})") from None
+    pin = torch_pin(list(requires))
+    installed = str(ctx.torch.__version__)
+    ctx.metrics.update(torch_pin=pin, torch=installed)
+    if pin is None:
+        raise Skip(f"{name}'s metadata pins no torch release")
+    if installed.split("+", 1)[0] != pin.split("+", 1)[0]:
+        raise Fail(f"{name} {distribution_version(name)} requires torch=={pin}, but torch "
+                   f"{installed} is installed",
+                   hint=f"install the torch {name} pins, or the {name} release made for torch "
+                        f"{installed.split('+', 1)[0]}: {companion.get('install')}")
+    return f"{name} pins torch=={pin}; torch {installed} is installed"
+
+
+COMPANION_OPS: dict[str, tuple[str, Callable[[Ctx, dict[str, Any]], str]]] = {
+    "torch_scatter": ("scatter", op_scatter),
+    "torch_sparse": ("matmul", op_sparse_matmul),
+    "torchao": ("quantize", op_torchao_quantize),
+    "xformers": ("memory_efficient_attention", op_memory_efficient_attention),
+    "flash_attn": ("flash_attn_func", op_flash_attn_func),
+    "vllm": ("torch_pin", op_torch_pin),
+}
+"""Per import name: the small real operation that proves the companion works, and its check."""
+
+
+def load_companion_checks() -> None:
+    """Two checks per companion named in ``TORCHENV_VALIDATE_COMPANIONS``: ``companion:NAME``
+    imports it, ``companion:NAME:OP`` runs its operation (where one is defined)."""
+    raw = os.environ.get(COMPANIONS_ENV, "").strip()
+    for companion in json.loads(raw) if raw else []:
+        name = str(companion["name"])
+
+        def imports(ctx: Ctx, companion: dict[str, Any] = companion) -> str:
+            return check_companion_import(ctx, companion)
+        SPECS.append(Spec(f"companion:{name}", imports, "quick", "any", True, COMPANION_TIMEOUT))
+        op = COMPANION_OPS.get(str(companion["import"]))
+        if op is not None:
+            def operation(ctx: Ctx, companion: dict[str, Any] = companion,
+                          fn: Callable[[Ctx, dict[str, Any]], str] = op[1]) -> str:
+                return fn(ctx, companion)
+            SPECS.append(Spec(f"companion:{name}:{op[0]}", operation, "quick", "any", True,
+                              COMPANION_TIMEOUT))
+
+
 # --------------------------------------------------------------------------------- serving
 
 def load_extra_checks() -> None:
@@ -1519,6 +1774,7 @@ def main() -> int:
         load_extra_checks()
     except Exception as exc:
         hello["extra_checks_error"] = f"{type(exc).__name__}: {exc}"
+    load_companion_checks()
     hello.update({"torch": torch.__version__, "cuda": torch.version.cuda, "gpu_host": gpu,
                   "cuda_devices": n_cuda, "cuda_device_names": device_names(torch, n_cuda),
                   "checks": plan(torch, n_cuda)})

@@ -1,124 +1,151 @@
-"""``validate --with NAME``: each companion imported, and one small real operation run, in a
-child of the interpreter being validated.
+"""``validate --with``: which companions to prove, what the child needs to know of each, and
+whether the version installed is the one the companion data pairs with the installed torch.
 
-An operation is compared with torch's own answer (scatter sums, a dense matrix, attention against
-``scaled_dot_product_attention``). Kernels that run only on the GPU are a skip with the reason
-on a host without one; a package with no operation defined here is proven by its import alone,
-and the check says so.
+The child (``_probe.py``) imports each companion and runs one small real operation with it; this
+module decides what it is told (:func:`probe_requests`) and judges the versions it reports
+(:func:`judge_pairing`), both pure functions of the companion data.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Optional
 
-from torchenv.validation.report import CheckResult
+from torchenv.matrix.companions import CompanionBuild, CompanionPackage, Companions
+from torchenv.matrix.model import Evidence
+from torchenv.resolver.stack import ALIASES, known_names, read_with
+from torchenv.values import InvalidValue, TorchVersion
 
-__all__ = ["OPERATIONS", "Operation", "check_companion", "check_companions"]
+if TYPE_CHECKING:
+    from torchenv.validation.report import Report
 
-DEFAULT_TIMEOUT = 180.0
+__all__ = ["ALIASES", "CompanionRequest", "Pairing", "install_command", "judge_pairing",
+           "known_names", "probe_requests", "read_with", "with_pairings"]
 
+class CompanionRequest(NamedTuple):
+    """What the validation child is told of one companion (``TORCHENV_VALIDATE_COMPANIONS``)."""
 
-class Operation(NamedTuple):
-    """Python run after the import, with ``torch`` and the module as ``m``; it raises (an
-    ``assert``) when the answer is wrong. ``cuda``: it needs a CUDA device."""
+    name: str
+    import_name: str
+    install: str
+    min_capability: Optional[str]
 
-    code: str
-    cuda: bool
-    detail: str
-
-
-_ATTENTION_REFERENCE = (
-    "q = torch.randn(1, 128, 4, 64, device='cuda', dtype=torch.float16)\n"
-    "k, v = torch.randn_like(q), torch.randn_like(q)\n"
-    "ref = torch.nn.functional.scaled_dot_product_attention(\n"
-    "    q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)).transpose(1, 2)\n")
-
-OPERATIONS: Mapping[str, Operation] = {
-    "torch-scatter": Operation(
-        "out = m.scatter(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 0, 1]), reduce='sum')\n"
-        "assert out.tolist() == [3.0, 3.0], out.tolist()\n",
-        False, "scatter sum of 3 values into 2 slots on the CPU"),
-    "torch-sparse": Operation(
-        "t = m.SparseTensor(row=torch.tensor([0, 1]), col=torch.tensor([1, 0]),\n"
-        "                   value=torch.tensor([2.0, 3.0]), sparse_sizes=(2, 2))\n"
-        "assert t.to_dense().tolist() == [[0.0, 2.0], [3.0, 0.0]], t.to_dense().tolist()\n",
-        False, "a 2x2 SparseTensor made dense on the CPU"),
-    "flash-attn": Operation(
-        _ATTENTION_REFERENCE
-        + "out = m.flash_attn_func(q, k, v)\n"
-        "assert torch.allclose(out, ref, atol=2e-2, rtol=2e-2), (out - ref).abs().max()\n",
-        True, "flash_attn_func against scaled_dot_product_attention (fp16, CUDA)"),
-    "xformers": Operation(
-        "import xformers.ops\n" + _ATTENTION_REFERENCE
-        + "out = xformers.ops.memory_efficient_attention(q, k, v)\n"
-        "assert torch.allclose(out, ref, atol=2e-2, rtol=2e-2), (out - ref).abs().max()\n",
-        True, "memory_efficient_attention against scaled_dot_product_attention (fp16, CUDA)"),
-}
-"""The small operation per package (by its project name)."""
-
-_CHILD = r"""
-import importlib, json, sys, time, traceback
-name, module, code, cuda, detail = sys.argv[1:6]
-start = time.monotonic()
-def done(**doc):
-    doc.update(name="companion:" + name, seconds=time.monotonic() - start)
-    print("\n" + json.dumps(doc))
-    sys.exit(0)
-try:
-    m = importlib.import_module(module)
-except ModuleNotFoundError as exc:
-    done(status="fail", error=f"{module} is not installed ({exc})",
-         hint=f"install it with the commands of: torchenv resolve --with {name}")
-except Exception as exc:
-    done(status="fail", error=f"import {module}: {type(exc).__name__}: {exc}",
-         hint="a build for another torch fails like this: torchenv doctor says which",
-         traceback=traceback.format_exc())
-import torch
-version = getattr(m, "__version__", "?")
-if not code:
-    done(status="pass", detail=f"import {module} {version} (no small operation is defined "
-         "for it: the import alone is proven)")
-if cuda == "1" and not torch.cuda.is_available():
-    done(status="skip", reason=f"no CUDA device: {detail} needs one (import {module} {version} "
-         "passed)")
-try:
-    exec(code, {"torch": torch, "m": m})
-    if cuda == "1":
-        torch.cuda.synchronize()
-except Exception as exc:
-    done(status="fail", error=f"{detail}: {type(exc).__name__}: {exc}",
-         traceback=traceback.format_exc(), device="cuda" if cuda == "1" else "cpu")
-done(status="pass", detail=f"{module} {version}: {detail}",
-     device="cuda" if cuda == "1" else "cpu")
-"""
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "import": self.import_name, "install": self.install,
+                "min_capability": self.min_capability}
 
 
-def check_companion(python: str, name: str, module: str, *, timeout: float = DEFAULT_TIMEOUT,
-                    env: Mapping[str, str] | None = None) -> CheckResult:
-    """Import ``module`` (of the project ``name``) in ``python`` and run its operation."""
-    from torchenv._subprocess import run_process
+def install_command(name: str) -> str:
+    return f"torchenv resolve --with {name}"
 
-    op = OPERATIONS.get(name, Operation("", False, "import"))
-    result = run_process([python, "-c", _CHILD, name, module, op.code, "1" if op.cuda else "0",
-                          op.detail], timeout=timeout, env=env)
-    last = result.stdout.strip().rsplit("\n", 1)[-1] if result.stdout.strip() else ""
+
+def probe_requests(names: Iterable[str], data: Companions) -> tuple[CompanionRequest, ...]:
+    """One request per package name (as :func:`read_with` returns them). The GPU floor is the
+    lowest the data states for any release of the package: the child skips an operation only on
+    a GPU below every stated floor."""
+    out = []
+    for name in names:
+        package = data.package(name)
+        if package is None:
+            raise KeyError(name)
+        floors = [g.min_compute_capability for g in package.gpu]
+        out.append(CompanionRequest(package.name, package.import_name, install_command(
+            package.name), str(min(floors)) if floors else None))
+    return tuple(out)
+
+
+Verdict = Literal["paired", "other-torch", "unknown"]
+
+
+class Pairing(NamedTuple):
+    """Whether the installed companion version is one the data pairs with the installed torch.
+
+    ``other-torch`` only where the data knows it: every prebuilt file of that release is made
+    for other torch releases, with a known coupling, and the release has no source distribution
+    that could have been built here against this torch. Anything less certain is ``unknown``.
+    """
+
+    verdict: Verdict
+    text: str
+    evidence: str
+    sources: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "text": self.text, "evidence": self.evidence,
+                "sources": list(self.sources)}
+
+
+def _release_of(text: str) -> Optional[TorchVersion]:
+    """The bare release of an installed version (``2.13.0+cpu`` → ``2.13.0``)."""
     try:
-        doc = json.loads(last)
-    except ValueError:
-        doc = None
-    if not isinstance(doc, dict):
-        return CheckResult(f"companion:{name}", "fail", seconds=result.seconds,
-                           error=result.describe_failure() if not result.ok else
-                           "the check printed no result",
-                           log=result.stderr[-4000:] or None)
-    return CheckResult.from_child(doc)
+        version = TorchVersion(text)
+    except InvalidValue:
+        return None
+    return TorchVersion(".".join(str(n) for n in (*version.release, 0, 0)[:3]))
 
 
-def check_companions(python: str, packages: Sequence[tuple[str, str]], *,
-                     timeout: float = DEFAULT_TIMEOUT,
-                     env: Mapping[str, str] | None = None) -> tuple[CheckResult, ...]:
-    """:func:`check_companion` for each (project name, import name), in order."""
-    return tuple(check_companion(python, name, module, timeout=timeout, env=env)
-                 for name, module in packages)
+def _coupling_evidence(build: CompanionBuild) -> str:
+    return Evidence(build.fact_evidence("coupling")).value
+
+
+def judge_pairing(package: CompanionPackage, installed: Optional[str],
+                  torch: Optional[str]) -> Pairing:
+    """Judge ``installed`` (the companion's version, as its metadata says) against ``torch``
+    (the installed torch's version) by the companion data."""
+    name = package.name
+    torch_release = _release_of(torch) if torch else None
+    version = _release_of(installed) if installed else None
+    if version is None or torch_release is None or installed is None:
+        return Pairing("unknown", f"the version of {name} or of torch could not be read",
+                       "unknown")
+    release = package.release(TorchVersion(installed).without_local()) or package.release(
+        version)
+    if release is None:
+        known = ", ".join(str(r.version) for r in package.releases)
+        return Pairing("unknown", f"{name} {installed} is not in torchenv's companion data "
+                       f"(it lists {known}): which torch it is made for is unknown", "unknown")
+    binaries = [b for b in release.builds if not b.is_source_build]
+    made_for = [b for b in binaries if b.binds(torch_release)]
+    if made_for:
+        build = made_for[0]
+        evidence = _coupling_evidence(build)
+        return Pairing("paired", f"the companion data pairs {name} {release.version} with "
+                       f"torch {torch_release} (made for {build.torch_text()}, {build.coupling} "
+                       f"coupling, {evidence})", evidence, build.sources)
+    for_others = [b for b in binaries if _coupling_evidence(b) != Evidence.UNKNOWN.value]
+    has_sdist = any(b.is_source_build for b in release.builds)
+    if not for_others or has_sdist:
+        why = ("a source build of it is made against the torch installed when it was built"
+               if has_sdist else "the data does not know which torch its files are made for")
+        return Pairing("unknown", f"no prebuilt {name} {release.version} in the companion data "
+                       f"is made for torch {torch_release}; {why}", "unknown")
+    targets = sorted({b.torch_text() for b in for_others})
+    sources = tuple(dict.fromkeys(s for b in for_others for s in b.sources))
+    return Pairing("other-torch", f"{name} {release.version} is made for torch "
+                   f"{' / '.join(targets)}, not {torch_release} (companion data); install the "
+                   f"{name} made for this torch: {install_command(name)}",
+                   _coupling_evidence(for_others[0]), sources)
+
+
+def with_pairings(report: Report, data: Companions) -> Report:
+    """Each ``companion:NAME`` check with its :class:`Pairing` in its metrics (``pairing``);
+    a passing one says it in its detail too, led by ``warning:`` where the data says the
+    version is made for another torch."""
+    from dataclasses import replace
+
+    checks = []
+    for check in report.checks:
+        package = data.package(check.name.removeprefix("companion:")) if (
+            check.name.startswith("companion:") and check.name.count(":") == 1) else None
+        version = check.metrics.get("version") if package is not None else None
+        if package is None or not isinstance(version, str):
+            checks.append(check)
+            continue
+        pairing = judge_pairing(package, version, report.torch)
+        detail = check.detail
+        if check.status == "pass":
+            lead = "warning: " if pairing.verdict == "other-torch" else ""
+            detail = f"{detail}; {lead}{pairing.text}" if detail else lead + pairing.text
+        checks.append(replace(check, detail=detail,
+                              metrics={**check.metrics, "pairing": pairing.to_json()}))
+    return replace(report, checks=tuple(checks))

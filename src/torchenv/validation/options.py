@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Literal, Optional, Union
+from typing import TYPE_CHECKING, Callable, Literal, Optional, Union
 
 from torchenv.validation.host import GpuHost
 from torchenv.validation.report import CheckResult
+
+if TYPE_CHECKING:
+    from torchenv.validation.companions import CompanionRequest
 
 __all__ = ["Level", "Peak", "ProgressEvent", "ValidationOptions"]
 
@@ -41,10 +44,14 @@ class ValidationOptions:
     """Detection's view of the NVIDIA GPUs; handed to the child and compared with torch's."""
     only: Optional[frozenset[str]] = None
     """Run only these checks (``matmul`` also selects ``matmul[cuda:1]``; ``health`` selects
-    every node-health check); import_torch and device_count always run."""
+    every node-health check); import_torch, device_count and the companion checks always
+    run."""
+    companions: tuple[CompanionRequest, ...] = ()
+    """The companions ``--with`` names: each is imported and given one small real operation in
+    the child (checks ``companion:NAME`` and ``companion:NAME:OP``)."""
 
     def selects(self, name: str) -> bool:
-        if self.only is None:
+        if self.only is None or name.startswith("companion:"):
             return True
         base = name.split("[", 1)[0]
         return (name in self.only or base in self.only

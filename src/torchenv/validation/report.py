@@ -80,6 +80,8 @@ class Report:
     checks: tuple[CheckResult, ...]
     seconds: float = 0.0
     interrupted: bool = False
+    companions: tuple[str, ...] = ()
+    """The companion packages ``--with`` asked to prove (echoed as ``with``)."""
 
     @property
     def ok(self) -> bool:
@@ -94,6 +96,8 @@ class Report:
                                "level": self.level, "seconds": round(self.seconds, 3)}
         if self.interrupted:
             doc["interrupted"] = True
+        if self.companions:
+            doc["with"] = list(self.companions)
         doc["checks"] = [c.to_json() for c in self.checks]
         return doc
 

@@ -65,6 +65,8 @@ EXTRA_CHECKS_ENV = "TORCHENV_VALIDATE_EXTRA_CHECKS"
 """Test seam: files whose ``check_<name>(ctx)`` functions become extra quick-level checks."""
 GPU_HOST_ENV = "TORCHENV_VALIDATE_GPU_HOST"
 """``1``/``0`` overrides the child's own look for an NVIDIA GPU (``/proc/driver/nvidia``)."""
+COMPANIONS_ENV = "TORCHENV_VALIDATE_COMPANIONS"
+"""The companions to prove, as JSON (:meth:`CompanionRequest.to_json`), for the child."""
 
 _HERE = Path(__file__).resolve().parent
 PROBE = _HERE / "_probe.py"
@@ -218,6 +220,7 @@ def _child_env(options: ValidationOptions, scratch: Path, token: str,
         "TORCH_EXTENSIONS_DIR": str(scratch / "extensions"),
         "TORCHENV_EXTENSIONS_CACHE": str(extensions),
         RUN_TOKEN_ENV: token,
+        COMPANIONS_ENV: json.dumps([c.to_json() for c in options.companions]),
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
     })
@@ -270,6 +273,8 @@ def validate(options: ValidationOptions,
         if xid is not None:
             xid.start()
         torch_version, results = _run_probe(options, env, scratch, notify, sampler)
+        if torch_version is None:
+            results += _companions_not_run(options, notify)
         probe_names = {r.name.split("[", 1)[0] for r in results}
         if options.level == "full" and torch_version is not None and _wants_collectives(
                 options, probe_names):
@@ -300,7 +305,8 @@ def validate(options: ValidationOptions,
     except BaseException as exc:  # interrupted: what finished is still a report
         partial = Report(python=options.python, torch=torch_version or _torch_of(finished),
                          level=options.level, checks=tuple(finished),
-                         seconds=time.monotonic() - started, interrupted=True)
+                         seconds=time.monotonic() - started, interrupted=True,
+                         companions=tuple(c.name for c in options.companions))
         raise Interrupted(partial, exc) from exc
     finally:
         # nothing of this run may outlive it: its children's process groups, then whatever
@@ -310,7 +316,8 @@ def validate(options: ValidationOptions,
         clear_stale_build_locks(extensions)
         shutil.rmtree(scratch, ignore_errors=True)
     return Report(python=options.python, torch=torch_version, level=options.level,
-                  checks=tuple(results), seconds=time.monotonic() - started)
+                  checks=tuple(results), seconds=time.monotonic() - started,
+                  companions=tuple(c.name for c in options.companions))
 
 
 def clear_stale_build_locks(cache: Path) -> list[Path]:
@@ -377,6 +384,18 @@ def _unmatched(options: ValidationOptions, results: Sequence[CheckResult], *,
         if n.split("[", 1)[0] in needs_torch else
         f"no check of this name ran here (level {options.level}); 'torchenv validate --json' "
         "lists the names")) for n in sorted(options.only - seen)]
+
+
+def _companions_not_run(options: ValidationOptions, notify: Callable[[ProgressEvent], None]
+                        ) -> list[CheckResult]:
+    """A skip for each companion ``--with`` names when torch itself could not be imported:
+    asked for, never silently left out of the report."""
+    results = [CheckResult(name=f"companion:{c.name}", status="skip",
+                           reason="not run: torch could not be imported (see import_torch)")
+               for c in options.companions]
+    for r in results:
+        notify(("result", r))
+    return results
 
 
 def _torch_checks(options: ValidationOptions) -> set[str]:
