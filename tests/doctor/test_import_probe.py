@@ -7,6 +7,7 @@ files a case changes made real; the stand-in libraries and extension are compile
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -213,6 +214,31 @@ def test_an_extension_built_for_another_torch(tmp_path: Path, symbol: str, code:
     assert f.evidence["file"] == str(so)
     assert f.evidence["symbol"] == symbol
     assert f.evidence["distribution"] == "torchvision"
+
+
+@needs_cc
+def test_doctor_imports_an_installed_companion_and_names_one_built_for_another_torch(
+        tmp_path: Path, cli: Any) -> None:
+    """torch_scatter (a companion in the data) installed beside torch, its compiled module built
+    for another torch: doctor imports it after torch in its child and says so."""
+    site = tmp_path / "site"
+    pkg = site / "torch_scatter"
+    so = build_missing_symbol_extension(pkg, "_scatter", "_ZN3c1017RegisterOperatorsD1Ev_gone")
+    (pkg / "__init__.py").write_text("from torch_scatter import _scatter\n")
+    info = site / "torch_scatter-2.1.2.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch-scatter\n"
+                                   "Version: 2.1.2\n\n")
+    env = {k: v for k, v in base_env(PYTHONPATH=str(site)).items()
+           if not k.startswith("TORCHENV_")}
+    result = cli(["doctor", "--json", "--python", PYTHON, "--no-gpu"], env=env, cwd=tmp_path,
+                 whole_env=True)
+    doc = json.loads(result.stdout)
+    found = [f for f in doc["findings"] if f["code"] == "extension-built-for-other-torch"]
+    assert found, doc["findings"]
+    assert found[0]["evidence"]["file"] == str(so)
+    assert found[0]["evidence"]["distribution"] == "torch-scatter"
+    assert result.returncode == 1
 
 
 def test_files_missing_from_and_changed_against_record(tmp_path: Path) -> None:

@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     matrix = load_matrix_reported()
     host = host_from_args(args, python_executable=python, matrix=matrix, python_facts=facts,
                           environ=env_without)
-    seen = probe_import(python, env, cwd=os.getcwd(), limit=limit)
+    seen = probe_import(python, env, cwd=os.getcwd(), limit=limit,
+                        also=_companion_modules())
     findings = diagnose(host, env, matrix, installs, seen=seen)
     errors = summarize(findings)["error"]
     if args.json:
@@ -90,6 +91,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print(findings, target, host.warnings)
     return 1 if errors else 0
+
+
+def _companion_modules() -> list[str]:
+    """The module names of the companion packages (flash-attn, xformers, the PyG wheels, ...),
+    for the child to import after torch: one built for another torch fails there and the
+    classifier names it; one that is not installed is not found, which is no finding."""
+    from torchenv.matrix.companions import load_companions
+
+    return [p.import_name for p in load_companions().packages]
 
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
