@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import tomllib
 from tests.conftest import Cli
 
 AMPERE = ["--driver", "580.65.06", "--gpu", "8.6", "--python", "3.12", "--platform",
@@ -132,9 +133,21 @@ def test_env_files_carry_the_companions_or_refuse(cli: Cli) -> None:
     assert {"--only-binary torch-scatter", "torch-scatter==2.1.2", "pyg-lib==0.9.0"} <= set(lines)
     r = cli(["env", "--format", "environment.yml", "--with", "pyg", *AMPERE])
     assert r.returncode == 0 and '      - "torch-sparse==0.6.18"' in r.stdout.splitlines()
-    for fmt in ("pyproject", "pixi"):
-        r = cli(["env", "--format", fmt, "--with", "pyg", *AMPERE])
-        assert r.returncode == 2 and f"not into {fmt}" in r.stderr
+    page = "https://data.pyg.org/whl/torch-2.12.0+cu130.html"
+    r = cli(["env", "--format", "pyproject", "--with", "pyg", *AMPERE])
+    assert r.returncode == 0, r.stderr
+    uv = tomllib.loads(r.stdout)["tool"]["uv"]
+    (flat,) = [i for i in uv["index"] if i["url"] == page]  # the page, a flat index
+    assert flat["format"] == "flat" and flat["explicit"] is True
+    assert uv["sources"]["torch-scatter"] == [{"index": flat["name"]}]
+    assert {"torch-scatter==2.1.2", "pyg-lib==0.9.0"} <= set(uv["constraint-dependencies"])
+    assert {"torch-scatter", "torch-sparse", "pyg-lib"} <= set(uv["no-build-package"])
+    r = cli(["env", "--format", "pixi", "--with", "pyg", *AMPERE])
+    assert r.returncode == 0, r.stderr
+    pixi = tomllib.loads(r.stdout)
+    assert pixi["pypi-options"]["find-links"] == [{"url": page}]
+    assert pixi["pypi-dependencies"]["torch-sparse"] == "==0.6.18"
+    assert "torch-sparse" in pixi["pypi-options"]["no-build"]
     r = cli(["env", "--format", "requirements", "--with", "flash-attn", "--allow-build",
              "flash-attn", *AMPERE])
     assert r.returncode == 2 and "flash-attn is a source build" in r.stderr
