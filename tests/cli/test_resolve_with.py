@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import tomllib
@@ -110,7 +111,7 @@ def test_pyproject_with_of_the_wrong_type_or_name_is_exit_2(cli: Cli, tmp_path: 
     assert "pyproject.toml [tool.torchenv] with: 'nope'" in r.stderr
 
 
-def test_every_command_installs_the_companions(cli: Cli) -> None:
+def test_every_command_installs_the_companions(cli: Cli, tmp_path: Path) -> None:
     doc = json.loads(cli(["resolve", "--json", "--with", "xformers", "--torch", "<2.10",
                           "--variant", "cu126", *AMPERE]).stdout)
     assert doc["companions"][0]["version"] == "0.0.33.post2"
@@ -120,9 +121,15 @@ def test_every_command_installs_the_companions(cli: Cli) -> None:
     assert "--index-strategy unsafe-best-match --only-binary xformers" in commands["uv"]
     assert commands["conda"].startswith("conda install pip && python -m pip install ")
     assert "xformers==0.0.33.post2" in commands["conda"]
-    assert commands["pixi"].endswith("&& pixi run python -m pip install xformers==0.0.33.post2 "
-                                     "--extra-index-url https://pypi.org/simple "
-                                     "--only-binary xformers")
+    # pixi.toml holds the companion: the command's own 'torchenv env' writes it there
+    write, install = commands["pixi"].split(" && ")
+    assert install == "pixi install" and "--with xformers" in write
+    r = cli(shlex.split(write)[1:], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    pixi = tomllib.loads((tmp_path / "pixi.toml").read_text(encoding="utf-8"))
+    assert pixi["pypi-dependencies"]["xformers"] == "==0.0.33.post2"
+    assert pixi["pypi-dependencies"]["torch"]["version"] == f"=={doc['torch']}+cu126"
+    assert "xformers" in pixi["pypi-options"]["no-build"]
 
 
 def test_env_files_carry_the_companions_or_refuse(cli: Cli) -> None:

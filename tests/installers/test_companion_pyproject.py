@@ -27,7 +27,13 @@ from index_server import (
 )
 from installer_helpers import PY, clean_env
 
-from torchenv.installers.render import render_pyproject
+from torchenv.errors import BadInput
+from torchenv.installers.render import (
+    render_constraints,
+    render_file,
+    render_pixi_toml,
+    render_pyproject,
+)
 from torchenv.matrix.loader import load_matrix
 from torchenv.resolver import Request, resolve
 from torchenv.resolver.plan import ChosenCompanion, Plan
@@ -53,13 +59,14 @@ def served(local_index: LocalIndex) -> Served:
     return Served(path, f"{local_index.url}/{name}")
 
 
-def _plan(local_index: LocalIndex, *companions: ChosenCompanion) -> Plan:
+def _plan(local_index: LocalIndex | None, *companions: ChosenCompanion) -> Plan:
     from torchenv.detection.profile import HostProfile, PythonInfo
     from torchenv.values import Platform
 
     host = HostProfile(platform=Platform("linux-x86_64"), python=PythonInfo(version=PY))
     plan = resolve(Request(torch=TorchSpec("==2.7.1"), variant=VariantName("cpu"),
-                           index_base=local_index.base), host, load_matrix(overlay=False))
+                           index_base=local_index.base if local_index else None),
+                   host, load_matrix(overlay=False))
     return dataclasses.replace(plan, companions=companions)
 
 
@@ -109,6 +116,65 @@ def _stand_ins(local_index: LocalIndex, served: Served) -> Plan:
                    url=f"{served.url}/releases/{asset.name}",
                    sha256=hashlib.sha256(asset.read_bytes()).hexdigest()),
         _companion("torchao", "0.12.0", "pypi", index_url="https://pypi.org/simple"))
+
+
+_ASSET = ("https://github.com/o/r/releases/download/v2.8.3/"
+          "flash_attn-2.8.3+cu12torch2.7cxx11abiTRUE-cp311-cp311-linux_x86_64.whl")
+_DIGEST = "ab" * 32
+_PAGE = "https://data.pyg.org/whl/torch-2.7.0+cpu.html"
+_XINDEX = "https://download.pytorch.org/whl/cu126"
+
+
+def _every_source() -> Plan:
+    return _plan(None,
+                 _companion("xformers", "0.0.31", "pytorch-index", index_url=_XINDEX),
+                 _companion("torch-scatter", "2.1.2", "find-links", url=_PAGE),
+                 _companion("flash-attn", "2.8.3", "release-asset", url=_ASSET, sha256=_DIGEST),
+                 _companion("torchao", "0.12.0", "pypi", index_url="https://pypi.org/simple"),
+                 _companion("torch-sparse", "0.6.18", "sdist"))
+
+
+def test_the_pyproject_names_each_companion_where_its_files_are() -> None:
+    plan = dataclasses.replace(_every_source(), companions=_every_source().companions[:4])
+    doc = tomllib.loads(render_pyproject(plan))
+    deps = doc["project"]["dependencies"]
+    # a release asset is a direct reference with its digest, for its platform's file only
+    assert (f"flash-attn @ {_ASSET}#sha256={_DIGEST} ; "
+            "sys_platform == 'linux' and platform_machine == 'x86_64'") in deps
+    assert {"xformers==0.0.31", "torch-scatter==2.1.2", "torchao==0.12.0"} <= set(deps)
+    uv = doc["tool"]["uv"]
+    indexes = {i["url"]: i for i in uv["index"]}
+    assert uv["sources"]["xformers"] == [{"index": indexes[_XINDEX]["name"]}]
+    assert uv["sources"]["torch-scatter"] == [{"index": indexes[_PAGE]["name"]}]
+    assert indexes[_PAGE]["format"] == "flat"
+    assert all(i["explicit"] for i in indexes.values())  # only what is routed there
+    assert "torchao" not in uv["sources"] and "flash-attn" not in uv["sources"]
+    pins = [line for line in render_constraints(plan).splitlines()
+            if line and not line.startswith("#")]
+    # the constraints file's pins, the variant's local tag left to the index
+    assert uv["constraint-dependencies"] == [pin.replace("+cpu", "") for pin in pins]
+    assert uv["build-constraint-dependencies"] == uv["constraint-dependencies"]
+    assert uv["no-build-package"] == ["torch", "torchvision", "torchaudio", "xformers",
+                                      "torch-scatter", "flash-attn", "torchao"]
+    assert uv["environments"] == ["sys_platform == 'linux' and platform_machine == 'x86_64'"]
+
+
+def test_the_pixi_toml_names_each_companion_where_its_files_are() -> None:
+    plan = dataclasses.replace(_every_source(), companions=_every_source().companions[:4])
+    doc = tomllib.loads(render_pixi_toml(plan))
+    pypi = doc["pypi-dependencies"]
+    assert pypi["xformers"] == {"version": "==0.0.31", "index": _XINDEX}
+    assert pypi["torch-scatter"] == "==2.1.2" and pypi["torchao"] == "==0.12.0"
+    assert pypi["flash-attn"] == {"url": f"{_ASSET}#sha256={_DIGEST}"}
+    assert doc["pypi-options"]["find-links"] == [{"url": _PAGE}]
+    assert doc["pypi-options"]["no-build"] == ["torch", "torchvision", "torchaudio", "xformers",
+                                               "torch-scatter", "flash-attn", "torchao"]
+
+
+@pytest.mark.parametrize("fmt", ["pyproject", "pixi"])
+def test_a_chosen_source_build_is_refused_not_dropped(fmt: str) -> None:
+    with pytest.raises(BadInput, match=f"torch-sparse is a source build.*a {fmt} file"):
+        render_file(_every_source(), fmt)
 
 
 def _uv(*args: str, project: Path, served: Served) -> subprocess.CompletedProcess[str]:

@@ -258,13 +258,13 @@ def decision(plan: Plan, host: Optional[HostProfile] = None) -> Change:
 
 def pixi_command(plan: Plan, spell: Speller, host: Optional[HostProfile] = None) -> str:
     """Write pixi.toml for this decision (:func:`decision`, written as its caller's flags by
-    ``spell``), then ``pixi install``."""
-    write = ["torchenv", "env",
-             *spell({"format": "pixi", "output": "pixi.toml", **decision(plan, host)})]
-    steps = [write, ["pixi", "install"]]
-    extra, flags = _companion_argv(plan, "pip")
-    if extra:  # pixi.toml holds torch; the companions go in with pip inside that environment
-        steps.append(["pixi", "run", "python", "-m", "pip", "install", *extra, *flags])
+    ``spell``, with the prebuilt companions), then ``pixi install``; the source builds the
+    plan chose follow, inside that environment."""
+    change: Change = {"format": "pixi", "output": "pixi.toml", **decision(plan, host)}
+    prebuilt = tuple(c.name for c in plan.companions if c.prebuilt)
+    if prebuilt:  # pixi.toml holds them beside torch
+        change["with"] = prebuilt
+    steps = [["torchenv", "env", *spell(change)], ["pixi", "install"]]
     second = source_build_argv(plan, "pip", python="python")
     if second is not None:
         steps.append(["pixi", "run", *second])
