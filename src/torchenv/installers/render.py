@@ -260,10 +260,10 @@ def pixi_command(plan: Plan, spell: Speller, host: Optional[HostProfile] = None)
     """Write pixi.toml for this decision (:func:`decision`, written as its caller's flags by
     ``spell``, with the prebuilt companions), then ``pixi install``; the source builds the
     plan chose follow, inside that environment."""
-    change: Change = {"format": "pixi", "output": "pixi.toml", **decision(plan, host)}
     prebuilt = tuple(c.name for c in plan.companions if c.prebuilt)
-    if prebuilt:  # pixi.toml holds them beside torch
-        change["with"] = prebuilt
+    # pixi.toml holds the prebuilt companions beside torch
+    change: Change = {"format": "pixi", "output": "pixi.toml", **decision(plan, host),
+                      **({"with": prebuilt} if prebuilt else {})}
     steps = [["torchenv", "env", *spell(change)], ["pixi", "install"]]
     second = source_build_argv(plan, "pip", python="python")
     if second is not None:
