@@ -270,3 +270,18 @@ def test_uv_never_builds_a_companion_the_plan_chose_as_a_wheel(
         assert "xformers" in lock.stderr and "build" in lock.stderr.lower(), lock.stderr
     else:  # without the setting uv runs the sdist's build backend
         assert _BACKEND in lock.stdout + lock.stderr, lock.stderr
+
+
+@pytest.mark.slow  # real uv resolving against the local index
+def test_without_companions_uv_locks_the_planned_torch_from_the_variant_index(
+        tmp_path: Path, local_index: LocalIndex, served: Served) -> None:
+    build_index(served.path / "pypi", local_index.tag, None)
+    plan = _plan(local_index)
+    project = _project(tmp_path, render_pyproject(plan))
+    lock = _uv("lock", project=project, served=served)
+    assert lock.returncode == 0, lock.stderr
+    locked = {(p["name"], p["version"]): p["source"]
+              for p in tomllib.loads((project / "uv.lock").read_text())["package"]}
+    # the plan's platform from the variant index, the others (macOS) from PyPI
+    assert locked[("torch", "2.7.1+cpu")] == {"registry": plan.index_url}
+    assert locked[("torch", "2.7.1")] == {"registry": f"{served.url}/pypi"}
