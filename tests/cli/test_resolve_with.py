@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
+import tomllib
 from tests.conftest import Cli
 
 AMPERE = ["--driver", "580.65.06", "--gpu", "8.6", "--python", "3.12", "--platform",
@@ -109,7 +111,7 @@ def test_pyproject_with_of_the_wrong_type_or_name_is_exit_2(cli: Cli, tmp_path: 
     assert "pyproject.toml [tool.torchenv] with: 'nope'" in r.stderr
 
 
-def test_every_command_installs_the_companions(cli: Cli) -> None:
+def test_every_command_installs_the_companions(cli: Cli, tmp_path: Path) -> None:
     doc = json.loads(cli(["resolve", "--json", "--with", "xformers", "--torch", "<2.10",
                           "--variant", "cu126", *AMPERE]).stdout)
     assert doc["companions"][0]["version"] == "0.0.33.post2"
@@ -119,9 +121,15 @@ def test_every_command_installs_the_companions(cli: Cli) -> None:
     assert "--index-strategy unsafe-best-match --only-binary xformers" in commands["uv"]
     assert commands["conda"].startswith("conda install pip && python -m pip install ")
     assert "xformers==0.0.33.post2" in commands["conda"]
-    assert commands["pixi"].endswith("&& pixi run python -m pip install xformers==0.0.33.post2 "
-                                     "--extra-index-url https://pypi.org/simple "
-                                     "--only-binary xformers")
+    # pixi.toml holds the companion: the command's own 'torchenv env' writes it there
+    write, install = commands["pixi"].split(" && ")
+    assert install == "pixi install" and "--with xformers" in write
+    r = cli(shlex.split(write)[1:], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    pixi = tomllib.loads((tmp_path / "pixi.toml").read_text(encoding="utf-8"))
+    assert pixi["pypi-dependencies"]["xformers"] == "==0.0.33.post2"
+    assert pixi["pypi-dependencies"]["torch"]["version"] == f"=={doc['torch']}+cu126"
+    assert "xformers" in pixi["pypi-options"]["no-build"]
 
 
 def test_env_files_carry_the_companions_or_refuse(cli: Cli) -> None:
@@ -132,9 +140,21 @@ def test_env_files_carry_the_companions_or_refuse(cli: Cli) -> None:
     assert {"--only-binary torch-scatter", "torch-scatter==2.1.2", "pyg-lib==0.9.0"} <= set(lines)
     r = cli(["env", "--format", "environment.yml", "--with", "pyg", *AMPERE])
     assert r.returncode == 0 and '      - "torch-sparse==0.6.18"' in r.stdout.splitlines()
-    for fmt in ("pyproject", "pixi"):
-        r = cli(["env", "--format", fmt, "--with", "pyg", *AMPERE])
-        assert r.returncode == 2 and f"not into {fmt}" in r.stderr
+    page = "https://data.pyg.org/whl/torch-2.12.0+cu130.html"
+    r = cli(["env", "--format", "pyproject", "--with", "pyg", *AMPERE])
+    assert r.returncode == 0, r.stderr
+    uv = tomllib.loads(r.stdout)["tool"]["uv"]
+    (flat,) = [i for i in uv["index"] if i["url"] == page]  # the page, a flat index
+    assert flat["format"] == "flat" and flat["explicit"] is True
+    assert uv["sources"]["torch-scatter"] == [{"index": flat["name"]}]
+    assert {"torch-scatter==2.1.2", "pyg-lib==0.9.0"} <= set(uv["constraint-dependencies"])
+    assert {"torch-scatter", "torch-sparse", "pyg-lib"} <= set(uv["no-build-package"])
+    r = cli(["env", "--format", "pixi", "--with", "pyg", *AMPERE])
+    assert r.returncode == 0, r.stderr
+    pixi = tomllib.loads(r.stdout)
+    assert pixi["pypi-options"]["find-links"] == [{"url": page}]
+    assert pixi["pypi-dependencies"]["torch-sparse"] == "==0.6.18"
+    assert "torch-sparse" in pixi["pypi-options"]["no-build"]
     r = cli(["env", "--format", "requirements", "--with", "flash-attn", "--allow-build",
              "flash-attn", *AMPERE])
     assert r.returncode == 2 and "flash-attn is a source build" in r.stderr

@@ -336,8 +336,13 @@ def test_pyproject_routes_the_plan_index_and_leaves_macos_to_pypi(
         f"torchvision=={plan['torchvision']}",
         f"torchaudio=={plan['torchaudio']}",
     ]
+    uv = doc["tool"]["uv"]
+    # the pins hold whatever is added later, and uv never compiles a planned package
+    assert uv["constraint-dependencies"] == project["dependencies"]
+    assert uv["no-build-package"] == ["torch", "torchvision", "torchaudio"]
     if plan["index_url"] is None:
-        assert "tool" not in doc
+        assert set(uv) == {"constraint-dependencies", "build-constraint-dependencies",
+                           "no-build-package"}
         return
     (index,) = doc["tool"]["uv"]["index"]
     assert index["url"] == plan["index_url"]

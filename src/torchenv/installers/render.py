@@ -20,7 +20,7 @@ from torchenv.installers.commands import (
     uv_install_argv,
 )
 from torchenv.matrix.index import index_base_of, pins
-from torchenv.resolver.plan import Change, Plan, Speller
+from torchenv.resolver.plan import Change, ChosenCompanion, Plan, Speller
 
 if TYPE_CHECKING:
     from torchenv.detection.profile import HostProfile
@@ -258,13 +258,13 @@ def decision(plan: Plan, host: Optional[HostProfile] = None) -> Change:
 
 def pixi_command(plan: Plan, spell: Speller, host: Optional[HostProfile] = None) -> str:
     """Write pixi.toml for this decision (:func:`decision`, written as its caller's flags by
-    ``spell``), then ``pixi install``."""
-    write = ["torchenv", "env",
-             *spell({"format": "pixi", "output": "pixi.toml", **decision(plan, host)})]
-    steps = [write, ["pixi", "install"]]
-    extra, flags = _companion_argv(plan, "pip")
-    if extra:  # pixi.toml holds torch; the companions go in with pip inside that environment
-        steps.append(["pixi", "run", "python", "-m", "pip", "install", *extra, *flags])
+    ``spell``, with the prebuilt companions), then ``pixi install``; the source builds the
+    plan chose follow, inside that environment."""
+    prebuilt = tuple(c.name for c in plan.companions if c.prebuilt)
+    # pixi.toml holds the prebuilt companions beside torch
+    change: Change = {"format": "pixi", "output": "pixi.toml", **decision(plan, host),
+                      **({"with": prebuilt} if prebuilt else {})}
+    steps = [["torchenv", "env", *spell(change)], ["pixi", "install"]]
     second = source_build_argv(plan, "pip", python="python")
     if second is not None:
         steps.append(["pixi", "run", *second])
@@ -421,39 +421,106 @@ def _toml_str(text: str) -> str:
     return json.dumps(text)  # a JSON string is a valid TOML basic string
 
 
+def _uv_marker(plan: Plan) -> str:
+    """Where the variant index serves the plan's builds: macOS (and any platform left out)
+    takes PyPI's build."""
+    if plan.platform in ("linux-x86_64", "win-amd64") and plan.variant.startswith("cu"):
+        return "sys_platform == 'linux' or sys_platform == 'win32'"
+    return _UV_MARKER.get(plan.platform, "sys_platform == 'linux'")
+
+
+def _platform_marker(plan: Plan) -> str | None:
+    """The marker of the plan's platform alone (a release asset is one platform's file)."""
+    return _UV_MARKER.get(plan.platform)
+
+
+def _companion_dependency(plan: Plan, c: ChosenCompanion) -> str:
+    """A prebuilt companion as a ``[project] dependencies`` entry: a release asset as a direct
+    reference with its digest, for the platform its file is built for; else ``name==version``
+    (its source routes it to its index or page)."""
+    if c.source == "release-asset" and c.url is not None:
+        marker = _platform_marker(plan)
+        return c.requirement() + (f" ; {marker}" if marker else "")
+    return c.constraint()
+
+
+def _toml_list(values: list[str]) -> str:
+    return "[\n" + "".join(f"    {_toml_str(v)},\n" for v in values) + "]\n"
+
+
 def render_pyproject(plan: Plan, *, name: str = "torch-project") -> str:
-    """A pyproject.toml for uv: the index is explicit and only used where its wheels exist."""
+    """A pyproject.toml for uv: the index is explicit and only used where its wheels exist.
+
+    With companions (``resolve --with``): each one is a dependency; one from the variant index
+    is routed to it as torch is, one from a find-links page to that page (a flat index only
+    its package may come from), a release asset is a direct reference with its sha256. Every
+    output pins torch and the companions in ``constraint-dependencies`` (and for the builds uv
+    runs, ``build-constraint-dependencies``), and ``no-build-package`` names every package the
+    plan chose as a wheel, so uv never compiles one instead."""
     # no local tag: [tool.uv.sources] routes each package to the variant's index
     requirements = pins((("torch", plan.torch), ("torchvision", plan.torchvision),
                          ("torchaudio", plan.torchaudio)))
+    chosen = [c for c in plan.companions if c.prebuilt]
     py = plan.python.rstrip("t")
     out = _comment(header_lines(plan))
     out += "[project]\n"
     out += f'name = {_toml_str(name)}\nversion = "0.1.0"\n'
     # the plan holds for this Python minor only (wheels differ per minor)
     out += f"requires-python = {_toml_str('==' + py + '.*')}\n"
-    out += "dependencies = [\n" + "".join(f"    {_toml_str(p)},\n" for p in requirements) + "]\n"
+    dependencies = [*requirements, *(_companion_dependency(plan, c) for c in chosen)]
+    out += "dependencies = " + _toml_list(dependencies)
+
+    marker = _uv_marker(plan)
+    indexes: dict[str, tuple[str, bool]] = {}  # url -> (name, flat)
+    sources: list[tuple[str, str, str | None]] = []  # package, index name, marker
     if plan.index_url:
         index_name = f"pytorch-{plan.variant}"
-        marker = _UV_MARKER.get(plan.platform, "sys_platform == 'linux'")
-        if plan.platform in ("linux-x86_64", "win-amd64") and plan.variant.startswith("cu"):
-            marker = "sys_platform == 'linux' or sys_platform == 'win32'"
+        indexes[plan.index_url] = (index_name, False)
+        sources += [(pkg.split("==")[0], index_name, marker) for pkg in requirements]
+    for c in chosen:
+        if c.source == "pytorch-index" and c.index_url:
+            entry = indexes.setdefault(c.index_url, (f"{c.name}-index", False))
+            sources.append((c.name, entry[0], None))
+        elif c.source == "find-links" and c.url:
+            entry = indexes.setdefault(c.url, (f"{c.name}-find-links", True))
+            sources.append((c.name, entry[0], None))
+
+    out += "\n[tool.uv]\n"
+    platform = _platform_marker(plan)
+    if chosen and platform:  # the companions' files are this platform's: lock for it alone
+        out += f"environments = [{_toml_str(platform)}]\n"
+    out += ("# The plan's pins: a later 'uv add' that wants another torch or companion fails "
+            "instead of\n# replacing them (torch-constraints.txt holds the same pins for pip).\n")
+    pinned = [*requirements, *(c.constraint() for c in plan.companions),
+              *plan.extra_constraints]
+    out += "constraint-dependencies = " + _toml_list(pinned)
+    out += "build-constraint-dependencies = " + _toml_list(pinned)
+    out += "# Never compiled: the plan chose a wheel for each.\n"
+    out += "no-build-package = " + _toml_list(
+        [*(p.split("==")[0] for p in requirements), *(c.name for c in chosen)])
+    if sources:
         out += "\n[tool.uv.sources]\n"
-        for pkg in ("torch", "torchvision", "torchaudio"):
-            if any(p.startswith(pkg + "==") for p in requirements):
-                out += (
-                    f"{pkg} = [{{ index = {_toml_str(index_name)}, "
-                    f"marker = {_toml_str(marker)} }}]\n"
-                )
+        for pkg, index, where in sources:
+            where_part = f", marker = {_toml_str(where)}" if where else ""
+            out += f"{pkg} = [{{ index = {_toml_str(index)}{where_part} }}]\n"
+    if plan.index_url:
         out += "\n# macOS (and any platform the marker leaves out) takes the PyPI build.\n"
+    for url, (index, flat) in indexes.items():
         out += "[[tool.uv.index]]\n"
-        out += f"name = {_toml_str(index_name)}\nurl = {_toml_str(plan.index_url)}\n"
+        out += f"name = {_toml_str(index)}\nurl = {_toml_str(url)}\n"
+        if flat:  # a find-links page: a flat list of files
+            out += 'format = "flat"\n'
         out += "explicit = true\n"
     return out
 
 
 def render_pixi_toml(plan: Plan, *, name: str = "torch-project") -> str:
+    """A pixi.toml: python from conda-forge, torch (and the companions) as PyPI dependencies
+    pinned exactly (pixi has no constraints for PyPI packages: these pins are what keeps them),
+    each from its index or find-links page, a release asset by its URL with its sha256, and
+    ``no-build`` naming every package the plan chose as a wheel."""
     subdir = _CONDA_SUBDIR.get(plan.platform, "linux-64")
+    chosen = [c for c in plan.companions if c.prebuilt]
     out = _comment(header_lines(plan))
     out += "[workspace]\n"
     out += f"name = {_toml_str(name)}\n"
@@ -463,10 +530,12 @@ def render_pixi_toml(plan: Plan, *, name: str = "torch-project") -> str:
         out += "\n[system-requirements]\n" + f"cuda = {_toml_str(plan.cuda)}\n"
     out += "\n[dependencies]\n" + f"python = {_toml_str(plan.python.rstrip('t') + '.*')}\n"
     out += "\n[pypi-dependencies]\n"
+    names: list[str] = []
     for pkg in ("torch", "torchvision", "torchaudio"):
         pin = plan.pin(pkg)
         if pin is None:
             continue
+        names.append(pkg)
         version = pin.split("==", 1)[1]
         if plan.index_url:
             out += (
@@ -475,20 +544,39 @@ def render_pixi_toml(plan: Plan, *, name: str = "torch-project") -> str:
             )
         else:
             out += f"{pkg} = {_toml_str('==' + version)}\n"
+    pages: list[str] = []
+    for c in chosen:
+        names.append(c.name)
+        version = _toml_str("==" + c.version)
+        if c.source == "release-asset" and c.url:
+            # the digest rides in the URL's fragment, as in a PEP 508 direct reference
+            url = c.url + (f"#sha256={c.sha256}" if c.sha256 else "")
+            out += f"{c.name} = {{ url = {_toml_str(url)} }}\n"
+        elif c.source == "pytorch-index" and c.index_url:
+            out += f"{c.name} = {{ version = {version}, index = {_toml_str(c.index_url)} }}\n"
+        else:
+            if c.source == "find-links" and c.url and c.url not in pages:
+                pages.append(c.url)
+            out += f"{c.name} = {version}\n"
+    out += "\n[pypi-options]\n"
+    out += "# Never compiled: the plan chose a wheel for each.\n"
+    out += "no-build = " + _toml_list(names)
+    if pages:
+        out += "find-links = [" + ", ".join(f"{{ url = {_toml_str(p)} }}" for p in pages)
+        out += "]\n"
     return out
 
 
 def render_file(plan: Plan, fmt: str, *, pytorch_channel: bool = False) -> str:
     if plan.companions:
         _no_source_builds(plan, fmt)
-        if fmt in ("pyproject", "pixi") or pytorch_channel:
+        if pytorch_channel:
             from torchenv.errors import BadInput
 
-            raise BadInput(f"companions (--with) are rendered into requirements and "
-                           f"environment.yml files so far, not into {fmt}",
-                           hint="use --format requirements or environment.yml, or the pip, "
-                           "uv and pixi commands of 'torchenv resolve --with'",
-                           field="format", value=fmt)
+            raise BadInput("companions (--with) are installed with pip, which the frozen "
+                           "pytorch conda channel's files leave out",
+                           hint="drop --conda-channel pytorch: the conda-forge file installs "
+                           "torch and the companions with pip", field="format", value=fmt)
     if fmt == "environment.yml":
         return render_environment_yml(plan, pytorch_channel=pytorch_channel)
     if fmt == "requirements":
