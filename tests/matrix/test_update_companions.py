@@ -366,5 +366,5 @@ def test_a_plain_http_companion_base_is_refused(server: Server,
     code = main([*_argv(server, "--check"), "--pyg-base", "http://data.example.org/whl"])
     _, err = capsys.readouterr()
     assert code == 2
-    assert "refusing plain HTTP http://data.example.org/whl/" in err
+    assert "--pyg-base: refusing plain HTTP http://data.example.org/whl/" in err
     assert server.requests == []

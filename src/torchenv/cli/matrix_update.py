@@ -103,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
         since=since,
         policy=policy,
         companions=not args.no_companions,
-        pyg_base=args.pyg_base or DEFAULT_PYG_BASE,
-        github_api_base=args.github_api_base or DEFAULT_GITHUB_API,
+        pyg_base=_given(args, "pyg_base") or DEFAULT_PYG_BASE,
+        github_api_base=_given(args, "github_api_base") or DEFAULT_GITHUB_API,
     )
     from torchenv.cli._progress import step_progress
 
