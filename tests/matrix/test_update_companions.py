@@ -44,6 +44,7 @@ class Sources:
         self.pages = {f.name: f.read_bytes() for f in (RECORDED / "pyg").glob("*.html")}
         self.release = json.loads((RECORDED / "github" / "flash-attention-v2.8.3.json")
                                   .read_text())
+        self.index = (RECORDED / "index" / "xformers.html").read_bytes()
 
     def add_release(self, project: str, version: str, files: list[str],
                     requires: list[str] | None) -> None:
@@ -71,6 +72,7 @@ class Sources:
         for name, body in self.pages.items():
             self.server.routes[f"/pyg/{name}"] = Route(("ok", 200, "text/html", body))
         self.server.json(GH_PATH, json.dumps(self.release).encode())
+        self.server.routes["/whl/xformers/"] = Route(("ok", 200, "text/html", self.index))
 
 
 @pytest.fixture
@@ -111,7 +113,9 @@ def _kinds(doc: Any) -> list[tuple[str, str, str | None]]:
     return [(d["package"], d["kind"], d["version"]) for d in doc["companions"]]
 
 
-# the drift the recordings themselves hold: digests the data lacks, a torch 2.9 asset
+# the drift the recordings themselves hold: xformers' index builds, which the data does not
+# list yet; digests the data lacks, a torch 2.9 asset
+INDEX_BASELINE = [("xformers", "index-builds", v) for v in ("0.0.33.post2", "0.0.34", "0.0.35")]
 BASELINE = [("flash-attn", "asset-digests", "2.8.3"), ("flash-attn", "assets-unlisted", "2.8.3")]
 
 
@@ -122,8 +126,17 @@ def test_the_recorded_sources_agree_with_the_data_but_for_the_assets_it_lacks(
     assert code == 1, err
     assert doc["differences"] == {"new_releases": [], "new_variants": [], "new_platforms": [],
                                   "python_changes": []}
-    assert _kinds(doc) == BASELINE
-    digests, unlisted = doc["companions"]
+    assert _kinds(doc) == INDEX_BASELINE + BASELINE
+    index = doc["companions"][2]
+    assert index["text"] == ("0.0.35: the PyTorch index has builds for cu126, cu128, cu130 that "
+                             "companions.yaml does not list")
+    assert index["source"] == f"{sources.server.base}/whl/xformers/"
+    assert index["derived"] == [{
+        "where": "pytorch-index", "coupling": None, "variants": ["cu126", "cu128", "cu130"],
+        "platforms": ["linux-x86_64", "win-amd64"], "python_min": "3.9", "python_abi": "none",
+        "evidence": {"exists": "confirmed", "coupling": "unknown", "python": "confirmed"},
+        "sources": [index["source"]]}]
+    digests, unlisted = doc["companions"][3:]
     api = f"{sources.server.base}{GH_PATH}"
     assert digests["source"] == unlisted["source"] == api
     # the two assets of listed builds with a digest; the one without a digest is not derived
@@ -148,7 +161,7 @@ def test_plain_output_lists_each_drift_on_a_line(sources: Sources,
     code = main(_argv(sources.server, "--check"))
     out = capsys.readouterr().out
     assert code == 1
-    assert "differ from the matrix in 2 place(s)" in out
+    assert "differ from the matrix in 5 place(s)" in out
     assert "~ flash-attn: 2.8.3: 1 asset(s) for torch 2.9, which no build" in out
 
 
@@ -160,7 +173,7 @@ def test_no_companions_reads_no_companion_source(sources: Sources,
     assert code == 0
     assert doc["companions"] == []
     assert not [p for p in sources.server.requests if "/pyg/" in p or "/gh/" in p
-                or "xformers" in p]
+                or "xformers" in p or "vllm" in p]
 
 
 # --- PyPI -------------------------------------------------------------------------------------
@@ -244,6 +257,28 @@ def test_a_release_gone_from_pypi_is_drift(sources: Sources,
     assert ("vllm", "missing", "0.28.0") in _kinds(doc)
 
 
+# --- the PyTorch index ------------------------------------------------------------------------
+
+
+def test_a_newer_release_on_the_pytorch_index_is_drift_with_its_builds(
+        sources: Sources, capsys: pytest.CaptureFixture[str]) -> None:
+    names = ["xformers-0.0.36+cu130-py39-none-manylinux_2_28_x86_64.whl",
+             "xformers-0.0.36+cu129-py39-none-manylinux_2_28_x86_64.whl",
+             "xformers-0.0.36+cu129-py39-none-win_amd64.whl",
+             f"xformers-0.0.{HUGE}+cu130-py39-none-manylinux_2_28_x86_64.whl",
+             "xformers-0.0.37+cu130.weird-py39-none-manylinux_2_28_x86_64.whl"]
+    links = "".join(f'<a href="/whl/{n}">{n}</a><br/>\n' for n in names).encode()
+    sources.index = sources.index.replace(b"  </body>", links + b"  </body>")
+    code, doc, err = _check(sources, capsys)
+    assert code == 1, err
+    new = [d for d in doc["companions"] if d["kind"] == "new-release"]
+    assert [(d["package"], d["version"]) for d in new] == [("xformers", "0.0.36")]
+    assert new[0]["text"] == "+ release 0.0.36 on the PyTorch index (cu129, cu130)"
+    assert [(b["variants"], b["platforms"]) for b in new[0]["derived"]["builds"]] == [
+        (["cu129"], ["linux-x86_64", "win-amd64"]), (["cu130"], ["linux-x86_64"])]
+    assert _kinds(doc)[:3] == INDEX_BASELINE
+
+
 # --- find-links pages -------------------------------------------------------------------------
 
 
@@ -314,6 +349,9 @@ def _hostile(sources: Sources, what: str) -> str:
     if what == "asset-name":
         sources.release["assets"][1]["name"] = f"flash_attn-2.8.3+cu12torch2.{HUGE}.whl"
         return "characters, longer than any file name"
+    if what == "index-truncated":
+        sources.index = sources.index[:-40]
+        return "/whl/xformers/: the page ends before </html>"
     if what == "find-links-truncated":
         page = "torch-2.12.0+cpu.html"
         sources.pages[page] = sources.pages[page][:-30]
@@ -329,7 +367,8 @@ def _hostile(sources: Sources, what: str) -> str:
 
 
 @pytest.mark.parametrize("what", ["github-json", "github-shape", "digest", "asset-name",
-                                  "find-links-truncated", "pypi-json", "metadata"])
+                                  "index-truncated", "find-links-truncated", "pypi-json",
+                                  "metadata"])
 def test_a_bad_answer_is_a_clear_error_and_nothing_is_written(
         sources: Sources, capsys: pytest.CaptureFixture[str], tmp_path: Path,
         what: str) -> None:

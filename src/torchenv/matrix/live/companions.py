@@ -10,6 +10,8 @@ says where the data and the wheels disagree.
 ``matrix update`` compares each package with the live source its builds name, through the same
 funnel as the torch update (:mod:`torchenv.matrix.live.update` fetches, these functions judge):
 
+* the PyTorch index page of a package published there (:func:`index_drift`): its builds per
+  variant, platform and Python of each release, and newer releases;
 * PyPI's JSON API (:func:`pypi_drift`): releases newer than the data's newest, with what their
   files say (platforms, Python tags) and what one wheel's metadata says of torch (``torch==X``:
   coupling ``exact``; ``torch>=X``: ``floor``; nothing: the coupling is left to a person), and
@@ -61,6 +63,8 @@ __all__ = [
     "find_links_drift",
     "find_links_pages",
     "github_release_api",
+    "index_drift",
+    "on_pytorch_index",
     "pypi_drift",
     "release_assets",
     "triton_drift",
@@ -71,6 +75,10 @@ __all__ = [
 DEFAULT_PYG_BASE = "https://data.pyg.org/whl"
 """The folder of the PyG find-links pages as companions.yaml writes their addresses."""
 DEFAULT_GITHUB_API = "https://api.github.com"
+_INDEX_PACKAGES = ("xformers",)
+"""Packages whose builds per variant the PyTorch index carries (besides any with a
+``pytorch-index`` build in the data): the xformers maintainers publish there."""
+_INDEX_LABEL = re.compile(r"^(cpu|cu\d{2,4}|rocm\d+(\.\d+){0,2}|xpu)$")
 
 
 def _wheel_name(url: str) -> str:
@@ -146,7 +154,8 @@ class CompanionDrift:
     ``coupling`` (the wheel's torch requirement is not the data's), ``missing`` (the data lists
     what the source does not have), ``python`` (other Python tags), ``asset-digest`` (a digest
     differs), ``asset-digests`` (digests the data lacks), ``assets-unlisted`` (assets for torch
-    minors the data has no build for). ``source`` is the URL that shows it; ``derived`` the fact
+    minors the data has no build for), ``index-builds`` (variants on the PyTorch index the data
+    lists no build for). ``source`` is the URL that shows it; ``derived`` the fact
     in companions.yaml's shape when the source gives it whole."""
 
     package: str
@@ -516,3 +525,99 @@ def asset_drift(pkg: CompanionPackage, assets: Mapping[str, Mapping[str, Optiona
                     f"{', '.join(k[:20] for k in keys)}, which no build in companions.yaml "
                     "names", api, version, {k: unlisted[k] for k in keys}))
     return out
+
+
+# --------------------------------------------------------------------------- the PyTorch index
+
+
+def on_pytorch_index(pkg: CompanionPackage) -> bool:
+    """Whether the package's builds per variant are looked for on the PyTorch index."""
+    return pkg.name in _INDEX_PACKAGES or any(
+        b.where == "pytorch-index" for r in pkg.releases for b in r.builds)
+
+
+def _index_builds(project: str, names: Iterable[str]
+                  ) -> dict[str, dict[str, tuple[set[str], set[str], dict[str, str]]]]:
+    """release -> variant -> (platforms, cpXY tags, {abi3/none: floor}) of a project's wheels
+    on an index page; names that are no wheel of it, or too long, are left out."""
+    out: dict[str, dict[str, tuple[set[str], set[str], dict[str, str]]]] = {}
+    for raw in names:
+        name = raw.rsplit("/", 1)[-1]
+        if not name.endswith(".whl") or len(name) > MAX_FILENAME:
+            continue
+        try:
+            dist, version, _, tags = parse_wheel_filename(name)
+        except (InvalidWheelFilename, ValueError):
+            continue
+        label = version.local or ""
+        if dist != project or not _INDEX_LABEL.match(label) or not is_final(version.public):
+            continue
+        plats, exact, floors = out.setdefault(version.public, {}).setdefault(
+            label, (set(), set(), {}))
+        for tag in tags:
+            plat, py = platform_name(tag.platform), _py_tags(tag.interpreter, tag.abi)
+            if plat is None or py is None:
+                continue
+            plats.add(plat)
+            if py[1] == "cp":
+                exact.add(py[0])
+            else:
+                floors[py[1]] = min(floors.get(py[1], py[0]), py[0], key=_py_key)
+    return out
+
+
+def index_drift(pkg: CompanionPackage, names: Sequence[str], page_url: str
+                ) -> list[CompanionDrift]:
+    """Where the PyTorch index page of ``pkg`` (the file names it lists, read from
+    ``page_url``) and the data differ: variants of a release the data lists no index build
+    for (derived as ``pytorch-index`` builds, their coupling left unknown: only names were
+    read), index builds the data lists that the page lacks, and newer releases."""
+    out: list[CompanionDrift] = []
+    found = _index_builds(pkg.name, names)
+    newest = max((r.version for r in pkg.releases), default=None)
+    for release in pkg.releases:
+        version = str(release.version)
+        listed = {str(v) for b in release.builds if b.where == "pytorch-index"
+                  for v in b.variants}
+        live = found.get(version, {})
+        for gone in sorted(listed - set(live)):
+            out.append(CompanionDrift(pkg.name, "missing", f"{version}: no {gone} build on "
+                                      "the PyTorch index", page_url, version))
+        extra = sorted(set(live) - listed)
+        if extra:
+            out.append(CompanionDrift(
+                pkg.name, "index-builds", f"{version}: the PyTorch index has builds for "
+                f"{', '.join(extra)} that companions.yaml does not list", page_url, version,
+                _derived_index_builds(live, extra, page_url)))
+    for version in sorted(found, key=TorchVersion, reverse=True):
+        if newest is not None and TorchVersion(version) > newest:
+            variants = sorted(found[version])
+            out.append(CompanionDrift(
+                pkg.name, "new-release", f"+ release {version} on the PyTorch index "
+                f"({', '.join(variants)})", page_url, version,
+                {"version": version, "released": "unknown",
+                 "builds": _derived_index_builds(found[version], variants, page_url)}))
+    return out
+
+
+def _derived_index_builds(live: Mapping[str, tuple[set[str], set[str], dict[str, str]]],
+                          variants: Sequence[str], page_url: str) -> list[dict[str, Any]]:
+    """One ``pytorch-index`` build per set of variants with the same platforms and tags."""
+    groups: dict[tuple[Any, ...], list[str]] = {}
+    for v in variants:
+        plats, exact, floors = live[v]
+        key = (tuple(sorted(plats)), tuple(sorted(exact, key=_py_key)),
+               tuple(sorted(floors.items())))
+        groups.setdefault(key, []).append(v)
+    builds = []
+    for (plats, exact, floors), vs in groups.items():
+        python: dict[str, Any] = {"python": list(exact)} if exact and not floors else {}
+        if floors:
+            abi = "abi3" if "abi3" in dict(floors) else "none"
+            python = {"python_min": dict(floors)[abi], "python_abi": abi}
+        builds.append({"where": "pytorch-index", "coupling": None, "variants": vs,
+                       "platforms": list(plats), **python,
+                       "evidence": {"exists": "confirmed", "coupling": "unknown",
+                                    "python": "confirmed"},
+                       "sources": [page_url]})
+    return builds

@@ -45,6 +45,8 @@ from torchenv.matrix.live.companions import (
     find_links_drift,
     find_links_pages,
     github_release_api,
+    index_drift,
+    on_pytorch_index,
     pypi_drift,
     release_assets,
 )
@@ -339,7 +341,8 @@ def _companions(fetcher: Fetcher, pypi_base: str, read: Any, result: UpdateResul
 
 def _companion_drift(fetcher: Fetcher, options: UpdateOptions, result: UpdateResult,
                      bar: _Progress) -> None:
-    """companions.yaml against PyPI, the find-links pages and the GitHub releases API."""
+    """companions.yaml against the PyTorch index, PyPI, the find-links pages and the GitHub
+    releases API."""
     from torchenv.matrix.companions import load_companions
 
     data = load_companions()
@@ -353,7 +356,16 @@ def _companion_drift(fetcher: Fetcher, options: UpdateOptions, result: UpdateRes
     on_pypi = [p for p in data.packages
                if any(b.where in ("pypi", "sdist") for r in p.releases for b in r.builds)]
     pages = find_links_pages(data.packages, options.pyg_base)
-    bar.total += len(on_pypi) + len(pages)
+    on_index = [p for p in data.packages if on_pytorch_index(p)]
+    bar.total += len(on_pypi) + len(pages) + len(on_index)
+    for pkg in on_index:
+        url = f"{options.index_base.rstrip('/')}/{pkg.name}/"
+        resp = fetcher.get(url, accept=PEP691_ACCEPT)
+        assert resp is not None
+        names = page_filenames(resp.url, resp.body, resp.content_type)
+        result.pages[url] = len(names)
+        bar.step(f"{pkg.name} index")
+        result.companions += index_drift(pkg, names, url)
     for pkg in on_pypi:
         files = _project(fetcher, pypi_base, pkg.name)
         bar.step(f"PyPI {pkg.name}")
