@@ -290,7 +290,8 @@ def test_find_links_pages_gone_changed_and_with_a_new_release(
         line for line in sources.pages[page].split(b"\n")
         if b"pyg_lib-0.9.0%2Bpt214cu126-cp314-cp314-win_amd64" not in line)
     extra = ("torch-2.14.0+cu130/pyg_lib-0.10.0+pt214cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
-             f"torch-2.14.0+cu130/pyg_lib-0.{HUGE}+pt214cu130-cp312-cp312-linux_x86_64.whl")
+             f"torch-2.14.0+cu130/pyg_lib-0.{HUGE}+pt214cu130-cp312-cp312-linux_x86_64.whl",
+             f"pyg_lib-0.{'9' * 200}+pt214cu130-cp312-cp312-linux_x86_64.whl")
     links = "".join(f'<a href="{n}">{n}</a><br/>\n' for n in extra).encode()
     sources.pages["torch-2.14.0+cu130.html"] = sources.pages["torch-2.14.0+cu130.html"].replace(
         b"</body>", links + b"</body>")

@@ -383,7 +383,7 @@ def find_links_drift(pkg: CompanionPackage, pages: Mapping[str, Optional[Sequenc
                 if w.variant == label and w.version == version:
                     found.setdefault(w.platform, set()).add(w.python)
                 elif (w.variant or "").startswith(f"pt{minor.replace('.', '')}") \
-                        and newest is not None and w.final \
+                        and newest is not None and is_final(w.version) \
                         and TorchVersion(w.version) > newest:
                     newer.setdefault(w.version, [])
                     if url not in newer[w.version]:
