@@ -21,9 +21,11 @@ from tests.matrix.test_update import Route, Server, _matrix_filenames, metadata
 
 from torchenv.cli import main
 from torchenv.errors import NetworkError
-from torchenv.matrix.companions import COMPANIONS_FILE
+from torchenv.matrix.companions import COMPANIONS_FILE, load_companions
+from torchenv.matrix.live.companions import asset_drift, index_drift, release_assets
 from torchenv.matrix.live.http import FetchPolicy
 from torchenv.matrix.live.update import UpdateOptions, run_update
+from torchenv.matrix.live.wheels import page_filenames
 
 RECORDED = Path(__file__).parent / "data" / "companions"
 ON_PYPI = ("xformers", "torchao", "vllm", "flash-attn", "torch-scatter", "torch-sparse")
@@ -134,7 +136,7 @@ def test_the_recorded_sources_agree_with_the_data_but_for_the_assets_it_lacks(
     assert index["derived"] == [{
         "where": "pytorch-index", "coupling": None, "variants": ["cu126", "cu128", "cu130"],
         "platforms": ["linux-x86_64", "win-amd64"], "python_min": "3.9", "python_abi": "none",
-        "evidence": {"exists": "confirmed", "coupling": "unknown", "python": "confirmed"},
+        "evidence": {"exists": "unknown", "coupling": "unknown", "python": "unknown"},
         "sources": [index["source"]]}]
     digests, unlisted = doc["companions"][3:]
     api = f"{sources.server.base}{GH_PATH}"
@@ -142,9 +144,9 @@ def test_the_recorded_sources_agree_with_the_data_but_for_the_assets_it_lacks(
     # the two assets of listed builds with a digest; the one without a digest is not derived
     assert digests["derived"] == [
         {"file": "flash_attn-2.8.3+cu12torch2.7cxx11abiTRUE-cp311-cp311-linux_x86_64.whl",
-         "sha256": "2" * 64, "evidence": "confirmed", "sources": [api]},
+         "sha256": "2" * 64, "evidence": "unknown", "sources": [api]},
         {"file": "flash_attn-2.8.3+cu12torch2.8cxx11abiFALSE-cp312-cp312-linux_x86_64.whl",
-         "sha256": "1" * 64, "evidence": "confirmed", "sources": [api]}]
+         "sha256": "1" * 64, "evidence": "unknown", "sources": [api]}]
     assert unlisted["derived"] == {
         "2.9": ["flash_attn-2.8.3+cu12torch2.9cxx11abiTRUE-cp312-cp312-linux_x86_64.whl"]}
     assert doc["up_to_date"] is False
@@ -174,6 +176,24 @@ def test_no_companions_reads_no_companion_source(sources: Sources,
     assert doc["companions"] == []
     assert not [p for p in sources.server.requests if "/pyg/" in p or "/gh/" in p
                 or "xformers" in p or "vllm" in p]
+
+
+def test_facts_from_the_sources_themselves_are_confirmed_and_from_a_copy_unknown() -> None:
+    """The local server is a mirror, so the tests above see `unknown`; the same answers read
+    from download.pytorch.org, PyPI or GitHub confirm what they show."""
+    data = load_companions()
+    xformers, flash_attn = data.package("xformers"), data.package("flash-attn")
+    assert xformers is not None and flash_attn is not None
+    page = "https://download.pytorch.org/whl/xformers/"
+    names = page_filenames(page, (RECORDED / "index" / "xformers.html").read_bytes(), "text/html")
+    api = "https://api.github.com/repos/Dao-AILab/flash-attention/releases/tags/v2.8.3"
+    doc = json.loads((RECORDED / "github" / "flash-attention-v2.8.3.json").read_text())
+    assets = {api: release_assets(api, doc)}
+    for primary, evidence in ((True, "confirmed"), (False, "unknown")):
+        index = index_drift(xformers, names, page, primary=primary)
+        assert {b["evidence"]["exists"] for d in index for b in d.derived} == {evidence}
+        lacking = asset_drift(flash_attn, assets, "https://api.github.com", primary=primary)[0]
+        assert {a["evidence"] for a in lacking.derived} == {evidence}
 
 
 # --- PyPI -------------------------------------------------------------------------------------
@@ -210,7 +230,7 @@ def test_new_pypi_releases_come_with_the_coupling_their_metadata_states(
     assert x["derived"] == {"version": "0.0.36", "released": "2099-03-04", "builds": [{
         "where": "pypi", "coupling": "floor", "torch": ">=2.11", "requires_dist": "torch>=2.11",
         "platforms": ["linux-x86_64", "win-amd64"], "python_min": "3.9", "python_abi": "none",
-        "evidence": {"exists": "confirmed", "coupling": "confirmed", "python": "confirmed"},
+        "evidence": {"exists": "unknown", "coupling": "unknown", "python": "unknown"},
         "sources": [f"{base}/pypi/xformers/json", x["source"]]}]}
     v = new["vllm"]["derived"]["builds"][0]
     assert (v["coupling"], v["torch"], v["requires_dist"]) == ("exact", ["2.14.0"],
@@ -225,7 +245,7 @@ def test_new_pypi_releases_come_with_the_coupling_their_metadata_states(
     assert "for a person to set" in ao["text"]
     fa = new["flash-attn"]["derived"]["builds"]
     assert fa == [{"where": "sdist", "coupling": "none",
-                   "evidence": {"exists": "confirmed", "coupling": "confirmed"},
+                   "evidence": {"exists": "unknown", "coupling": "unknown"},
                    "sources": [f"{base}/pypi/flash-attn/json"]}]
     assert _kinds(doc)[-2:] == BASELINE
 

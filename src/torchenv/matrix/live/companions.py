@@ -255,10 +255,12 @@ def _requirement_text(read: Reader, wheel: PypiFile) -> tuple[SpecifierSet | Non
 
 
 def pypi_drift(pkg: CompanionPackage, files: Mapping[str, Sequence[PypiFile]], json_url: str,
-               read: Reader) -> list[CompanionDrift]:
+               read: Reader, *, primary: bool = True) -> list[CompanionDrift]:
     """Where PyPI (``files``, read from ``json_url``) and the data of ``pkg`` differ: releases
     newer than the data's newest, and the torch requirement of each release whose data states
-    one. Raises :class:`UnexpectedMetadata` for a wheel whose metadata cannot be read."""
+    one. Derived facts are ``confirmed`` when ``primary`` (PyPI itself), else ``unknown`` (a
+    mirror is a copy and cannot confirm). Raises :class:`UnexpectedMetadata` for a wheel whose
+    metadata cannot be read."""
     out: list[CompanionDrift] = []
     newest = max((r.version for r in pkg.releases), default=None)
     fresh = sorted((TorchVersion(v) for v in files
@@ -267,7 +269,8 @@ def pypi_drift(pkg: CompanionPackage, files: Mapping[str, Sequence[PypiFile]], j
     for value in fresh:
         if newest is not None and value <= newest:
             continue
-        out.append(_new_pypi_release(pkg.name, str(value), files[str(value)], json_url, read))
+        out.append(_new_pypi_release(pkg.name, str(value), files[str(value)], json_url, read,
+                                     _confirmed(primary)))
     for release in pkg.releases:
         stated = [b for b in release.builds if b.where == "pypi" and b.requires_dist]
         if not stated:
@@ -291,14 +294,19 @@ def pypi_drift(pkg: CompanionPackage, files: Mapping[str, Sequence[PypiFile]], j
     return out
 
 
+def _confirmed(primary: bool) -> str:
+    """The evidence class a fact read from a source gets: a copy cannot confirm."""
+    return "confirmed" if primary else "unknown"
+
+
 def _new_pypi_release(name: str, version: str, files: Sequence[PypiFile], json_url: str,
-                      read: Reader) -> CompanionDrift:
+                      read: Reader, confirmed: str) -> CompanionDrift:
     platforms, python, wheels = _wheel_facts(files)
     released = min((f.uploaded[:10] for f in files if not f.yanked), default="unknown")
     entry: dict[str, Any] = {"version": version, "released": released, "builds": []}
     if not wheels:
         entry["builds"].append({"where": "sdist", "coupling": "none",
-                                "evidence": {"exists": "confirmed", "coupling": "confirmed"},
+                                "evidence": {"exists": confirmed, "coupling": confirmed},
                                 "sources": [json_url]})
         return CompanionDrift(name, "new-release", f"+ release {version} on PyPI: a source "
                               "distribution only (installing it compiles)", json_url, version,
@@ -309,9 +317,9 @@ def _new_pypi_release(name: str, version: str, files: Sequence[PypiFile], json_u
     coupling = _coupling(spec)
     build: dict[str, Any] = {"where": "pypi", **(coupling or {"coupling": None}),
                              "platforms": platforms, **python,
-                             "evidence": {"exists": "confirmed",
-                                          "coupling": "confirmed" if coupling else "unknown",
-                                          "python": "confirmed"},
+                             "evidence": {"exists": confirmed,
+                                          "coupling": confirmed if coupling else "unknown",
+                                          "python": confirmed},
                              "sources": [json_url, source]}
     entry["builds"].append(build)
     if coupling is None:
@@ -473,11 +481,12 @@ def _asset_pattern(template: str) -> re.Pattern[str]:
 
 
 def asset_drift(pkg: CompanionPackage, assets: Mapping[str, Mapping[str, Optional[str]]],
-                api_base: str) -> list[CompanionDrift]:
+                api_base: str, *, primary: bool = True) -> list[CompanionDrift]:
     """Where the release assets (API URL -> asset name -> sha256, as :func:`release_assets`
     reads them) and the release-asset builds of ``pkg`` differ: a listed file gone, a digest
     that differs, digests the data lacks (derived, confirmed by the API), and assets for torch
-    minors no build of the release names."""
+    minors no build of the release names. A derived digest is ``confirmed`` when ``primary``
+    (GitHub's API itself), else ``unknown``."""
     out: list[CompanionDrift] = []
     for release in pkg.releases:
         version = str(release.version)
@@ -510,7 +519,8 @@ def asset_drift(pkg: CompanionPackage, assets: Mapping[str, Mapping[str, Optiona
                 if minor not in minors:
                     unlisted.setdefault(minor, []).append(name)
                 elif name not in listed and digest is not None:
-                    lacking.append({"file": name, "sha256": digest, "evidence": "confirmed",
+                    lacking.append({"file": name, "sha256": digest,
+                                    "evidence": _confirmed(primary),
                                     "sources": [api]})
             if lacking:
                 out.append(CompanionDrift(pkg.name, "asset-digests", f"{version}: "
@@ -566,12 +576,13 @@ def _index_builds(project: str, names: Iterable[str]
     return out
 
 
-def index_drift(pkg: CompanionPackage, names: Sequence[str], page_url: str
-                ) -> list[CompanionDrift]:
+def index_drift(pkg: CompanionPackage, names: Sequence[str], page_url: str, *,
+                primary: bool = True) -> list[CompanionDrift]:
     """Where the PyTorch index page of ``pkg`` (the file names it lists, read from
     ``page_url``) and the data differ: variants of a release the data lists no index build
     for (derived as ``pytorch-index`` builds, their coupling left unknown: only names were
-    read), index builds the data lists that the page lacks, and newer releases."""
+    read), index builds the data lists that the page lacks, and newer releases. Derived facts
+    are ``confirmed`` when ``primary`` (download.pytorch.org itself), else ``unknown``."""
     out: list[CompanionDrift] = []
     found = _index_builds(pkg.name, names)
     newest = max((r.version for r in pkg.releases), default=None)
@@ -588,7 +599,7 @@ def index_drift(pkg: CompanionPackage, names: Sequence[str], page_url: str
             out.append(CompanionDrift(
                 pkg.name, "index-builds", f"{version}: the PyTorch index has builds for "
                 f"{', '.join(extra)} that companions.yaml does not list", page_url, version,
-                _derived_index_builds(live, extra, page_url)))
+                _derived_index_builds(live, extra, page_url, primary)))
     for version in sorted(found, key=TorchVersion, reverse=True):
         if newest is not None and TorchVersion(version) > newest:
             variants = sorted(found[version])
@@ -596,12 +607,14 @@ def index_drift(pkg: CompanionPackage, names: Sequence[str], page_url: str
                 pkg.name, "new-release", f"+ release {version} on the PyTorch index "
                 f"({', '.join(variants)})", page_url, version,
                 {"version": version, "released": "unknown",
-                 "builds": _derived_index_builds(found[version], variants, page_url)}))
+                 "builds": _derived_index_builds(found[version], variants, page_url,
+                                                 primary)}))
     return out
 
 
 def _derived_index_builds(live: Mapping[str, tuple[set[str], set[str], dict[str, str]]],
-                          variants: Sequence[str], page_url: str) -> list[dict[str, Any]]:
+                          variants: Sequence[str], page_url: str,
+                          primary: bool) -> list[dict[str, Any]]:
     """One ``pytorch-index`` build per set of variants with the same platforms and tags."""
     groups: dict[tuple[Any, ...], list[str]] = {}
     for v in variants:
@@ -617,7 +630,7 @@ def _derived_index_builds(live: Mapping[str, tuple[set[str], set[str], dict[str,
             python = {"python_min": dict(floors)[abi], "python_abi": abi}
         builds.append({"where": "pytorch-index", "coupling": None, "variants": vs,
                        "platforms": list(plats), **python,
-                       "evidence": {"exists": "confirmed", "coupling": "unknown",
-                                    "python": "confirmed"},
+                       "evidence": {"exists": _confirmed(primary), "coupling": "unknown",
+                                    "python": _confirmed(primary)},
                        "sources": [page_url]})
     return builds

@@ -365,13 +365,14 @@ def _companion_drift(fetcher: Fetcher, options: UpdateOptions, result: UpdateRes
         names = page_filenames(resp.url, resp.body, resp.content_type)
         result.pages[url] = len(names)
         bar.step(f"{pkg.name} index")
-        result.companions += index_drift(pkg, names, url)
+        result.companions += index_drift(
+            pkg, names, url, primary=options.index_base.rstrip("/") == DEFAULT_INDEX_BASE)
     for pkg in on_pypi:
         files = _project(fetcher, pypi_base, pkg.name)
         bar.step(f"PyPI {pkg.name}")
         try:
             result.companions += pypi_drift(pkg, files, f"{pypi_base}/pypi/{pkg.name}/json",
-                                            read)
+                                            read, primary=pypi_base == DEFAULT_PYPI_BASE)
         except UnexpectedMetadata as exc:
             raise MalformedPage(f"PyPI {pkg.name}: {exc}") from exc
     listed: dict[str, Optional[list[str]]] = {}
@@ -401,7 +402,9 @@ def _companion_drift(fetcher: Fetcher, options: UpdateOptions, result: UpdateRes
                     f"{api}: not valid JSON ({exc})"
                 raise MalformedPage(text, hint="is --github-api-base the root of GitHub's "
                                     "REST API?") from exc
-        result.companions += asset_drift(pkg, assets, options.github_api_base)
+        result.companions += asset_drift(
+            pkg, assets, options.github_api_base,
+            primary=options.github_api_base.rstrip("/") == DEFAULT_GITHUB_API)
 
 
 def write_overlay(path: Path, overlay: dict[str, Any]) -> None:
