@@ -352,6 +352,19 @@ def test_a_listed_asset_gone_from_the_release_is_drift(
     assert ("flash-attn", "missing", "2.8.3") in _kinds(doc)
 
 
+def test_a_release_gone_from_github_is_drift(sources: Sources,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    sources.serve()
+    del sources.server.routes[GH_PATH]
+    code = main(_argv(sources.server, "--check", "--json"))
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1
+    gone = [d for d in doc["companions"] if d["package"] == "flash-attn"]
+    assert [(d["kind"], d["version"]) for d in gone] == [("missing", "2.8.3")]
+    assert gone[0]["text"] == ("2.8.3: the release is not on GitHub (its assets are listed in "
+                               "companions.yaml)")
+
+
 # --- bad and hostile answers ------------------------------------------------------------------
 
 

@@ -386,15 +386,22 @@ def _companion_drift(fetcher: Fetcher, options: UpdateOptions, result: UpdateRes
     for pkg in data.packages:
         result.companions += find_links_drift(pkg, listed, options.pyg_base)
     for pkg in data.packages:
-        apis = list(dict.fromkeys(
-            api for r in pkg.releases for b in r.builds
-            if b.where == "release-asset" and b.url
-            and (api := github_release_api(b.url, options.github_api_base)) is not None))
+        apis: dict[str, str] = {}  # releases API URL -> the release whose assets it lists
+        for r in pkg.releases:
+            for b in r.builds:
+                api = github_release_api(b.url, options.github_api_base) \
+                    if b.where == "release-asset" and b.url else None
+                if api is not None:
+                    apis.setdefault(api, str(r.version))
         assets = {}
-        for api in apis:
-            resp = fetcher.get(api, accept="application/vnd.github+json")
-            assert resp is not None
+        for api, version in apis.items():
+            resp = fetcher.get(api, accept="application/vnd.github+json", allow_404=True)
             bar.step(f"GitHub {api.rsplit('/', 1)[-1][:60]}")
+            if resp is None:
+                result.companions.append(CompanionDrift(
+                    pkg.name, "missing", f"{version}: the release is not on GitHub (its "
+                    "assets are listed in companions.yaml)", api, version))
+                continue
             try:
                 assets[api] = release_assets(api, json.loads(resp.body))
             except (ValueError, RecursionError) as exc:
