@@ -67,6 +67,8 @@ FIELDS: dict[str, Field] = {
     "allow_build": Field("--allow-build"),
     "index_base": Field("--index-base", "TORCHENV_INDEX_BASE"),
     "pypi_base": Field("--pypi-base", "TORCHENV_PYPI_BASE"),  # matrix update
+    "pyg_base": Field("--pyg-base"),  # matrix update
+    "github_api_base": Field("--github-api-base"),  # matrix update
     # the host (overrides of what detection finds)
     "python": Field("--python", "TORCHENV_PYTHON", "python"),
     # an interpreter to inspect: --python PATH, or --python-exe where that names it

@@ -26,8 +26,10 @@ def register(msub: Subcommands) -> None:
         description="Read download.pytorch.org/whl/{torch,torchvision,torchaudio}/ and PyPI's "
         "JSON API, compare with the matrix, and write what it lacks to the user overlay "
         "(validated first, written atomically): new releases, variants and platforms, and "
-        "changed Python tags of the releases it has. With --check only report: exit 1 when "
-        "there is any difference. Exit 4 when the index or PyPI cannot be read.",
+        "changed Python tags of the releases it has. The companion data is compared too "
+        "(PyPI, the PyG find-links pages, GitHub release assets) and its drift reported, "
+        "never written. With --check only report: exit 1 when there is any difference. "
+        "Exit 4 when a source cannot be read.",
     )
     p.add_argument("--check", action="store_true",
                    help="print the differences and exit 1 if there are any; write nothing")
@@ -42,6 +44,15 @@ def register(msub: Subcommands) -> None:
     p.add_argument("--pypi-base", metavar="URL",
                    help="PyPI root for the JSON API (default https://pypi.org; env "
                    "TORCHENV_PYPI_BASE)")
+    p.add_argument("--no-companions", action="store_true",
+                   help="compare only the torch data, not companions.yaml with PyPI, the "
+                   "PyG find-links pages and GitHub release assets")
+    p.add_argument("--pyg-base", metavar="URL",
+                   help="folder of the PyG find-links pages (default "
+                   "https://data.pyg.org/whl)")
+    p.add_argument("--github-api-base", metavar="URL",
+                   help="GitHub REST API root for release assets (default "
+                   "https://api.github.com)")
     p.add_argument("--since", metavar="VERSION",
                    help="ignore torch releases older than this, e.g. 2.5 (default: the oldest "
                    "in the matrix)")
@@ -73,6 +84,7 @@ def _check_output(output: Path) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from torchenv.matrix.index import DEFAULT_INDEX_BASE
+    from torchenv.matrix.live.companions import DEFAULT_GITHUB_API, DEFAULT_PYG_BASE
     from torchenv.matrix.live.http import FetchPolicy, parse_timeout
     from torchenv.matrix.live.update import DEFAULT_PYPI_BASE, UpdateOptions, run_update
 
@@ -90,6 +102,9 @@ def run(args: argparse.Namespace) -> int:
         force=args.force,
         since=since,
         policy=policy,
+        companions=not args.no_companions,
+        pyg_base=_given(args, "pyg_base") or DEFAULT_PYG_BASE,
+        github_api_base=_given(args, "github_api_base") or DEFAULT_GITHUB_API,
     )
     from torchenv.cli._progress import step_progress
 
@@ -101,17 +116,19 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result.to_json())
     else:
-        lines = result.diff.lines()
+        lines = result.lines()
         if not lines:
             print("the matrix is current: the live index and PyPI show no release, variant, "
-                  "platform or Python tag it lacks")
+                  "platform or Python tag it lacks"
+                  + ("" if args.no_companions else ", and the companions' sources agree with "
+                     "companions.yaml"))
         else:
-            print(f"the live index and PyPI differ from the matrix in {len(lines)} place(s):")
+            print(f"the live sources differ from the matrix in {len(lines)} place(s):")
             for line in lines:
                 print(f"  {line}")
         if result.written:
             print(f"wrote {result.overlay_path}")
-    if args.check and not result.diff.empty:
+    if args.check and not result.up_to_date:
         return 1
     return 0
 

@@ -16,6 +16,13 @@ Order of work, so that a failure anywhere leaves the previous overlay untouched:
    ``matrix check`` does;
 5. only then write it: temp file in the same folder, fsync, copy of the old file to ``.bak``,
    ``os.replace``.
+
+Beside the torch data, the companion data (companions.yaml) is compared with its packages' live
+sources through the same fetcher (:func:`_companion_drift`; the judging is in
+:mod:`torchenv.matrix.live.companions`): PyPI's JSON API and wheel metadata, the PyG find-links
+pages, GitHub's releases API. Its drift is reported (``companions`` in ``--json``, and exit 1
+with ``check``) with the facts the sources give whole attached; companions.yaml is embedded
+data, so the update never writes it.
 """
 
 from __future__ import annotations
@@ -30,6 +37,19 @@ from typing import Any, Optional
 from torchenv import __version__
 from torchenv.errors import BadInput, MatrixError
 from torchenv.matrix.index import DEFAULT_INDEX_BASE
+from torchenv.matrix.live.companions import (
+    DEFAULT_GITHUB_API,
+    DEFAULT_PYG_BASE,
+    CompanionDrift,
+    asset_drift,
+    find_links_drift,
+    find_links_pages,
+    github_release_api,
+    index_drift,
+    on_pytorch_index,
+    pypi_drift,
+    release_assets,
+)
 from torchenv.matrix.live.derive import (
     Diff,
     IndexSnapshot,
@@ -79,6 +99,9 @@ class UpdateOptions:
     since: Optional[TorchVersion] = None  # None: the oldest release in the matrix
     force: bool = False                 # replace an output that is not a matrix overlay
     policy: FetchPolicy = field(default_factory=FetchPolicy)
+    companions: bool = True             # compare companions.yaml with its live sources too
+    pyg_base: str = DEFAULT_PYG_BASE
+    github_api_base: str = DEFAULT_GITHUB_API
 
 
 @dataclass
@@ -90,11 +113,21 @@ class UpdateResult:
     warnings: list[str] = field(default_factory=list)
     pages: dict[str, int] = field(default_factory=dict)  # URL -> files listed
     requests: int = 0
+    companions: list[CompanionDrift] = field(default_factory=list)
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.diff.empty and not self.companions
+
+    def lines(self) -> list[str]:
+        """The differences, one line each: the torch data's, then the companions'."""
+        return self.diff.lines() + [d.line() for d in self.companions]
 
     def to_json(self) -> dict[str, Any]:
         return {
             "differences": self.diff.to_json(),
-            "up_to_date": self.diff.empty,
+            "companions": [d.to_json() for d in self.companions],
+            "up_to_date": self.up_to_date,
             "overlay": str(self.overlay_path),
             "written": self.written,
             "not_on_pypi": self.not_on_pypi,
@@ -130,6 +163,11 @@ def run_update(options: UpdateOptions, *, progress: ProgressHook | None = None,
     pypi_base = options.pypi_base.rstrip("/")
     check_url(index_base + "/", allow_http=options.policy.allow_http, field="index_base")
     check_url(pypi_base + "/", allow_http=options.policy.allow_http, field="pypi_base")
+    if options.companions:
+        check_url(options.pyg_base.rstrip("/") + "/", allow_http=options.policy.allow_http,
+                  field="pyg_base")
+        check_url(options.github_api_base.rstrip("/") + "/",
+                  allow_http=options.policy.allow_http, field="github_api_base")
     path = options.output or default_overlay_path()
     if not options.check and not options.force:
         _refuse_what_is_not_an_overlay(path)
@@ -148,6 +186,8 @@ def run_update(options: UpdateOptions, *, progress: ProgressHook | None = None,
         pypi_python = _pypi_python(matrix, torch_files, options.since, result)
         result.diff = diff_matrix(matrix, torch_snap, pypi_python=pypi_python,
                                   since=options.since)
+        if options.companions:
+            _companion_drift(fetcher, options, result, bar)
         if options.check or result.diff.empty:
             return result
         facts = _new_release_facts(fetcher, pypi_base, torch_files, result, bar)
@@ -297,6 +337,81 @@ def _companions(fetcher: Fetcher, pypi_base: str, read: Any, result: UpdateResul
         result.warnings.extend(scan.warnings)
         out[project] = scan.releases
     return out
+
+
+def _companion_drift(fetcher: Fetcher, options: UpdateOptions, result: UpdateResult,
+                     bar: _Progress) -> None:
+    """companions.yaml against the PyTorch index, PyPI, the find-links pages and the GitHub
+    releases API."""
+    from torchenv.matrix.companions import load_companions
+
+    data = load_companions()
+    pypi_base = options.pypi_base.rstrip("/")
+
+    def read(url: str, byte_range: Optional[str]) -> Optional[bytes]:
+        resp = fetcher.get(url, allow_404=True, byte_range=byte_range)
+        bar.step(f"PyPI {url.rsplit('/', 1)[-1][:60]}")
+        return None if resp is None else resp.body
+
+    on_pypi = [p for p in data.packages
+               if any(b.where in ("pypi", "sdist") for r in p.releases for b in r.builds)]
+    pages = find_links_pages(data.packages, options.pyg_base)
+    on_index = [p for p in data.packages if on_pytorch_index(p)]
+    bar.total += len(on_pypi) + len(pages) + len(on_index)
+    for pkg in on_index:
+        url = f"{options.index_base.rstrip('/')}/{pkg.name}/"
+        resp = fetcher.get(url, accept=PEP691_ACCEPT)
+        assert resp is not None
+        names = page_filenames(resp.url, resp.body, resp.content_type)
+        result.pages[url] = len(names)
+        bar.step(f"{pkg.name} index")
+        result.companions += index_drift(
+            pkg, names, url, primary=options.index_base.rstrip("/") == DEFAULT_INDEX_BASE)
+    for pkg in on_pypi:
+        files = _project(fetcher, pypi_base, pkg.name)
+        bar.step(f"PyPI {pkg.name}")
+        try:
+            result.companions += pypi_drift(pkg, files, f"{pypi_base}/pypi/{pkg.name}/json",
+                                            read, primary=pypi_base == DEFAULT_PYPI_BASE)
+        except UnexpectedMetadata as exc:
+            raise MalformedPage(f"PyPI {pkg.name}: {exc}") from exc
+    listed: dict[str, Optional[list[str]]] = {}
+    for url in pages:
+        resp = fetcher.get(url, allow_404=True)
+        bar.step(f"find-links {url.rsplit('/', 1)[-1][:60]}")
+        listed[url] = None if resp is None else page_filenames(resp.url, resp.body,
+                                                                resp.content_type)
+        if listed[url] is not None:
+            result.pages[url] = len(listed[url] or ())
+    for pkg in data.packages:
+        result.companions += find_links_drift(pkg, listed, options.pyg_base)
+    for pkg in data.packages:
+        apis: dict[str, str] = {}  # releases API URL -> the release whose assets it lists
+        for r in pkg.releases:
+            for b in r.builds:
+                api = github_release_api(b.url, options.github_api_base) \
+                    if b.where == "release-asset" and b.url else None
+                if api is not None:
+                    apis.setdefault(api, str(r.version))
+        assets = {}
+        for api, version in apis.items():
+            resp = fetcher.get(api, accept="application/vnd.github+json", allow_404=True)
+            bar.step(f"GitHub {api.rsplit('/', 1)[-1][:60]}")
+            if resp is None:
+                result.companions.append(CompanionDrift(
+                    pkg.name, "missing", f"{version}: the release is not on GitHub (its "
+                    "assets are listed in companions.yaml)", api, version))
+                continue
+            try:
+                assets[api] = release_assets(api, json.loads(resp.body))
+            except (ValueError, RecursionError) as exc:
+                text = str(exc) if isinstance(exc, UnexpectedMetadata) else \
+                    f"{api}: not valid JSON ({exc})"
+                raise MalformedPage(text, hint="is --github-api-base the root of GitHub's "
+                                    "REST API?") from exc
+        result.companions += asset_drift(
+            pkg, assets, options.github_api_base,
+            primary=options.github_api_base.rstrip("/") == DEFAULT_GITHUB_API)
 
 
 def write_overlay(path: Path, overlay: dict[str, Any]) -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "manylinux_floor",
     "page_filenames",
     "parse_wheel",
+    "platform_name",
     "python_sort_key",
     "safe_parse_wheel",
 ]
@@ -120,6 +121,12 @@ def _platform_of(tag: str) -> str | None:
     if tag.startswith("macosx") and tag.endswith("_arm64"):
         return "macos-arm64"
     return None
+
+
+def platform_name(tag: str) -> str | None:
+    """The torchenv platform of a wheel's platform tag (``win_amd64`` -> ``win-amd64``), or
+    None for one torchenv does not track."""
+    return _platform_of(tag)
 
 
 @lru_cache(maxsize=4096)
