@@ -104,7 +104,7 @@ def main() -> int:
     env = {**os.environ, "TORCHENV_MATRIX_OVERLAY": str(tmp / "overlay.yaml")}
     exe = [sys.executable, "-m", "torchenv"]
     update = [*exe, "matrix", "update", "--index-base", f"{base}/whl", "--pypi-base", base,
-              "--quiet", "--no-companions"]
+              "--quiet"]
     results = [
         ("matrix ci (everything, github)", 0.5,
          _time([*exe, "matrix", "ci", "--free-threaded"], env)),

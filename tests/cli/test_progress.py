@@ -31,7 +31,7 @@ def test_matrix_update_prints_a_line_per_request(
     monkeypatch.setenv("TORCHENV_MATRIX_OVERLAY", str(tmp_path / "overlay.yaml"))
     server.serve_index(_matrix_filenames())
     code = main(["matrix", "update", "--check", "--json", "--index-base", f"{server.base}/whl",
-                 "--pypi-base", server.base, "--no-companions"])
+                 "--pypi-base", server.base])
     out, err = capsys.readouterr()
     assert code == 0, err
     json.loads(out)  # one document, nothing else
@@ -47,7 +47,7 @@ def test_matrix_update_quiet_prints_no_progress(
     monkeypatch.setenv("TORCHENV_MATRIX_OVERLAY", str(tmp_path / "overlay.yaml"))
     server.serve_index(_matrix_filenames())
     main(["matrix", "update", "--check", "--quiet", "--index-base", f"{server.base}/whl",
-          "--pypi-base", server.base, "--no-companions"])
+          "--pypi-base", server.base])
     assert "torchenv matrix update: " not in capsys.readouterr().err
 
 

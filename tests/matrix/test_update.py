@@ -295,7 +295,7 @@ def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def _run(server: Server, *extra: str) -> list[str]:
     """The torch part only; the companion part has its own tests (test_update_companions.py)."""
     return ["matrix", "update", "--index-base", f"{server.base}/whl", "--pypi-base",
-            server.base, "--quiet", "--no-companions", *extra]
+            server.base, "--quiet", *extra]
 
 
 def _cli(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, Any, str]:

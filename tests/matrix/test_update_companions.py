@@ -101,7 +101,7 @@ def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def _argv(server: Server, *extra: str) -> list[str]:
     return ["matrix", "update", "--quiet", "--index-base", f"{server.base}/whl",
             "--pypi-base", server.base, "--pyg-base", f"{server.base}/pyg",
-            "--github-api-base", f"{server.base}/gh", *extra]
+            "--github-api-base", f"{server.base}/gh", "--companions", *extra]
 
 
 def _check(sources: Sources, capsys: pytest.CaptureFixture[str]) -> tuple[int, Any, str]:
@@ -167,10 +167,13 @@ def test_plain_output_lists_each_drift_on_a_line(sources: Sources,
     assert "~ flash-attn: 2.8.3: 1 asset(s) for torch 2.9, which no build" in out
 
 
-def test_no_companions_reads_no_companion_source(sources: Sources,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_companions_no_companion_source_is_read(
+        sources: Sources, capsys: pytest.CaptureFixture[str]) -> None:
+    # a plain update compares the torch data alone (the companions are asked for)
     sources.serve()
-    code = main(_argv(sources.server, "--check", "--json", "--no-companions"))
+    argv = _argv(sources.server, "--check", "--json")
+    argv.remove("--companions")
+    code = main(argv)
     doc = json.loads(capsys.readouterr().out)
     assert code == 0
     assert doc["companions"] == []

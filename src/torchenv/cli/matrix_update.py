@@ -44,9 +44,10 @@ def register(msub: Subcommands) -> None:
     p.add_argument("--pypi-base", metavar="URL",
                    help="PyPI root for the JSON API (default https://pypi.org; env "
                    "TORCHENV_PYPI_BASE)")
-    p.add_argument("--no-companions", action="store_true",
-                   help="compare only the torch data, not companions.yaml with PyPI, the "
-                   "PyG find-links pages and GitHub release assets")
+    p.add_argument("--companions", action="store_true",
+                   help="also compare companions.yaml (flash-attn, xformers, PyG, torchao, vLLM) "
+                   "with PyPI, the PyTorch index, the PyG find-links pages and GitHub release "
+                   "assets; its drift is reported, never written")
     p.add_argument("--pyg-base", metavar="URL",
                    help="folder of the PyG find-links pages (default "
                    "https://data.pyg.org/whl)")
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         force=args.force,
         since=since,
         policy=policy,
-        companions=not args.no_companions,
+        companions=args.companions,
         pyg_base=_given(args, "pyg_base") or DEFAULT_PYG_BASE,
         github_api_base=_given(args, "github_api_base") or DEFAULT_GITHUB_API,
     )
@@ -120,8 +121,8 @@ def run(args: argparse.Namespace) -> int:
         if not lines:
             print("the matrix is current: the live index and PyPI show no release, variant, "
                   "platform or Python tag it lacks"
-                  + ("" if args.no_companions else ", and the companions' sources agree with "
-                     "companions.yaml"))
+                  + (", and the companions' sources agree with companions.yaml"
+                     if args.companions else ""))
         else:
             print(f"the live sources differ from the matrix in {len(lines)} place(s):")
             for line in lines:
