@@ -485,6 +485,10 @@ def test_env_json_output_names_the_file(cli_cwd: Path) -> None:
     assert out["written"] == "req.txt" and out["format"] == "requirements"
     assert out["constraints_written"] == "torch-constraints.txt"
     assert (cli_cwd / "torch-constraints.txt").read_text() == out["plan"]["constraints"]["text"]
+    # written, so its variables and commands name it by its absolute path
+    kept = out["plan"]["constraints"]
+    assert kept["written"] is True
+    assert kept["environment"]["PIP_CONSTRAINT"] == str(cli_cwd / "torch-constraints.txt")
     assert (cli_cwd / "req.txt").read_text(encoding="utf-8").splitlines()[-1] == out["plan"][
         "requirements"
     ][-1]

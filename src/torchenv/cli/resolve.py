@@ -312,12 +312,18 @@ def run_resolve(args: argparse.Namespace) -> int:
 
 def _plan_json(plan: Plan, commands: dict[str, str],
                constraints_path: str | None = None) -> dict[str, Any]:
-    """The plan's document with its constraints file (``constraints``: name, text, the
-    variables and the commands that use it)."""
+    """The plan's document with its constraints file (``constraints``: name, text, whether it
+    was ``written``; once written, the variables and the commands that use it, by its absolute
+    path). A file nobody wrote gets no command that names it: the command would fail."""
     from torchenv.installers.render import CONSTRAINTS_FILE, constraints
 
+    if constraints_path is None:
+        kept = constraints(plan, CONSTRAINTS_FILE)
+        kept = {k: v for k, v in kept.items() if k not in ("environment", "commands")}
+        return {**plan.to_json(commands), "constraints": {**kept, "written": False}}
     return {**plan.to_json(commands),
-            "constraints": constraints(plan, constraints_path or CONSTRAINTS_FILE)}
+            "constraints": {**constraints(plan, os.path.abspath(constraints_path)),
+                            "written": True}}
 
 
 def _commands(args: argparse.Namespace, plan: Plan, host: HostProfile) -> dict[str, str]:
@@ -391,13 +397,14 @@ def run_env(args: argparse.Namespace) -> int:
     if args.output and args.output != "-":  # `-o -` is stdout, as without -o
         from pathlib import Path
 
-        from torchenv._files import write_atomic
+        from torchenv._files import read_bytes_capped, write_atomic
         from torchenv.installers.render import CONSTRAINTS_FILE, render_constraints
 
         # the constraints file beside it, written under the same rule (--force to replace)
         beside = Path(args.output).parent / CONSTRAINTS_FILE
         keep = render_constraints(plan)
-        same = beside.is_file() and beside.read_text(encoding="utf-8", errors="replace") == keep
+        same = beside.is_file() and read_bytes_capped(
+            beside, what="-o", regular_only=True).decode("utf-8", "replace") == keep
         if beside.exists() and not same and not args.force:  # before anything is written
             raise BadInput(f"-o: {beside} (the constraints file written beside {args.output}) "
                            "exists and pins another build",
@@ -660,8 +667,10 @@ def run_install(args: argparse.Namespace) -> int:
                   "--installer uv, or add pip with 'python -m ensurepip'", file=out)
         return 1
     if kept is not None:
-        print(f"wrote {kept}: export PIP_CONSTRAINT={kept} UV_CONSTRAINT={kept} so that no "
-              "later install replaces this build", file=out)
+        from torchenv.installers.commands import quote_command
+
+        export = quote_command(["export", f"PIP_CONSTRAINT={kept}", f"UV_CONSTRAINT={kept}"])
+        print(f"wrote {kept}: {export} so that no later install replaces this build", file=out)
     print("installed; prove it works with: torchenv validate", file=out)
     return 0
 

@@ -219,10 +219,11 @@ def _explain_companion_failures(report: Report,
         return report
     import os
 
+    from torchenv._files import current_folder
     from torchenv.doctor.classify import classify, explains_import
     from torchenv.doctor.probe import probe_import
 
-    seen = probe_import(report.python, dict(os.environ), cwd=os.getcwd(), check_files=False,
+    seen = probe_import(report.python, dict(os.environ), cwd=current_folder(), check_files=False,
                         also=[r.import_name for r in modules.values()])
     findings = [f for f in classify(seen) if explains_import(f)]
     explained = {}
@@ -266,10 +267,11 @@ def _explain_import_failure(report: Report) -> Report:
         return report
     import os
 
+    from torchenv._files import current_folder
     from torchenv.doctor.classify import classify, explains_import
     from torchenv.doctor.probe import probe_import
 
-    seen = probe_import(report.python, dict(os.environ), cwd=os.getcwd())
+    seen = probe_import(report.python, dict(os.environ), cwd=current_folder())
     cause = next((f for f in classify(seen) if explains_import(f)), None)
     if cause is None:
         return report

@@ -54,7 +54,7 @@ BUILT_FILE = _MATRIX_DIR / "data" / "built.json"
 """The built embedded matrix (:func:`build_document`)."""
 BUILT_FORMAT = 1
 """The layout of the document; a file of another layout is not used."""
-_BUILDERS = ("model.py", "validate.py", "inference.py", "built.py")
+_BUILDERS = ("model.py", "validate.py", "inference.py", "built.py", "loader.py")
 """The modules of this package whose code decides what the YAML builds."""
 
 
