@@ -261,6 +261,27 @@ def test_record_problems_name_the_files() -> None:
     assert found[1].severity == "warning"  # the import still works
 
 
+def test_a_reinstall_fix_uses_the_index_of_a_variant_tag() -> None:
+    found = classify(seen(records=(RecordProblem("torch", "2.13.0+cpu", SITE,
+                                                 missing=("torch/_utils.py",)),)))
+    assert found[0].fix == ("/v/bin/python -m pip install --force-reinstall --no-deps "
+                            "torch==2.13.0+cpu --index-url https://download.pytorch.org/whl/cpu")
+    assert "came from elsewhere" not in found[0].explanation
+
+
+def test_a_build_whose_local_tag_is_no_variant_gets_no_made_up_index() -> None:
+    ngc = "2.5.0a0+e000cf0ad9.nv24.10"
+    found = classify(seen(distributions=(dist("torch", ngc, has_record=True),),
+                          records=(RecordProblem("torch", ngc, SITE,
+                                                 missing=("torch/_utils.py",)),)))
+    f = found[0]
+    assert f.code == "files-missing"
+    assert f.fix == ("/v/bin/python -m pip install --force-reinstall --no-deps "
+                     f"torch=={ngc}")
+    assert "--index-url" not in (f.fix or "")
+    assert "came from elsewhere" in f.explanation and "e000cf0ad9.nv24.10" in f.explanation
+
+
 def test_leftover_folders_of_an_interrupted_upgrade() -> None:
     found = classify(seen(leftovers=(f"{SITE}/~orch",)))
     assert codes(found) == ["interrupted-install-leftover"]

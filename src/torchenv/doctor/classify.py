@@ -20,6 +20,7 @@ from torchenv.doctor.findings import Finding
 from torchenv.doctor.seen import ImportOutcome, Seen, SeenDistribution, entry_folder, normalize
 from torchenv.installers.commands import Shell, chain_commands, quote_command
 from torchenv.matrix.index import index_url_for, pin
+from torchenv.values import InvalidValue, VariantName
 
 __all__ = ["CudaLibrary", "classify", "cuda_libraries", "cuda_library", "explains_import"]
 
@@ -89,14 +90,39 @@ def _pip(seen: Seen, *args: str, shell: Shell = "posix") -> str:
 
 def _reinstall(seen: Seen, dist: Optional[SeenDistribution], name: str = "torch",
                deps: bool = False) -> str:
-    """Reinstall this very build: ``torch==2.13.0+cpu`` from the index of its local tag."""
+    """Reinstall this very build: ``torch==2.13.0+cpu`` from the index of its local tag when
+    that tag is a variant PyTorch publishes an index for; a build whose tag names no such index
+    (an NGC ``+e000cf0ad9.nv24.10``, a source build's ``+git…``) is pinned without an index,
+    so pip asks the index it is configured with, never one made up from the tag (see
+    :func:`_foreign_build`)."""
     version = dist.version if dist is not None else None
     if not version:
         return _pip(seen, "install", "--force-reinstall", name)
     public, _, local = version.partition("+")
-    index = ["--index-url", index_url_for(local)] if local else []
+    variant = _variant_of(local)
+    index = ["--index-url", index_url_for(str(variant))] if variant is not None else []
     return _pip(seen, "install", "--force-reinstall", *([] if deps else ["--no-deps"]),
                 pin(name, public, local or None), *index)
+
+
+def _variant_of(local: str) -> Optional[VariantName]:
+    """The variant a local version tag names (``cu128``), or None for any other tag."""
+    try:
+        return VariantName(local) if local else None
+    except InvalidValue:
+        return None
+
+
+def _foreign_build(dist: Optional[SeenDistribution]) -> str:
+    """A sentence for a fix that reinstalls a build whose local tag names no PyTorch wheel
+    index: the build came from elsewhere, and only its source has it; empty otherwise."""
+    version = dist.version if dist is not None else None
+    local = (version or "").partition("+")[2]
+    if dist is None or not local or _variant_of(local) is not None:
+        return ""
+    return (f" {dist.name} {version} was not installed from a PyTorch wheel index (its local "
+            f"tag '{local}' names none): it came from elsewhere, such as a vendor's container "
+            "or a source build, so reinstall it from the index or image it came from.")
 
 
 def _torch_dist(seen: Seen) -> Optional[SeenDistribution]:
@@ -134,11 +160,12 @@ def classify(seen: Seen, *, paired: Optional[Mapping[str, str]] = None,
     failed = [o for o in seen.imports if not o.ok and not _absent(seen, o)]
     if failed and not any(explains_import(f) for f in findings):
         o = failed[0]
+        failed_dist = seen.dists(o.module)[0] if seen.dists(o.module) else None
         findings.append(Finding(
             "error", "import-failed", f"import {o.module} fails: {_first_line(o)}",
-            "None of the known causes matched; the full error is in the evidence.",
-            _reinstall(seen, seen.dists(o.module)[0] if seen.dists(o.module) else None,
-                       o.module, deps=True),
+            "None of the known causes matched; the full error is in the evidence."
+            + _foreign_build(failed_dist),
+            _reinstall(seen, failed_dist, o.module, deps=True),
             evidence={"module": o.module, "error": o.error}))
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(findings, key=lambda f: order[f.severity])
@@ -251,7 +278,7 @@ def _wrong_python(seen: Seen, shell: Shell) -> list[Finding]:
         f"Its extension is {', '.join(compiled)}, but this interpreter "
         f"({'.'.join(map(str, seen.version_info))}, {seen.python_tag}) loads only "
         f"_C{seen.ext_suffix}" + (f"; the wheel's tags are {', '.join(tags)}" if tags else "")
-        + f". This is why: {_first_line(outcome)}.",
+        + f". This is why: {_first_line(outcome)}." + _foreign_build(dist),
         _reinstall(seen, dist, deps=True),
         evidence={"compiled": compiled, "ext_suffix": seen.ext_suffix,
                   "python_tag": seen.python_tag, "wheel_tags": list(tags),
@@ -411,7 +438,7 @@ def _undefined_symbols(seen: Seen, paired: Mapping[str, str], shell: Shell) -> l
                 f"torch's own {os.path.basename(file)} lacks {symbol}",
                 f"{_first_line(outcome)}. The libraries of one torch install disagree: files of "
                 "two builds mixed by an interrupted or forced upgrade, or an nvidia-* library "
-                "of another version than torch requires.",
+                "of another version than torch requires." + _foreign_build(_torch_dist(seen)),
                 _reinstall(seen, _torch_dist(seen), deps=True), evidence=evidence))
             continue
         owner = _owner(seen, file)
@@ -572,7 +599,7 @@ def _records(seen: Seen, shell: Shell) -> list[Finding]:
                 f"{len(problem.missing)} file(s) of {label} listed in its RECORD are missing",
                 f"In {problem.location}: {', '.join(problem.missing[:5])}"
                 + (f" and {len(problem.missing) - 5} more" if len(problem.missing) > 5 else "")
-                + ". An interrupted install or a cleanup removed them.",
+                + ". An interrupted install or a cleanup removed them." + _foreign_build(dist),
                 fix, evidence=problem.to_json()))
         if problem.changed:
             out.append(Finding(
@@ -580,7 +607,8 @@ def _records(seen: Seen, shell: Shell) -> list[Finding]:
                 f"{len(problem.changed)} file(s) of {label} differ from its RECORD",
                 f"In {problem.location}: {', '.join(problem.changed[:5])}"
                 + (f" and {len(problem.changed) - 5} more" if len(problem.changed) > 5 else "")
-                + ". Another install wrote over them, or they were edited.",
+                + ". Another install wrote over them, or they were edited."
+                + _foreign_build(dist),
                 fix, evidence=problem.to_json()))
     return out
 
