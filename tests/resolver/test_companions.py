@@ -8,9 +8,15 @@ from typing import NamedTuple
 
 import pytest
 
-from torchenv.matrix.companions import Companions, load_companions
+from torchenv.matrix.companions import Companions, GpuRequirement, load_companions
 from torchenv.matrix.model import Matrix
-from torchenv.resolver.companions import RULES, CompanionVerdict, judge_companion, judge_release
+from torchenv.resolver.companions import (
+    RULES,
+    CompanionVerdict,
+    gpu_floor,
+    judge_companion,
+    judge_release,
+)
 from torchenv.values import ArchEntry, ComputeCapability, Platform, TorchVersion, VariantName
 
 ASSETS = "https://github.com/Dao-AILab/flash-attention/releases/download/v2.8.3/"
@@ -203,3 +209,21 @@ def test_a_target_reached_only_by_ptx_needs_the_jit_and_says_so(data: Companions
     assert judge(True).warnings == ("flash-attn 2.8.3 runs on GPU 0 (sm_120) only by "
                                     "JIT-compiling its PTX for 9.x",)
     assert (judge(False).fits, judge(False).rule) == (False, "gpu")
+
+
+def test_the_gpu_floor_is_the_one_stated_for_the_release(data: Companions) -> None:
+    """One rule for a companion's GPU floor: the floor stated for that release (not the
+    package's first), and the GPUs below it by index."""
+    pkg = data.package("flash-attn")
+    assert pkg is not None
+    newer = GpuRequirement(ComputeCapability("9.0"), (TorchVersion("2.8.3.post2"),), "primary",
+                           ())
+    pkg = replace(pkg, gpu=(newer, *pkg.gpu))
+    gpus = (ComputeCapability("9.0"), ComputeCapability("8.6"), ComputeCapability("7.5"))
+    post2 = gpu_floor(pkg, TorchVersion("2.8.3.post2"), gpus)
+    assert (str(post2.least), [i for i, _ in post2.below]) == ("9.0", [1, 2])
+    plain = gpu_floor(pkg, TorchVersion("2.8.3"), gpus)
+    assert (str(plain.least), [i for i, _ in plain.below], plain.holds) == ("8.0", [2], False)
+    assert gpu_floor(pkg, TorchVersion("2.8.3"), gpus[:2]).holds
+    unstated = gpu_floor(replace(pkg, gpu=()), TorchVersion("2.8.3"), gpus)
+    assert unstated.requirement is None and unstated.holds

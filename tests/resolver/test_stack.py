@@ -201,3 +201,31 @@ def test_the_same_torch_with_another_cuda_comes_before_an_older_torch(
     (held,) = plan.held_back
     assert (held.from_variant, held.to_variant) == ("cu130", "cu126")
     assert held.reason == "pyg-lib 0.9.0: no cu130 build (it has cu126)"
+
+
+def test_a_gpu_above_the_floor_but_outside_the_targets_gets_no_floor_advice(
+        matrix: Matrix, data: Companions) -> None:
+    """flash-attn's floor is 8.0; sm_110 is above it but not among 2.8.3's compiled targets.
+    The headline names that target gap, and the data's advice for GPUs older than 8.0 (its
+    ``gpu`` instead entry) is not offered: it is for a failing floor only."""
+    with pytest.raises(NoMatch) as caught:
+        resolve_stack(Request(), _host(driver=LINUX_DRIVER, gpus=["11.0"]), matrix, data,
+                      ("flash-attn",))
+    fixes = [f.text(lambda c: [str(c)]) for f in caught.value.fixes]
+    assert "sm_110" in caught.value.message
+    assert "not among its compiled targets" in caught.value.message
+    assert "compute capability 8.0 or newer" not in caught.value.message
+    assert not any("scaled_dot_product_attention" in f for f in fixes), fixes
+    assert any("from source" in f for f in fixes), fixes
+
+
+def test_a_failing_floor_names_the_floor_and_its_advice(matrix: Matrix,
+                                                        data: Companions) -> None:
+    with pytest.raises(NoMatch) as caught:
+        resolve_stack(Request(), _host(driver=LINUX_DRIVER, gpus=["7.5"]), matrix, data,
+                      ("flash-attn",))
+    fixes = [f.text(lambda c: [str(c)]) for f in caught.value.fixes]
+    assert "flash-attn needs compute capability 8.0 or newer, and GPU 0 is sm_75" \
+        in caught.value.message
+    assert any("scaled_dot_product_attention" in f for f in fixes), fixes
+    assert not any("from source" in f for f in fixes), fixes

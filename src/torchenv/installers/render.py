@@ -19,7 +19,7 @@ from torchenv.installers.commands import (
     shell_for,
     uv_install_argv,
 )
-from torchenv.matrix.index import index_base_of, pins
+from torchenv.matrix.index import PYPI_INDEX, index_base_of, pins
 from torchenv.resolver.plan import Change, ChosenCompanion, Plan, Speller
 
 if TYPE_CHECKING:
@@ -109,9 +109,6 @@ def _packages(plan: Plan) -> list[str]:
     return [name for name, version in versions if version]
 
 
-_PYPI = "https://pypi.org/simple"
-
-
 def _companion_argv(plan: Plan, installer: Installer) -> tuple[list[str], list[str]]:
     """The requirements and flags the plan's prebuilt companions add: each one's requirement
     (a release asset as ``name @ url#sha256=...``), a find-links page per page, PyPI beside a
@@ -125,7 +122,7 @@ def _companion_argv(plan: Plan, installer: Installer) -> tuple[list[str], list[s
     for page in dict.fromkeys(c.url for c in chosen if c.source == "find-links" and c.url):
         flags += ["--find-links", page]
     if plan.index_url and any(c.source == "pypi" for c in chosen):
-        flags += ["--extra-index-url", _PYPI]
+        flags += ["--extra-index-url", PYPI_INDEX]
         if installer == "uv":  # torch's local version exists on the variant index alone
             flags += ["--index-strategy", "unsafe-best-match"]
     for c in chosen:  # uv pip takes pip's flag (its --no-build-package is for uv sync)

@@ -14,6 +14,7 @@ from torchenv.errors import BadInput
 
 __all__ = [
     "DEFAULT_INDEX_BASE",
+    "PYPI_INDEX",
     "check_index_base",
     "index_base_of",
     "index_url_for",
@@ -25,6 +26,10 @@ __all__ = [
 
 DEFAULT_INDEX_BASE = "https://download.pytorch.org/whl"
 """The root of PyTorch's own wheel indexes; a variant's index is ``ROOT/VARIANT``."""
+
+PYPI_INDEX = "https://pypi.org/simple"
+"""PyPI's simple index: where a companion published on PyPI is installed from beside a
+variant index."""
 
 
 def pin(package: str, version: str, local_tag: str | None = None) -> str:

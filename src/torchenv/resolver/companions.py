@@ -29,12 +29,14 @@ from torchenv.matrix.companions import (
     CompanionPackage,
     CompanionRelease,
     Companions,
+    GpuRequirement,
 )
 from torchenv.matrix.inference import reach
 from torchenv.matrix.model import EVIDENCE_CLASSES
 from torchenv.values import ComputeCapability, Platform, TorchVersion, VariantName
 
-__all__ = ["RULES", "CompanionVerdict", "judge_companion", "judge_release"]
+__all__ = ["RULES", "CompanionVerdict", "GpuFloor", "gpu_floor", "judge_companion",
+           "judge_release"]
 
 RULES: tuple[str, ...] = ("source-build", "platform", "python", "torch", "variant", "abi",
                           "gpu", "fits")
@@ -157,6 +159,37 @@ def _abi_flag(data: Companions, build: CompanionBuild, torch: TorchVersion,
     return None, fact.evidence
 
 
+@dataclass(frozen=True)
+class GpuFloor:
+    """A package release's GPU floor against the GPUs: the requirement the data states (None
+    when no source states one) and the GPUs below it, as (index, capability)."""
+
+    requirement: GpuRequirement | None
+    below: tuple[tuple[int, ComputeCapability], ...]
+
+    @property
+    def holds(self) -> bool:
+        """Every GPU is at or above the floor (or no floor is stated)."""
+        return not self.below
+
+    @property
+    def least(self) -> ComputeCapability | None:
+        return None if self.requirement is None else self.requirement.min_compute_capability
+
+
+def gpu_floor(package: CompanionPackage, version: TorchVersion,
+              gpus: Sequence[ComputeCapability]) -> GpuFloor:
+    """The one rule of a companion's GPU floor: the floor the data states for release
+    ``version`` and which of ``gpus`` lie below it."""
+    requirement = package.gpu_requirement(version)
+    if requirement is None:
+        return GpuFloor(None, ())
+    least = requirement.min_compute_capability
+    return GpuFloor(requirement, tuple(
+        (i, cc) for i, cc in enumerate(gpus)
+        if (cc.major, cc.minor) < (least.major, least.minor)))
+
+
 def _gpu_rule(package: CompanionPackage, release: CompanionRelease, build: CompanionBuild,
               gpus: Sequence[ComputeCapability], jit_ok: bool, used: list[str],
               warnings: list[str]) -> tuple[str, str, str] | None:
@@ -175,15 +208,14 @@ def _gpu_rule(package: CompanionPackage, release: CompanionRelease, build: Compa
             if answer.by_ptx:
                 warnings.append(f"{package.name} {release.version} runs on GPU {i} ({cc.sm}) "
                                 f"only by JIT-compiling its PTX for {answer.ptx_major}.x")
-    floor = package.gpu_requirement(release.version)
-    if floor is not None:
+    floor = gpu_floor(package, release.version, gpus)
+    if floor.requirement is not None:
         stated = True
-        used.append(floor.evidence)
-        least = floor.min_compute_capability
-        for i, cc in enumerate(gpus):
-            if (cc.major, cc.minor) < (least.major, least.minor):
-                return "gpu", f"needs compute capability {least} or newer; GPU {i} is " \
-                              f"{cc.sm}", floor.evidence
+        used.append(floor.requirement.evidence)
+        if floor.below:
+            i, cc = floor.below[0]
+            return "gpu", f"needs compute capability {floor.least} or newer; GPU {i} is " \
+                          f"{cc.sm}", floor.requirement.evidence
     if not stated:
         used.append("unknown")
         warnings.append(f"{package.name} {release.version}: no source read states which GPUs "

@@ -35,20 +35,18 @@ from torchenv.matrix.companions import (
     CompanionRelease,
     Companions,
 )
+from torchenv.matrix.index import PYPI_INDEX
 from torchenv.matrix.model import Matrix
-from torchenv.resolver.companions import CompanionVerdict, judge_release
+from torchenv.resolver.companions import RULES, CompanionVerdict, gpu_floor, judge_release
 from torchenv.resolver.plan import ChosenCompanion, Fix, HeldBack, NoMatch, Plan, Rejection
 from torchenv.resolver.request import Request
 from torchenv.resolver.resolve import resolve
 from torchenv.values import ComputeCapability, Platform, TorchSpec, TorchVersion, VariantName
 
-__all__ = ["ALIASES", "PYPI_INDEX", "known_names", "read_with", "resolve_stack"]
+__all__ = ["ALIASES", "known_names", "read_with", "resolve_stack"]
 
 ALIASES: Mapping[str, tuple[str, ...]] = {"pyg": ("pyg-lib", "torch-scatter", "torch-sparse")}
 """Names that stand for several packages: ``pyg`` is PyG's compiled trio."""
-
-PYPI_INDEX = "https://pypi.org/simple"
-
 
 def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
@@ -179,7 +177,7 @@ def _choose(data: Companions, package: CompanionPackage, plan: Plan,
     verdicts.sort(key=_nearness)
     if allow_build:
         found = _source_build(package)
-        if found is not None and _gpu_floor_holds(package, found[0], gpus):
+        if found is not None and gpu_floor(package, found[0].version, gpus).holds:
             release, build = found
             reason = (f"{package.name} {release.version}: no prebuilt file serves torch "
                       f"{plan.torch} {plan.variant}; a source build was allowed for it")
@@ -191,18 +189,7 @@ def _choose(data: Companions, package: CompanionPackage, plan: Plan,
 
 
 def _nearness(v: CompanionVerdict) -> int:
-    from torchenv.resolver.companions import RULES
-
     return -RULES.index(v.rule)
-
-
-def _gpu_floor_holds(package: CompanionPackage, release: CompanionRelease,
-                     gpus: Sequence[ComputeCapability]) -> bool:
-    floor = package.gpu_requirement(release.version)
-    if floor is None:
-        return True
-    least = floor.min_compute_capability
-    return all((g.major, g.minor) >= (least.major, least.minor) for g in gpus)
 
 
 def _chosen(package: CompanionPackage, release: CompanionRelease, verdict: CompanionVerdict,
@@ -268,7 +255,8 @@ def resolve_stack(request: Request, host: HostProfile | Target, matrix: Matrix,
             break
         tried.append((plan, missing))
         if any(not _binaries(p, host.platform)
-               or not any(_gpu_floor_holds(p, r, _gpus(host, plan)) for r in p.releases)
+               or not any(gpu_floor(p, r.version, _gpus(host, plan)).holds
+                          for r in p.releases)
                for p in packages if p.name in missing):
             break  # no older torch changes the platform or the GPUs: no pair can fit
         try:
@@ -378,22 +366,29 @@ def _no_pair(data: Companions, request: Request, host: Target, matrix: Matrix,
                                verdicts[0].rule)
                      for plan, gaps in tried for verdicts in gaps.values() if verdicts)
     fixes: list[Fix] = []
-    gpu_reasons: list[str] = []
+    whys: list[str] = []
+    gpus = _gpus(host, first)
     for name in missing:
         package = data.package(name)
         assert package is not None
         rules = {v.rule for _, gaps in tried for v in gaps.get(name, ())}
         if not rules:  # no build on this platform at all
             rules = {"platform"}
-        gpus = _gpus(host, first)
-        runs = any(_gpu_floor_holds(package, r, gpus) for r in package.releases)
+        # the data's ``gpu`` advice is about the package's GPU floor: it is given when that
+        # floor is what fails, not when a build merely lacks one GPU's compiled target
+        rules.discard("gpu")
+        floors = [gpu_floor(package, r.version, gpus) for r in _newest_first(package)]
+        runs = any(f.holds for f in floors)
         if not runs:
             rules.add("gpu")
-            floor = package.gpu[0].min_compute_capability if package.gpu else None
-            gpu_reasons.append(f"{name} needs compute capability {floor} or newer, and "
-                               + ", ".join(f"GPU {i} is {g.sm}" for i, g in enumerate(gpus)
-                                           if floor is not None and (g.major, g.minor)
-                                           < (floor.major, floor.minor)))
+            floor = floors[0]
+            whys.append(f"{name} needs compute capability {floor.least} or newer, and "
+                        + ", ".join(f"GPU {i} is {g.sm}" for i, g in floor.below))
+        else:
+            nearest = _nearest(tried, name)
+            if nearest is not None:
+                plan, verdict = nearest
+                whys.append(f"nearest: torch {plan.torch} {plan.variant}: {verdict.reason}")
         for instead in package.instead:
             if instead.rule in rules:
                 fixes.append(Fix((f"{name}: {instead.text}",)))
@@ -401,8 +396,17 @@ def _no_pair(data: Companions, request: Request, host: Target, matrix: Matrix,
         if needs is not None and name not in allowed and runs:
             fixes.append(Fix(({"allow_build": name}, f" builds {needs}")))
     names = ", ".join(missing)
-    why = "; ".join(gpu_reasons) or (f"newest pick torch {first.torch} {first.variant}: "
-                                     + "; ".join(v[0].reason for v in missing.values() if v))
+    why = "; ".join(whys) or f"newest pick torch {first.torch} {first.variant}"
     return NoMatch(f"no torch build for this host has a prebuilt {names} ({why})",
                    rejected, tuple(fixes), matrix.matrix_version, host.python,
                    str(host.platform), host.profile.warnings)
+
+
+def _nearest(tried: list[tuple[Plan, dict[str, list[CompanionVerdict]]]], name: str
+             ) -> tuple[Plan, CompanionVerdict] | None:
+    """The torch pick and the verdict of ``name`` that got furthest through the rules: what
+    really keeps it out (the newest pick on a tie)."""
+    found = [(plan, v) for plan, gaps in tried for v in gaps.get(name, ())]
+    if not found:
+        return None
+    return max(found, key=lambda pv: RULES.index(pv[1].rule))
