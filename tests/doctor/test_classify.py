@@ -176,6 +176,40 @@ def test_requirements_whose_marker_excludes_the_interpreter_are_not_asked_for() 
     assert classify(seen(distributions=(cuda_torch(),), markers=arm)) == []
 
 
+def nvidia_of_2_6(location: str = SITE) -> list[SeenDistribution]:
+    return [dist(r.split("==")[0], r.split("==")[1].split(";")[0], location)
+            for r in REQUIRES_2_6 if r.startswith(("nvidia-", "triton"))]
+
+
+def test_a_requirement_gap_is_a_warning_while_torch_imports_and_an_error_when_it_fails() -> None:
+    without_triton = [d for d in nvidia_of_2_6() if d.name != "triton"]
+    imports = classify(seen(distributions=(cuda_torch(), *without_triton)))
+    assert [(f.code, f.severity) for f in imports] == [("requirement-missing", "warning")]
+    fails = classify(seen(distributions=(cuda_torch(), *without_triton),
+                          imports=(failed("something else went wrong"),)))
+    assert ("requirement-missing", "error") in [(f.code, f.severity) for f in fails]
+
+
+def test_requirements_are_judged_by_the_copy_beside_the_torch_that_imports() -> None:
+    user = "/home/u/.local/lib/python3.11/site-packages"
+    # an older cuBLAS first on the path, the pinned one beside torch: torch loads its own
+    stale = dist("nvidia-cublas-cu12", "12.1.0.26", user)
+    assert classify(seen(distributions=(stale, cuda_torch(), *nvidia_of_2_6()))) == []
+    # and the other way round: the pinned one elsewhere does not hide a wrong one beside torch
+    beside = [d._replace(version="12.1.0.26") if d.name == "nvidia-cublas-cu12" else d
+              for d in nvidia_of_2_6()]
+    found = classify(seen(distributions=(dist("nvidia-cublas-cu12", "12.4.5.8", user),
+                                         cuda_torch(), *beside)))
+    assert codes(found) == ["requirement-version"]
+    assert found[0].evidence["installed"] == [f"nvidia-cublas-cu12==12.1.0.26 in {SITE}"]
+
+
+def test_a_requirement_whose_marker_cannot_be_judged_is_not_asked_for() -> None:
+    odd = cuda_torch()._replace(requires=(
+        *REQUIRES_2_6, 'nvidia-odd-cu12==1.0; os_name ~= "posix"'))
+    assert classify(seen(distributions=(odd, *nvidia_of_2_6()))) == []
+
+
 def test_nccl_for_two_cuda_majors() -> None:
     nvidia = [dist(r.split("==")[0], r.split("==")[1].split(";")[0]) for r in REQUIRES_2_6
               if r.startswith(("nvidia-", "triton"))]

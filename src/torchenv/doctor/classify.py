@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple, Optional
 
-from torchenv.doctor.findings import Finding
+from torchenv.doctor.findings import Finding, Severity
 from torchenv.doctor.seen import ImportOutcome, Seen, SeenDistribution, entry_folder, normalize
 from torchenv.installers.commands import Shell, chain_commands, quote_command
 from torchenv.matrix.index import index_url_for, pin
@@ -487,6 +487,11 @@ def _requirement_of(seen: Seen, lib: Any) -> Optional[tuple[str, str]]:
 
 
 def _applicable_requirements(seen: Seen) -> list[Any]:
+    """The Requires-Dist of the torch that imports whose marker holds for the child's
+    interpreter. A marker that cannot be judged (a comparison packaging does not define, such
+    as ``os_name ~= "posix"``, or a variable the environment lacks) leaves its requirement out:
+    doctor never asks for a package on a guess."""
+    from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
     from packaging.requirements import InvalidRequirement, Requirement
 
     dist = _torch_dist(seen)
@@ -503,8 +508,8 @@ def _applicable_requirements(seen: Seen) -> list[Any]:
             try:
                 if not req.marker.evaluate(environment):
                     continue
-            except Exception:  # an unknown marker variable: judged as applying
-                pass
+            except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+                continue
         out.append(req)
     return out
 
@@ -627,25 +632,40 @@ def _leftovers(seen: Seen, shell: Shell) -> list[Finding]:
         evidence={"folders": list(seen.leftovers)})]
 
 
+def _beside(seen: Seen, name: str, torch_dist: Optional[SeenDistribution]
+            ) -> Optional[SeenDistribution]:
+    """The copy of distribution ``name`` the imported torch loads: the one installed beside it
+    (torch's libraries find the nvidia-* folders relative to its own site folder), else the
+    first on the path; None when it is not installed."""
+    installed = seen.dists(name)
+    for d in installed:
+        if torch_dist is not None and d.location == torch_dist.location:
+            return d
+    return installed[0] if installed else None
+
+
 def _requirements(seen: Seen, shell: Shell) -> list[Finding]:
     out = []
     missing, wrong = [], []
+    torch_dist = _torch_dist(seen)
     for req in _applicable_requirements(seen):
         name = normalize(req.name)
         if not (name.startswith("nvidia-") or name == "triton"):
             continue
-        installed = seen.dists(name)
+        copy = _beside(seen, name, torch_dist)
         text = f"{req.name}{req.specifier}"
-        if not installed:
+        if copy is None:
             missing.append(text)
-        elif installed[0].version and not req.specifier.contains(
-                installed[0].version, prereleases=True):
-            wrong.append((text, installed[0]))
-    torch_dist = _torch_dist(seen)
+        elif copy.version and not req.specifier.contains(copy.version, prereleases=True):
+            wrong.append((text, copy))
     label = f"torch {torch_dist.version}" if torch_dist else "torch"
+    # torch imports: a gap is a risk for later (a kernel that loads the library), not the cause
+    # of a failure; an import that failed or never reported keeps it an error
+    outcome = seen.outcome("torch")
+    severity: Severity = "warning" if outcome is not None and outcome.ok else "error"
     if missing:
         out.append(Finding(
-            "error", "requirement-missing",
+            severity, "requirement-missing",
             f"{label} requires {', '.join(missing)}, not installed",
             "torch loads these CUDA libraries from the nvidia-* wheels its metadata pins; "
             "without them 'import torch' fails with 'cannot open shared object file' or "
@@ -654,7 +674,7 @@ def _requirements(seen: Seen, shell: Shell) -> list[Finding]:
             evidence={"missing": missing}))
     if wrong:
         out.append(Finding(
-            "error", "requirement-version",
+            severity, "requirement-version",
             f"{label} requires " + ", ".join(
                 f"{t} but {d.name} {d.version} is installed" for t, d in wrong),
             "A later install replaced the version torch was built with; symbols that build "
