@@ -23,6 +23,7 @@ from torchenv.validation.companions import (
 )
 from torchenv.validation.options import ValidationOptions
 from torchenv.validation.report import CheckResult, Report
+from torchenv.values import Platform
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +74,18 @@ def test_companion_checks_run_whatever_only_selects_and_the_probe_reads_the_same
     ("xformers", "0.0.33.post2", "2.9.1+cu128", "paired", "made for 2.9.1"),
     ("vllm", "0.29.0", "2.12.0", "other-torch", "made for torch 2.13.0, not 2.12.0"),
     ("torch-scatter", "2.1.2+pt212cpu", "2.12.1+cpu", "paired", "2.12"),
+    # the variant and the platform count, not the release alone
+    ("torch-scatter", "2.1.2+pt212cpu", "2.12.0+cu130", "other-torch",
+     "names the pt212cpu build) is made for torch 2.12 (cpu), not 2.12.0+cu130"),
+    ("torch-scatter", "2.1.2+pt212cu130", "2.12.0+rocm7.0", "other-torch",
+     "made for torch 2.12 (cu130), not 2.12.0+rocm7.0"),
+    ("torch-scatter", "2.1.2+pt212cu130", "2.12.0+cu130", "paired", "2.12 (cu130)"),
+    ("flash-attn", "2.8.3", "2.8.0+cpu", "unknown", "made for torch 2.8.0+cpu; a source build"),
+    ("flash-attn", "2.8.3+cu12torch2.8cxx11abiTRUE", "2.8.0+cpu", "other-torch",
+     "made for torch 2.5, 2.6, 2.7, 2.8 (CUDA 12), not 2.8.0+cpu"),
+    ("flash-attn", "2.8.3", "2.8.0+cu128", "paired", "2.5, 2.6, 2.7, 2.8 (CUDA 12)"),
+    # a PyG build for torch 2.12 with a torch whose variant its version does not name
+    ("torch-scatter", "2.1.2", "2.12.0", "unknown", "cannot be read"),
     # a source distribution of that release may have been built here against this torch
     ("torch-scatter", "2.1.2", "2.13.0+cpu", "unknown", "source build"),
     ("flash-attn", "2.8.3", "2.13.0+cu130", "unknown", "source build"),
@@ -91,6 +104,16 @@ def test_the_installed_version_is_judged_by_the_data_and_never_a_false_alarm(
         assert pairing.evidence == "confirmed" and pairing.sources
     if verdict == "other-torch":
         assert f"torchenv resolve --with {package}" in pairing.text
+
+
+def test_a_build_the_data_has_for_another_platform_is_never_paired(data: Companions) -> None:
+    """PyG's cu130 torch-scatter for torch 2.12 is a linux-x86_64 file: on Windows the same
+    version cannot be the one the data pairs (a source build may be)."""
+    found = data.package("torch-scatter")
+    assert found is not None
+    on = {p: judge_pairing(found, "2.1.2+pt212cu130", "2.12.0+cu130", Platform(p)).verdict
+          for p in ("linux-x86_64", "win-amd64")}
+    assert on == {"linux-x86_64": "paired", "win-amd64": "unknown"}
 
 
 def test_a_version_made_for_another_torch_is_a_warning_in_the_passing_check_s_detail(
