@@ -8,6 +8,7 @@ import base64
 import csv
 import hashlib
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
@@ -68,41 +69,69 @@ def check_records(dists: Sequence[SeenDistribution]) -> tuple[RecordProblem, ...
 
 def check_record(dist: SeenDistribution) -> Optional[RecordProblem]:
     """Files ``dist``'s RECORD lists that are missing, of another size, or (up to
-    :data:`HASH_CAP`) of another hash; None when all agree or there is no RECORD to read."""
+    :data:`HASH_CAP`) of another hash; None when all agree or there is no RECORD to read.
+
+    Only regular files are read: an entry that is a device (``/dev/zero``), a FIFO or a folder
+    is not what the wheel wrote and counts as changed without being opened, and an entry
+    outside the distribution's folder (an absolute path, or ``../../../bin/torchrun``) is
+    compared by size only, never read."""
     path = os.path.join(dist.meta_dir, "RECORD")
     try:
         with open(path, encoding="utf-8", newline="") as fh:
             rows = list(csv.reader(fh))
     except (OSError, UnicodeDecodeError, csv.Error):
         return None
+    location = os.path.normpath(dist.location)
     missing, changed = [], []
     for row in rows:
         if len(row) < 3 or not row[1]:
             continue  # RECORD itself, .pyc files: listed without a hash
         name, digest, size = row[0], row[1], row[2]
-        full = os.path.normpath(os.path.join(dist.location, name))
+        full = os.path.normpath(os.path.join(location, name))
         try:
-            actual = os.stat(full).st_size
-        except OSError:
+            info = os.stat(full)
+        except (OSError, ValueError):  # ValueError: a NUL byte in the entry
             missing.append(name)
             continue
-        if (size.isdigit() and int(size) != actual) or (
-                actual <= HASH_CAP and not _hash_matches(full, digest)):
+        inside = full.startswith(location + os.sep)
+        if (not stat.S_ISREG(info.st_mode)
+                or (size.isdigit() and int(size) != info.st_size)
+                or (inside and info.st_size <= HASH_CAP and not _hash_matches(full, digest))):
             changed.append(name)
     if not missing and not changed:
         return None
     return RecordProblem(dist.name, dist.version, dist.location, tuple(missing), tuple(changed))
 
 
+_OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+               | getattr(os, "O_CLOEXEC", 0))
+"""Read-only, and never waiting in open(): a FIFO swapped in after the stat opens at once and
+is then refused as not a regular file."""
+
+
 def _hash_matches(path: str, digest: str) -> bool:
+    """Whether the regular file ``path`` has ``digest`` (``sha256=…``), reading at most
+    :data:`HASH_CAP` + 1 bytes (a file that grew past the cap does not match)."""
     algorithm, _, expected = digest.partition("=")
     if algorithm not in hashlib.algorithms_guaranteed:
         return True  # a hash we cannot compute says nothing
     hasher = hashlib.new(algorithm)
     try:
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                hasher.update(chunk)
+        fd = os.open(path, _OPEN_FLAGS)
     except OSError:
         return False
-    return base64.urlsafe_b64encode(hasher.digest()).rstrip(b"=").decode() == expected
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return False
+            left = HASH_CAP + 1
+            while left > 0:
+                chunk = fh.read(min(1 << 20, left))
+                if not chunk:
+                    break
+                hasher.update(chunk)
+                left -= len(chunk)
+        except OSError:
+            return False
+    return (left > 0
+            and base64.urlsafe_b64encode(hasher.digest()).rstrip(b"=").decode() == expected)
