@@ -115,10 +115,12 @@ def run(args: argparse.Namespace) -> int:
         raise
     report = _explain_import_failure(report)
     if companions:
+        from torchenv.detection._platform import current_platform
         from torchenv.validation.companions import with_pairings
 
+        # the interpreter validated runs here, so its wheels are this machine's platform's
         report = with_pairings(_explain_companion_failures(report, companions[1]),
-                               companions[0])
+                               companions[0], platform=current_platform())
     if args.junit:
         from torchenv.validation.report import write_junit
 
