@@ -399,5 +399,17 @@ def test_the_child_is_python_3_7_syntax_and_stdlib_only() -> None:
                 for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree)
                  if isinstance(n, ast.ImportFrom) and n.module}
-    assert imported <= {"__future__", "importlib", "json", "os", "platform", "site", "sys",
-                        "sysconfig", "time", "traceback", "typing"}, imported
+    assert imported <= {"__future__", "importlib", "json", "os", "platform", "re", "site",
+                        "sys", "sysconfig", "time", "traceback", "typing"}, imported
+
+
+@pytest.mark.parametrize("name", ["torch", "Flash_Attn", "torch.scatter", "nvidia-cudnn-cu12",
+                                  "a__b", "a._-b", "Pyg_Lib", "x---y"])
+def test_the_childs_name_rule_is_pep_503_as_packaging_has_it(name: str) -> None:
+    """The standalone child keeps its own copy of the one rule; it must agree with the one
+    the rest of torchenv calls."""
+    from packaging.utils import canonicalize_name
+
+    import torchenv.doctor._import_child as child
+
+    assert child.norm(name) == canonicalize_name(name)

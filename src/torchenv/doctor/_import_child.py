@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -64,10 +65,9 @@ def read(path: str, cap: int = READ_CAP) -> Optional[str]:
 
 
 def norm(name: str) -> str:
-    out = []
-    for ch in name.lower():
-        out.append("-" if ch in "_." else ch)
-    return "".join(out)
+    """PEP 503, as packaging.utils.canonicalize_name (this child imports no third party;
+    tests/doctor compare the two)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def headers(text: Optional[str]) -> dict[str, Any]:

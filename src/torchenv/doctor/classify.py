@@ -16,8 +16,10 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple, Optional
 
+from packaging.utils import canonicalize_name
+
 from torchenv.doctor.findings import Finding, Severity
-from torchenv.doctor.seen import ImportOutcome, Seen, SeenDistribution, entry_folder, normalize
+from torchenv.doctor.seen import ImportOutcome, Seen, SeenDistribution, entry_folder
 from torchenv.installers.commands import Shell, chain_commands, quote_command
 from torchenv.matrix.index import index_url_for, pin
 from torchenv.values import InvalidValue, VariantName
@@ -480,7 +482,7 @@ def _requirement_of(seen: Seen, lib: Any) -> Optional[tuple[str, str]]:
     """(requirement text without marker, distribution name) of torch's Requires-Dist that brings
     ``lib``; None when torch does not require it here."""
     for req in _applicable_requirements(seen):
-        name = normalize(req.name)
+        name = canonicalize_name(req.name)
         if lib.distribution_matches(name):
             return f"{req.name}{req.specifier}", name
     return None
@@ -649,7 +651,7 @@ def _requirements(seen: Seen, shell: Shell) -> list[Finding]:
     missing, wrong = [], []
     torch_dist = _torch_dist(seen)
     for req in _applicable_requirements(seen):
-        name = normalize(req.name)
+        name = canonicalize_name(req.name)
         if not (name.startswith("nvidia-") or name == "triton"):
             continue
         copy = _beside(seen, name, torch_dist)
@@ -686,7 +688,7 @@ def _requirements(seen: Seen, shell: Shell) -> list[Finding]:
     majors = sorted({d.name for d in seen.distributions
                      if re.fullmatch(r"nvidia-nccl-cu\d+", d.name)})
     if len(majors) > 1:
-        required = {normalize(r.name) for r in _applicable_requirements(seen)}
+        required = {canonicalize_name(r.name) for r in _applicable_requirements(seen)}
         extra = [m for m in majors if m not in required] or majors[:-1]
         out.append(Finding(
             "warning", "nccl-two-cuda-majors",
@@ -703,7 +705,7 @@ def _requirements(seen: Seen, shell: Shell) -> list[Finding]:
 
 def _texts_for(seen: Seen, names: Sequence[str]) -> list[str]:
     return [f"{r.name}{r.specifier}" for r in _applicable_requirements(seen)
-            if normalize(r.name) in names] or [names[-1]]
+            if canonicalize_name(r.name) in names] or [names[-1]]
 
 
 def _duplicates(seen: Seen, shell: Shell) -> list[Finding]:

@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Optional
 
+from packaging.utils import canonicalize_name
+
 from torchenv.detection.profile import Gpu, HostProfile, TorchInfo
 from torchenv.detection.target import Target, read_target
 from torchenv.errors import TorchenvError
@@ -94,11 +96,7 @@ class Installs:
     cuda_libs_on_ld_path: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def dists(self, name: str) -> tuple[Distribution, ...]:
-        return tuple(d for d in self.distributions if _norm(d.name) == name)
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+        return tuple(d for d in self.distributions if canonicalize_name(d.name) == name)
 
 
 def _local(version: str) -> Optional[str]:

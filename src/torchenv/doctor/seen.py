@@ -9,21 +9,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Optional
+
+from packaging.utils import canonicalize_name
 
 __all__ = ["MARK", "ImportOutcome", "RecordProblem", "Seen", "SeenDistribution",
            "seen_from_report"]
 
 MARK = "\x1etorchenv-doctor "
 """The prefix of every report line of the child (``_import_child.MARK``)."""
-
-
-def normalize(name: str) -> str:
-    """A distribution name as PEP 503 compares them."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 class SeenDistribution(NamedTuple):
@@ -133,7 +129,7 @@ class Seen:
 
     def dists(self, name: str) -> tuple[SeenDistribution, ...]:
         """Every distribution of ``name`` on the path, in ``sys.path`` order."""
-        wanted = normalize(name)
+        wanted = canonicalize_name(name)
         return tuple(d for d in self.distributions if d.name == wanted)
 
     def outcome(self, module: str) -> Optional[ImportOutcome]:
@@ -187,7 +183,7 @@ def _texts(value: object) -> tuple[str, ...]:
 
 def _distribution(doc: Mapping[str, Any]) -> SeenDistribution:
     return SeenDistribution(
-        name=normalize(str(doc["name"])), version=_text(doc.get("version")),
+        name=canonicalize_name(str(doc["name"])), version=_text(doc.get("version")),
         location=str(doc["location"]), meta_dir=str(doc.get("meta_dir") or ""),
         requires=_texts(doc.get("requires")), wheel_tags=_texts(doc.get("wheel_tags")),
         installer=_text(doc.get("installer")), has_record=bool(doc.get("record")))

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from packaging.utils import canonicalize_name
+
 from torchenv.errors import MatrixError
 from torchenv.matrix.model import ArchFact, Evidence, Matrix, Source, python_sort_key
 from torchenv.matrix.validate import _PY_RE, _Ctx, _evidence_class, _header, _show
@@ -312,8 +314,8 @@ class Companions:
     triton: tuple[TritonPin, ...]
 
     def package(self, name: str) -> CompanionPackage | None:
-        wanted = _normal_name(name)
-        return next((p for p in self.packages if _normal_name(p.name) == wanted), None)
+        wanted = canonicalize_name(name)
+        return next((p for p in self.packages if canonicalize_name(p.name) == wanted), None)
 
     def abi_fact(self, torch: TorchVersion, platform: Platform,
                  variant: VariantName) -> AbiFact | None:
@@ -322,11 +324,6 @@ class Companions:
 
     def triton_pin(self, torch: TorchVersion) -> TritonPin | None:
         return next((t for t in self.triton if t.torch == torch), None)
-
-
-def _normal_name(name: str) -> str:
-    """PEP 503: ``Flash_Attn`` and ``flash-attn`` are one project."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 # --------------------------------------------------------------------------- loading
@@ -400,10 +397,10 @@ def _packages(ctx: _Ctx, raw: Any) -> tuple[CompanionPackage, ...]:
                              "releases"))
         name = ctx.string(p.get("name"), f"{path}.name", _NAME_RE, "a package name like "
                           "'flash-attn'")
-        if _normal_name(name) in seen:
+        if canonicalize_name(name) in seen:
             raise ctx.fail(f"{path}.name", f"{name!r} is listed twice (also "
-                           f"packages[{seen[_normal_name(name)]}])")
-        seen[_normal_name(name)] = i
+                           f"packages[{seen[canonicalize_name(name)]}])")
+        seen[canonicalize_name(name)] = i
         releases = _releases(ctx, p.get("releases"), f"{path}.releases")
         out.append(CompanionPackage(
             name=name,

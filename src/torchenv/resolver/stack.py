@@ -22,9 +22,10 @@ host, the matrix and the companion data (docs/companions.md, "Resolving with com
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+
+from packaging.utils import canonicalize_name
 
 from torchenv.detection.profile import HostProfile
 from torchenv.detection.target import Target, read_target
@@ -48,10 +49,6 @@ __all__ = ["ALIASES", "known_names", "read_with", "resolve_stack"]
 ALIASES: Mapping[str, tuple[str, ...]] = {"pyg": ("pyg-lib", "torch-scatter", "torch-sparse")}
 """Names that stand for several packages: ``pyg`` is PyG's compiled trio."""
 
-def _normal(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def known_names(data: Companions) -> list[str]:
     """What ``--with`` accepts: every package of the data and the aliases."""
     return [p.name for p in data.packages] + sorted(ALIASES)
@@ -67,7 +64,7 @@ def read_with(values: Iterable[str], data: Companions) -> tuple[str, ...]:
             if not text:
                 raise BadInput(f"{raw!r} names an empty package", field="with", value=raw,
                                hint="known: " + ", ".join(known_names(data)))
-            for name in ALIASES.get(_normal(text), (text,)):
+            for name in ALIASES.get(canonicalize_name(text), (text,)):
                 package = data.package(name)
                 if package is None:
                     raise BadInput(f"{text!r} is not a companion package torchenv knows",
