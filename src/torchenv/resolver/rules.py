@@ -21,6 +21,7 @@ from torchenv.detection.profile import Gpu
 from torchenv.detection.target import Target, one_per_capability
 from torchenv.matrix.inference import (
     WINDOWS,
+    entry_runs,
     excluded_by_family,
     family_includes,
     reach,
@@ -69,8 +70,7 @@ def _not_in_list(gpu: Gpu, cc: ComputeCapability, arch_list: Sequence[ArchEntry]
     """The reason a list cannot run ``gpu``, naming the PTX it could JIT with a newer driver."""
     name = f", {gpu.name}" if gpu.name else ""
     ptx_hint = ""
-    if not jit_ok and any(e.ptx and (cc.major, cc.minor) >= (e.major, e.minor)
-                          for e in arch_list):
+    if not jit_ok and any(entry_runs(e, cc, jit_ok=True) for e in arch_list if e.ptx):
         ptx_hint = " (its PTX needs a driver at the toolkit level to JIT)"
     return f"GPU {gpu.index} ({cc.sm}{name}) not in arch list {arch_range(arch_list)}{ptx_hint}"
 
