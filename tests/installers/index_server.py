@@ -14,8 +14,10 @@ import base64
 import contextlib
 import functools
 import hashlib
+import io
 import platform
 import sys
+import tarfile
 import threading
 import zipfile
 from collections.abc import Iterator
@@ -28,7 +30,8 @@ from urllib.parse import quote, unquote, urlparse
 import pytest
 from packaging import tags
 
-__all__ = ["AUDIO", "TORCH", "VARIANTS", "VERSIONS", "VISION", "LocalIndex", "build_wheel",
+__all__ = ["AUDIO", "FAILING_BACKEND", "TORCH", "VARIANTS", "VERSIONS", "VISION", "LocalIndex",
+           "build_wheel", "failing_sdist",
            "local_index", "wheel_tag"]
 
 TORCH, VISION, AUDIO = "2.7.1", "0.22.1", "2.7.1"
@@ -252,3 +255,25 @@ def local_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+FAILING_BACKEND = "stand-in backend: building xformers from source is what the plan forbids"
+"""What :func:`failing_sdist`'s backend says: an installer that ran it built what a plan forbids."""
+
+
+def failing_sdist(project: Path) -> Path:
+    """xformers-0.0.31.tar.gz whose in-tree build backend fails as soon as an installer calls it."""
+    files = {
+        "xformers-0.0.31/pyproject.toml": '[build-system]\nrequires = []\n'
+        'build-backend = "refuse"\nbackend-path = ["."]\n',
+        "xformers-0.0.31/refuse.py": f"raise SystemExit({FAILING_BACKEND!r})\n",
+        "xformers-0.0.31/PKG-INFO": "Metadata-Version: 2.1\nName: xformers\nVersion: 0.0.31\n",
+    }
+    path = project / "xformers-0.0.31.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path

@@ -6,15 +6,20 @@ the command's ``--only-binary`` keeps pip from building it, which pip does witho
 
 from __future__ import annotations
 
-import io
 import shlex
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
-from index_server import LocalIndex, build_wheel, write_project_page, write_root_page
+from index_server import (
+    FAILING_BACKEND,
+    LocalIndex,
+    build_wheel,
+    failing_sdist,
+    write_project_page,
+    write_root_page,
+)
 from installer_helpers import LINUX_CPU, clean_env, resolve_json
 
 PYPI = "https://pypi.org/simple"
@@ -92,27 +97,6 @@ def test_the_planned_exact_pin_companion_installs_without_touching_torch(
         assert added == ["+ xformers==0.0.31"], second.stderr
 
 
-_BACKEND = "stand-in backend: building xformers from source is what the plan forbids"
-
-
-def _failing_sdist(project: Path) -> Path:
-    """xformers-0.0.31.tar.gz whose in-tree build backend fails as soon as pip calls it."""
-    files = {
-        "xformers-0.0.31/pyproject.toml": '[build-system]\nrequires = []\n'
-        'build-backend = "refuse"\nbackend-path = ["."]\n',
-        "xformers-0.0.31/refuse.py": f"raise SystemExit({_BACKEND!r})\n",
-        "xformers-0.0.31/PKG-INFO": "Metadata-Version: 2.1\nName: xformers\nVersion: 0.0.31\n",
-    }
-    path = project / "xformers-0.0.31.tar.gz"
-    with tarfile.open(path, "w:gz") as tar:
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return path
-
-
 @pytest.mark.slow  # real pip resolving against a local index, twice
 @pytest.mark.parametrize("only_binary", [True, False], ids=["as-planned", "control"])
 def test_the_command_never_lets_pip_build_a_prebuilt_companion(
@@ -120,7 +104,7 @@ def test_the_command_never_lets_pip_build_a_prebuilt_companion(
     root = tmp_path / "sdist-only"
     project = root / "xformers"
     project.mkdir(parents=True)
-    write_project_page(project, [_failing_sdist(project)])
+    write_project_page(project, [failing_sdist(project)])
     write_root_page(root, ["xformers"])
     plan = resolve_json(*LINUX_CPU, "--variant", "cpu", "--torch", "==2.7.1", "--index-base",
                         local_index.base, "--with", "xformers", cwd=cli_cwd)
@@ -138,7 +122,7 @@ def test_the_command_never_lets_pip_build_a_prebuilt_companion(
     assert run.returncode != 0
     said = " ".join((run.stdout + run.stderr).split())  # an installer may wrap long lines
     if only_binary:
-        assert _BACKEND not in said
+        assert FAILING_BACKEND not in said
         assert "No matching distribution found for xformers" in run.stderr, run.stderr
     else:  # without the flag pip takes the sdist and runs its build backend
-        assert _BACKEND in said, run.stderr
+        assert FAILING_BACKEND in said, run.stderr

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import subprocess
 import sys
-import tarfile
 import uuid
 from pathlib import Path
 
 import pytest
 import tomllib
 from index_server import (
+    FAILING_BACKEND,
     LocalIndex,
     build_index,
     build_wheel,
+    failing_sdist,
     write_project_page,
     write_root_page,
 )
@@ -40,7 +40,6 @@ from torchenv.resolver.plan import ChosenCompanion, Plan
 from torchenv.values import TorchSpec, VariantName
 
 UV = str(Path(sys.executable).parent / "uv")
-_BACKEND = "stand-in backend: building xformers from source is what the plan forbids"
 
 
 @dataclasses.dataclass
@@ -227,24 +226,6 @@ def test_uv_locks_and_installs_every_planned_companion_without_a_build(
         "flash_attn": "2.8.3+cu12torch2.7cxx11abiTRUE", "torchao": "0.12.0"}
 
 
-def _failing_sdist(project: Path) -> Path:
-    """xformers-0.0.31.tar.gz whose in-tree build backend fails as soon as uv calls it."""
-    files = {
-        "xformers-0.0.31/pyproject.toml": '[build-system]\nrequires = []\n'
-        'build-backend = "refuse"\nbackend-path = ["."]\n',
-        "xformers-0.0.31/refuse.py": f"raise SystemExit({_BACKEND!r})\n",
-        "xformers-0.0.31/PKG-INFO": "Metadata-Version: 2.1\nName: xformers\nVersion: 0.0.31\n",
-    }
-    path = project / "xformers-0.0.31.tar.gz"
-    with tarfile.open(path, "w:gz") as tar:
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return path
-
-
 @pytest.mark.slow  # real uv resolving against the local index, twice
 @pytest.mark.parametrize("no_build", [True, False], ids=["as-planned", "control"])
 def test_uv_never_builds_a_companion_the_plan_chose_as_a_wheel(
@@ -252,7 +233,7 @@ def test_uv_never_builds_a_companion_the_plan_chose_as_a_wheel(
     pypi = served.path / "pypi"
     build_index(pypi, local_index.tag, None)
     (pypi / "xformers").mkdir()
-    write_project_page(pypi / "xformers", [_failing_sdist(pypi / "xformers")])
+    write_project_page(pypi / "xformers", [failing_sdist(pypi / "xformers")])
     write_root_page(pypi, ["torch", "torchvision", "torchaudio", "xformers"])
     plan = _plan(local_index, _companion("xformers", "0.0.31", "pypi",
                                          index_url="https://pypi.org/simple"))
@@ -267,10 +248,10 @@ def test_uv_never_builds_a_companion_the_plan_chose_as_a_wheel(
     assert lock.returncode != 0
     said = " ".join((lock.stdout + lock.stderr).split())  # uv wraps the backend's lines
     if no_build:
-        assert _BACKEND not in said, lock.stderr
+        assert FAILING_BACKEND not in said, lock.stderr
         assert "xformers" in lock.stderr and "build" in lock.stderr.lower(), lock.stderr
     else:  # without the setting uv runs the sdist's build backend
-        assert _BACKEND in said, lock.stderr
+        assert FAILING_BACKEND in said, lock.stderr
 
 
 @pytest.mark.slow  # real uv resolving against the local index
